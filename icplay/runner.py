@@ -357,6 +357,12 @@ class Runner:
                     env.close()
                 except Exception:
                     pass
+            close_factory = getattr(self.env_factory, "close", None)
+            if close_factory is not None:
+                try:
+                    close_factory()
+                except Exception:
+                    pass
         trajs = [results[i] for i in sorted(results)]
         old = {id(t) for t in resumed}
         played = sum(1 for t in trajs if id(t) not in old)

@@ -37,6 +37,9 @@ def register(sub) -> None:
     p.add_argument("--task-id", action="append", default=None, help="only this task (repeatable)")
     p.add_argument("--sandbox", default=None, help="bash: docker or bwrap; sql: sqlite or mysql")
     p.add_argument("--image", default=None, help="Docker image for bash tasks (e.g. InterCode's)")
+    p.add_argument("--no-recycle", action="store_true",
+                   help="bash on Docker: a new container for every episode, instead of reusing one that "
+                        "proves itself pristine again (slower; see docs/agents.md)")
     p.add_argument("--out", default=None, help="folder for the trajectories (default ~/.icplay/runs/<run>)")
     p.add_argument("--fresh", action="store_true", help="discard the episodes already in --out")
     p.add_argument("--replay", default=None, help="a trajectory file or folder, or an InterCode results file")
@@ -79,10 +82,11 @@ def run(args) -> int:
         raise UserError(str(exc)) from None
 
     from icplay.agents.protocols import Budget, Limits
-    from icplay.envs import make_env
+    from icplay.envs import EnvFactory
 
     sandbox = setup["sandbox"]
-    env_factory = setup.get("env_factory") or (lambda: make_env(args.env, sandbox=sandbox, image=args.image))
+    env_factory = setup.get("env_factory") or EnvFactory(args.env, sandbox=sandbox, image=args.image,
+                                                         recycle=not args.no_recycle)
     limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
                     max_seconds=args.episode_time)
     budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None

@@ -12,7 +12,8 @@ from icplay.envs.base import Env, StepResult, SubmitResult, parse_submit
 
 SANDBOXES = {"bash": ("docker", "bwrap"), "sql": ("sqlite", "mysql")}
 
-__all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "make_env", "default_sandbox", "SANDBOXES"]
+__all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "make_env", "default_sandbox", "SANDBOXES",
+           "EnvFactory"]
 
 
 def docker_available() -> bool:
@@ -34,21 +35,76 @@ def default_sandbox(env_name: str) -> str:
     raise ValueError(f"no environment {env_name!r} (known: {', '.join(SANDBOXES)})")
 
 
-def make_env(env_name: str, sandbox: str | None = None, image: str | None = None,
-             timeout: float | None = None, progress: Callable[[str], None] | None = None, **options) -> Env:
-    """A ready Env for ``env_name`` on ``sandbox`` (default: see ``default_sandbox``)."""
-    from icplay.sandbox.base import DEFAULT_TIMEOUT, SandboxError
+def _checked_sandbox(env_name: str, sandbox: str | None) -> str:
+    from icplay.sandbox.base import SandboxError
 
     sandbox = sandbox or default_sandbox(env_name)
     if env_name not in SANDBOXES:
         raise SandboxError(f"no environment {env_name!r} (known: {', '.join(SANDBOXES)})")
     if sandbox not in SANDBOXES[env_name]:
         raise SandboxError(f"{env_name} runs on {' or '.join(SANDBOXES[env_name])}, not {sandbox!r}")
-    if env_name == "bash":
-        from icplay.envs.bash import BashEnv, BashSandboxes
+    return sandbox
 
-        return BashEnv(BashSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress))
+
+def _bash_sandboxes(sandbox: str, image: str | None, timeout: float | None,
+                    progress: Callable[[str], None] | None, recycle: bool):
+    from icplay.envs.bash import BashSandboxes
+    from icplay.sandbox.base import DEFAULT_TIMEOUT
+
+    return BashSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress,
+                         recycle=recycle)
+
+
+def make_env(env_name: str, sandbox: str | None = None, image: str | None = None,
+             timeout: float | None = None, progress: Callable[[str], None] | None = None,
+             recycle: bool = True, **options) -> Env:
+    """A ready Env for ``env_name`` on ``sandbox`` (default: see ``default_sandbox``).
+
+    ``recycle=False`` gives every Bash episode on Docker a new container instead of a
+    used one proved pristine again (see ``icplay/sandbox/recycle.py``).
+    """
+    sandbox = _checked_sandbox(env_name, sandbox)
+    if env_name == "bash":
+        from icplay.envs.bash import BashEnv
+
+        return BashEnv(_bash_sandboxes(sandbox, image, timeout, progress, recycle))
     from icplay.envs.sql import SqlEnv
     from icplay.sql import make_sql_backend
 
     return SqlEnv(make_sql_backend(sandbox, progress=progress, image=image, timeout=timeout, **options))
+
+
+class EnvFactory:
+    """Envs for parallel workers (``icplay run -j N``), one per call.
+
+    Bash envs share one set of sandbox pools and gold runs: a container recycled after
+    one worker's episode serves the next episode of any worker, and each task's gold
+    runs once per run. They take their sandbox lazily (while the policy thinks about its
+    first action). ``close()`` after the envs are closed.
+    """
+
+    def __init__(self, env_name: str, sandbox: str | None = None, image: str | None = None,
+                 timeout: float | None = None, progress: Callable[[str], None] | None = None,
+                 recycle: bool = True, **options):
+        self.env_name = env_name
+        self.sandbox = _checked_sandbox(env_name, sandbox)
+        self.image, self.timeout, self.progress, self.recycle, self.options = image, timeout, progress, recycle, options
+        self._shared = None
+
+    def __call__(self) -> Env:
+        if self.env_name != "bash":
+            return make_env(self.env_name, self.sandbox, self.image, self.timeout, self.progress, self.recycle,
+                            **self.options)
+        from icplay.envs.bash import BashEnv
+
+        if self._shared is None:
+            self._shared = _bash_sandboxes(self.sandbox, self.image, self.timeout, self.progress, self.recycle)
+        return BashEnv(self._shared, owns_sandboxes=False, lazy=True)
+
+    def stats(self) -> dict[str, int]:
+        return self._shared.stats() if self._shared is not None else {}
+
+    def close(self) -> None:
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -85,17 +86,25 @@ class GoldRun:
 
 
 def run_gold(sandbox: Sandbox, gold: str) -> GoldRun:
-    result = sandbox.run(gold)
+    # In a subshell: the gold's cd, variables and traps die with it, so the sandbox's
+    # shell stays as it started and a recycled gold sandbox can keep it.
+    result = sandbox.run(f"(\n{gold}\n)")
     changes = file_changes(sandbox)
     added = [path for status, path in changes if status in SCORED_STATUSES]
     return GoldRun(result.output, result.exit_code, tuple(changes), content_hashes(sandbox, added))
 
 
 class BashSandboxes:
-    """Hands out started sandboxes for a task: Docker containers or bwrap folders, pooled."""
+    """Hands out started sandboxes for a task: Docker containers or bwrap folders, pooled.
+
+    One instance may serve many envs at once (``icplay run -j N`` shares one), so that
+    containers recycled by one episode serve the next episode of any worker, and each
+    task's gold runs once per run. Gold runs get their own pool: a container that ran
+    an agent's actions is never used to compute a gold.
+    """
 
     def __init__(self, kind: str = "docker", image: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 progress: Callable[[str], None] | None = None, spares: int = 1):
+                 progress: Callable[[str], None] | None = None, spares: int = 1, recycle: bool = True):
         if kind not in ("docker", "bwrap"):
             raise SandboxError(f"unknown sandbox {kind!r} for bash (docker or bwrap)")
         self.kind = kind
@@ -103,11 +112,17 @@ class BashSandboxes:
         self.timeout = timeout
         self.progress = progress
         self.spares = spares
+        self.recycle = recycle
         self._pools: dict[str, SandboxPool] = {}
         self._lock = threading.Lock()
         self._client = None
         self._template: Path | None = None
         self._gold_runs: dict[tuple[str, str, str], GoldRun] = {}
+        # Gold runs take milliseconds and are fetched ahead (``prefetch_gold``): one at a
+        # time in one recycled sandbox keeps up with many workers, and every sandbox more
+        # would cost a container start.
+        self._gold_slots = threading.Semaphore(1)
+        self._prefetch: ThreadPoolExecutor | None = None
         self._gold_locks: dict[tuple[str, str, str], threading.Lock] = {}
 
     def gold_run(self, task: Task) -> GoldRun:
@@ -117,18 +132,39 @@ class BashSandboxes:
             lock = self._gold_locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._gold_runs:
-                pool = self.pool(task)
-                box = pool.take()
-                try:
-                    self._gold_runs[key] = run_gold(box, task.gold)
-                finally:
-                    pool.discard(box)
+                pool = self.pool(task, role="gold")
+                with self._gold_slots:
+                    box = pool.take()
+                    try:
+                        self._gold_runs[key] = run_gold(box, task.gold)
+                    finally:
+                        pool.discard(box)
             return self._gold_runs[key]
+
+    def prefetch_gold(self, task: Task) -> None:
+        """Start the task's gold run in the background, so that scoring does not wait for it.
+
+        A failure here is dropped: scoring calls ``gold_run`` again and reports it.
+        """
+        key = (self._image_for(task), task.key, task.gold)
+        with self._lock:
+            if key in self._gold_runs:
+                return
+            if self._prefetch is None:
+                self._prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icplay-gold")
+            prefetch = self._prefetch
+        prefetch.submit(self._gold_quietly, task)
+
+    def _gold_quietly(self, task: Task) -> None:
+        try:
+            self.gold_run(task)
+        except Exception:
+            pass
 
     def _image_for(self, task: Task) -> str:
         return self.image or task.image or DEFAULT_IMAGE
 
-    def _make_factory(self, task: Task) -> Callable[[], Sandbox]:
+    def _make_factory(self, task: Task, role: str) -> Callable[[], Sandbox]:
         if self.kind == "docker":
             from icplay.sandbox.docker import DockerSandbox
             from icplay.sandbox.images import docker_client, ensure_image
@@ -138,8 +174,10 @@ class BashSandboxes:
             image = self._image_for(task)
             if image == DEFAULT_IMAGE:
                 ensure_image(self._client, "bash", self.progress or (lambda line: None))
-            client, timeout, network = self._client, self.timeout, task.network
-            return lambda: DockerSandbox(client, image, network=network, timeout=timeout)
+            client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
+            trusted = role == "gold"
+            return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle,
+                                         trusted=trusted)
         from icplay.sandbox.bwrap import BwrapSandbox, make_root_template
 
         if self.image or task.image:
@@ -150,14 +188,26 @@ class BashSandboxes:
         template, timeout, network = self._template, self.timeout, task.network
         return lambda: BwrapSandbox(template, timeout=timeout, network=network)
 
-    def pool(self, task: Task) -> SandboxPool:
-        key = f"{self._image_for(task)}|{task.network}"
+    def pool(self, task: Task, role: str = "agent") -> SandboxPool:
+        """The pool of sandboxes for the task's image and network; ``role`` agent or gold."""
+        key = f"{role}|{self._image_for(task)}|{task.network}"
         with self._lock:
             if key not in self._pools:
-                self._pools[key] = SandboxPool(self._make_factory(task), spares=self.spares)
+                spares = 0 if role == "gold" and self.recycle else self.spares
+                self._pools[key] = SandboxPool(self._make_factory(task, role), spares=spares, recycle=self.recycle)
             return self._pools[key]
 
+    def stats(self) -> dict[str, int]:
+        """Sandboxes started and recycled so far, over all pools."""
+        with self._lock:
+            pools = list(self._pools.values())
+        return {"started": sum(p.started for p in pools), "recycled": sum(p.recycled for p in pools)}
+
     def close(self) -> None:
+        with self._lock:
+            prefetch, self._prefetch = self._prefetch, None
+        if prefetch is not None:
+            prefetch.shutdown(wait=True, cancel_futures=True)
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
@@ -168,15 +218,24 @@ class BashSandboxes:
 
 
 class BashEnv:
-    """One Bash episode at a time; ``reset`` starts the next."""
+    """One Bash episode at a time; ``reset`` starts the next.
+
+    ``lazy``: reset returns at once and the sandbox is taken in the background, ready by
+    the time the first action arrives (an agent's first model call hides a container
+    start or recycle); an error taking it is raised by that first action.
+    """
 
     name = "bash"
 
-    def __init__(self, sandboxes: BashSandboxes):
+    def __init__(self, sandboxes: BashSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
         self.sandboxes = sandboxes
+        self.owns_sandboxes = owns_sandboxes
+        self.lazy = lazy
         self.sandbox_kind = sandboxes.kind
         self.task: Task | None = None
-        self.sandbox: Sandbox | None = None
+        self._sandbox: Sandbox | None = None
+        self._pending: Future | None = None
+        self._taker: ThreadPoolExecutor | None = None
         self._pool: SandboxPool | None = None
         self.last_output = ""
 
@@ -184,13 +243,29 @@ class BashEnv:
         self._release()
         self.task = task
         self._pool = self.sandboxes.pool(task)
-        self.sandbox = self._pool.take()
+        if self.lazy:
+            # A thread that lives as long as the env: bwrap dies with the thread that
+            # started it (--die-with-parent follows the thread, not the process).
+            if self._taker is None:
+                self._taker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-take")
+            self._pending = self._taker.submit(self._pool.take)
+        else:
+            self._sandbox = self._pool.take()
         self.last_output = ""
+        self.sandboxes.prefetch_gold(task)
         return task.query
 
     @property
+    def sandbox(self) -> Sandbox | None:
+        """The episode's sandbox (waiting for it if it is still being taken)."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._sandbox = pending.result()
+        return self._sandbox
+
+    @property
     def cwd(self) -> str | None:
-        return self.sandbox.shell.cwd if self.sandbox is not None else None
+        return self._sandbox.shell.cwd if self._sandbox is not None else None
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         if self.sandbox is None:
@@ -201,8 +276,8 @@ class BashEnv:
         return StepResult(result.observation, result.exit_code, result.duration, result.info())
 
     def interrupt(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.interrupt()
+        if self._sandbox is not None:
+            self._sandbox.interrupt()
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         if self.sandbox is None or self.task is None:
@@ -219,10 +294,19 @@ class BashEnv:
         return SubmitResult(scored.reward, breakdown, gold.output)
 
     def _release(self) -> None:
-        if self.sandbox is not None and self._pool is not None:
-            self._pool.discard(self.sandbox)
-        self.sandbox = None
+        pool, pending, sandbox = self._pool, self._pending, self._sandbox
+        self._pending = self._sandbox = None
+        if pool is None:
+            return
+        if pending is not None:   # never used: give it back once it is there
+            pending.add_done_callback(lambda f: pool.discard(f.result()) if f.exception() is None else None)
+        elif sandbox is not None:
+            pool.discard(sandbox)
 
     def close(self) -> None:
         self._release()
-        self.sandboxes.close()
+        if self._taker is not None:
+            self._taker.shutdown(wait=True)
+            self._taker = None
+        if self.owns_sandboxes:
+            self.sandboxes.close()

@@ -2,10 +2,16 @@
 
 The container's pid 1 is a tiny bash "warden" whose traps do what the Docker API cannot do
 without spawning a process (impossible when a fork bomb has used up the pids limit):
-SIGUSR2 freezes and kills every process but itself and the session's shell (and tells
-the shell to abandon its action), SIGHUP kills the shell too. The session itself runs
-through an attached ``docker exec`` socket, so a trivial action costs a round trip on an
-open stream instead of a new exec (InterCode's way, ~60 ms).
+SIGUSR2 freezes and kills every process but itself and the two shells (and tells the
+session's shell to abandon its action), SIGHUP kills the session's shell too. The session
+runs through an attached ``docker exec`` socket, so a trivial action costs a round trip on
+an open stream instead of a new exec (InterCode's way, ~60 ms).
+
+A second shell, the *control* shell, runs the reward's side commands (``git status``,
+hashes) without a ``docker exec`` each, and recycles the container for the next episode
+when it can prove the container pristine again (see ``recycle.py``). The session's shell
+runs with one capability fewer than the control shell and the warden, so the agent
+cannot ptrace either of them.
 
 Containers are labelled ``icplay=1`` with the creating process's pid and host, so the
 next icplay start removes what a crashed one left behind, and an ``atexit`` hook removes
@@ -21,23 +27,31 @@ import struct
 import threading
 from typing import Any
 
+import shlex
+
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+from icplay.sandbox.recycle import CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS, SHELL_PID_FILE
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
 
 LABEL = "icplay"
-SHELL_PID_FILE = "/run/icplay-shell.pid"
+# The session's shell drops this capability (nothing a task needs), which makes its
+# capabilities a strict subset of the warden's and the control shell's: Linux then
+# refuses it ptrace and /proc/<pid>/mem on them.
+HARDENED_SHELL_ARGV = ["setpriv", "--bounding-set=-audit_write", "--", *SHELL_ARGV]
+RECYCLE_TIMEOUT = 30.0
 
 # Freeze-then-kill loop used by the warden; only builtins, so it works at the pids limit.
 _KILL_ALL_BUT = (
     'seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
-    'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$p" in 1|"$keep") continue;; esac; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$p" in 1|"$keep"|"$ctl") continue;; esac; '
     'case "$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; fresh=1; done; '
     '[ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done'
 )
+_READ_CONTROL = f"ctl=; read -r ctl < {CONTROL_PID_FILE} 2>/dev/null; "
 WARDEN = (
-    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; "
+    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL +
     '[ -n "$keep" ] && kill -USR1 "$keep" 2>/dev/null; ' + _KILL_ALL_BUT + "' USR2\n"
-    "trap 'keep=; " + _KILL_ALL_BUT + "' HUP\n"
+    "trap 'keep=; " + _READ_CONTROL + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
     "while :; do sleep 2147483647 & wait $!; done\n"
 )
@@ -132,26 +146,41 @@ def _remove_ours() -> None:
 
 
 class DockerSandbox:
-    """One episode in its own container of an icplay (or user-named) image."""
+    """One episode at a time in its own container of an icplay (or user-named) image."""
 
     kind = "docker"
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None):
+                 timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
+                 recycle: bool = True, trusted: bool = False):
         self.client = client
         self.image = image
         self.network = network
         self.limits = {**DEFAULT_LIMITS, **(limits or {})}
         self.workdir = workdir
+        self.timeout = timeout
+        self.output_cap = output_cap
         self.container: Any = None
-        self._exec_id: str | None = None
+        self.recyclable = False          # set once the control shell has taken the pristine copies
+        self.recycled = 0                # how many episodes this container served after its first
+        self.last_recycle_note = ""      # why the last recycle failed, or what it restored
+        self._want_recycle = recycle
+        # trusted: only gold commands run here, each in a subshell, so a recycle may keep
+        # the shell (its state is the fresh one) instead of starting another
+        self.trusted = trusted
+        self._hardened = False
+        self._exec_ids: dict[str, str] = {}
+        self.shell = self._new_shell()
+        self.control: PersistentShell | None = None
+
+    def _new_shell(self) -> PersistentShell:
         init = f"echo $$ > {SHELL_PID_FILE}"
-        if workdir:
-            init += f"; cd {workdir}"
-        self.shell = PersistentShell(
-            ShellControl(open=self._open, kill_command=self._kill_command, kill_shell=self._kill_shell,
-                         is_alive=self._is_alive),
-            init_script=init, output_cap=output_cap, default_timeout=timeout)
+        if self.workdir:
+            init += f"; cd {shlex.quote(self.workdir)}"
+        return PersistentShell(
+            ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
+                         kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell")),
+            init_script=init, output_cap=self.output_cap, default_timeout=self.timeout)
 
     def start(self) -> None:
         reap_once(self.client)
@@ -169,10 +198,43 @@ class DockerSandbox:
             raise SandboxError(f"Docker could not start a container of {self.image}: {exc.explanation or exc}") from None
         track(self.container.id)
         try:
+            self._start_control()
             self.shell.start()
+            if self.control is not None and self._want_recycle and self._hardened:
+                self._take_pristine_copies()
         except Exception:
             self.close()
             raise
+
+    def _start_control(self) -> None:
+        """The control shell: side commands without an exec each, and the recycling proof."""
+        control = PersistentShell(
+            ShellControl(open=lambda: self._open("control"), kill_command=lambda _pid: None,
+                         kill_shell=lambda _pid: self._close_control(), is_alive=lambda _pid: self._is_alive("control")),
+            init_script=f"echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
+            default_timeout=RECYCLE_TIMEOUT)
+        try:
+            control.start()
+        except SandboxError:
+            return   # an image without bash features we need: side commands go through docker exec
+        self.control = control
+        self._hardened = control.run("command -v setpriv >/dev/null").exit_code == 0
+
+    def _take_pristine_copies(self) -> None:
+        roots = [*DEFAULT_ROOTS]
+        if self.workdir:
+            roots.append(self.workdir)
+        assert self.control is not None
+        found = self.control.run("pwd -P; git -C / ls-tree --name-only HEAD 2>/dev/null", timeout=30)
+        lines = found.output.splitlines()
+        if lines:
+            roots.append(lines[0])   # the image's WORKDIR, where exec'd shells start
+        roots += ["/" + name for name in lines[1:] if name and "/" not in name]
+        result = self.control.run("cd / && __ic_setup " + " ".join(shlex.quote(r) for r in roots if r != "/"),
+                                  timeout=RECYCLE_TIMEOUT)
+        self.recyclable = result.exit_code == 0 and "icplay-ready" in result.output
+        if not self.recyclable:
+            self.last_recycle_note = f"could not take the pristine copies: {result.output.strip()[-300:]}"
 
     def run(self, command: str, timeout: float | None = None, on_output: OutputCallback | None = None) -> ShellResult:
         return self.shell.run(command, timeout, on_output)
@@ -181,22 +243,65 @@ class DockerSandbox:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
+        """Run a side command (the reward's); through the control shell when it is there."""
+        if self.control is not None:
+            result = self.control.run("cd / && " + shlex.join(argv), timeout=timeout)
+            if result.exit_code is not None:
+                return result.exit_code, result.output
+            self._close_control()    # killed or stuck: Docker's exec still works
         code, output = self.container.exec_run(argv, workdir="/", stdin=False)
         return code, (output or b"").decode("utf-8", "replace")
 
+    def recycle(self) -> bool:
+        """Make this container pristine for another episode, or say it cannot be.
+
+        On True the sandbox is as after ``start()``: a new shell at the start directory
+        (or, in a trusted sandbox, the same shell, which only ran subshells). On False the
+        caller closes it.
+        """
+        keep = self.shell.pid if self.trusted else None
+        if keep is None:
+            self.shell.close()
+        if not (self.recyclable and self.control is not None and self.container is not None):
+            return False
+        result = self.control.run(f"__ic_recycle {keep or ''}", timeout=RECYCLE_TIMEOUT)
+        self.last_recycle_note = result.output.strip()[-300:]
+        if result.exit_code != 0 or "icplay-pristine" not in result.output:
+            self.recyclable = False
+            return False
+        if keep is not None:
+            self.recycled += 1
+            return True
+        self.shell = self._new_shell()
+        try:
+            self.shell.start()
+        except SandboxError:
+            self.recyclable = False
+            return False
+        self.recycled += 1
+        return True
+
     def close(self) -> None:
         self.shell.close()
+        self._close_control()
         if self.container is not None:
             container, self.container = self.container, None
             _remove_quietly(self.client, container.id)
 
-    # -- the shell ----------------------------------------------------------------------
+    def _close_control(self) -> None:
+        control, self.control = self.control, None
+        self.recyclable = False
+        if control is not None:
+            control.close()
 
-    def _open(self) -> "_ExecSocketTransport":
+    # -- the shells ---------------------------------------------------------------------
+
+    def _open(self, which: str) -> "_ExecSocketTransport":
         api = self.client.api
-        created = api.exec_create(self.container.id, SHELL_ARGV, stdin=True, stdout=True, stderr=True, tty=False)
-        self._exec_id = created["Id"]
-        sock = api.exec_start(self._exec_id, socket=True)
+        argv = HARDENED_SHELL_ARGV if which == "shell" and self._hardened else SHELL_ARGV
+        created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
+        self._exec_ids[which] = created["Id"]
+        sock = api.exec_start(created["Id"], socket=True)
         return _ExecSocketTransport(sock)
 
     def _signal(self, sig: str) -> None:
@@ -209,10 +314,11 @@ class DockerSandbox:
     def _kill_shell(self, _shell_pid: int) -> None:
         self._signal("SIGHUP")
 
-    def _is_alive(self, _shell_pid: int) -> bool:
-        if self._exec_id is None:
+    def _is_alive(self, which: str) -> bool:
+        exec_id = self._exec_ids.get(which)
+        if exec_id is None:
             return False
-        return bool(self.client.api.exec_inspect(self._exec_id).get("Running"))
+        return bool(self.client.api.exec_inspect(exec_id).get("Running"))
 
 
 class _ExecSocketTransport:

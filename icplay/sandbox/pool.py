@@ -1,9 +1,11 @@
-"""Keep a started sandbox ready, so an episode's reset does not wait for a container.
+"""Keep started sandboxes ready, so an episode's reset does not wait for a container.
 
-``take()`` hands over a started sandbox (a spare if one is ready) and starts the next spare
-in the background; ``discard()`` closes a used sandbox in the background. Starting a
-container and its shell costs a few hundred milliseconds; done ahead of time, reset is
-a hand-over.
+``take()`` hands over a started sandbox (a spare or a recycled one if ready) and starts
+the next spare in the background; ``discard()`` gives a used sandbox back: one that can
+``recycle()`` itself (a Docker container that proves itself pristine again) joins the
+ready list, any other is closed in the background. Starting a container and its shell
+costs a few hundred milliseconds; done ahead of time, reset is a hand-over, and a
+recycled container spares Docker the start altogether.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from icplay.sandbox.base import Sandbox
 
 
 class SandboxPool:
-    def __init__(self, make: Callable[[], Sandbox], spares: int = 1):
+    def __init__(self, make: Callable[[], Sandbox], spares: int = 1, recycle: bool = True):
         self._make = make
         self._spares = spares
+        self._recycle = recycle
+        # futures of sandboxes: spares being started and used ones being recycled; a
+        # recycling future resolves to None when the sandbox could not be made pristine
         self._ready: list[Future] = []
         self._lock = threading.Lock()
-        self._workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icplay-pool")
+        self._workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icplay-pool")
         self._closed = False
+        self._in_use = 0
+        self._peak = 0
+        self.started = 0      # sandboxes this pool started (for benchmarks and tests)
+        self.recycled = 0     # sandboxes handed out again after a recycle
 
     def _started(self) -> Sandbox:
         sandbox = self._make()
@@ -34,6 +43,8 @@ class SandboxPool:
             except Exception:
                 pass
             raise
+        with self._lock:
+            self.started += 1
         return sandbox
 
     def _refill(self) -> None:
@@ -43,24 +54,69 @@ class SandboxPool:
 
     def take(self) -> Sandbox:
         """A started sandbox; raises the start error (e.g. SandboxError) if one fails."""
+        while True:
+            with self._lock:
+                future = self._ready.pop(0) if self._ready else None
+            if future is None:
+                sandbox = self._started()
+                break
+            sandbox = future.result()
+            if sandbox is not None:
+                break
         with self._lock:
-            future = self._ready.pop(0) if self._ready else None
+            self._in_use += 1
+            self._peak = max(self._peak, self._in_use)
         self._refill()
-        if future is None:
-            return self._started()
-        return future.result()
+        return sandbox
 
     def discard(self, sandbox: Sandbox | None) -> None:
-        if sandbox is not None:
+        """Give a used sandbox back: recycled if it can be, else closed (in the background)."""
+        if sandbox is None:
+            return
+        with self._lock:
+            self._in_use = max(0, self._in_use - 1)
+            keep = (self._recycle and not self._closed and hasattr(sandbox, "recycle")
+                    and len(self._ready) < self._spares + self._peak)
+            if keep:
+                self._ready.append(self._workers.submit(self._recycled, sandbox))
+                return
+            closed = self._closed
+        if closed:
+            sandbox.close()
+        else:
             self._workers.submit(sandbox.close)
+
+    def _recycled(self, sandbox: Sandbox) -> Sandbox | None:
+        try:
+            ok = sandbox.recycle()  # type: ignore[attr-defined]
+        except Exception:
+            ok = False
+        if not ok:
+            try:
+                sandbox.close()
+            except Exception:
+                pass
+            return None
+        with self._lock:
+            self.recycled += 1
+        return sandbox
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             ready, self._ready = self._ready, []
-        for future in ready:
+        def close_when_ready(future: Future) -> None:
             try:
-                future.result().close()
+                sandbox = future.result()
             except Exception:
-                pass
+                return
+            if sandbox is not None:
+                sandbox.close()
+
+        # in parallel: removing a container takes Docker a good fraction of a second
+        closing = [threading.Thread(target=close_when_ready, args=(f,), daemon=True) for f in ready]
+        for thread in closing:
+            thread.start()
+        for thread in closing:
+            thread.join()
         self._workers.shutdown(wait=True)

@@ -158,6 +158,11 @@ class PersistentShell:
             self._restart_note = RESTART_NOTE
         self._ever_started = True
 
+    @property
+    def pid(self) -> int | None:
+        """The shell's pid as the shell itself reported it (inside its sandbox)."""
+        return self._pid if self._transport is not None else None
+
     def close(self) -> None:
         self._discard()
 

@@ -1,0 +1,194 @@
+"""Recycling Docker containers between episodes: pristine again, or refused.
+
+Every test drives a real container. "Pristine" is checked against a fresh container of
+the same image: the restorable roots byte for byte (names, types, modes, owners, sizes,
+mtimes, link targets, contents), the rest of the file system by names, types, modes and
+sizes, git's view, and the processes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from icplay.sandbox.docker import DockerSandbox
+from icplay.sandbox.pool import SandboxPool
+from icplay.sandbox.recycle import DEFAULT_ROOTS
+
+pytestmark = pytest.mark.docker
+
+ROOTS = " ".join(DEFAULT_ROOTS)
+# Everything outside the pseudo file systems and icplay's own files; times only where
+# the recycle restores them (the roots).
+FINGERPRINT = (
+    f"find {ROOTS} -printf '%p %y %m %u %g %s %T@ %l\\n' 2>/dev/null | LC_ALL=C sort; "
+    f"find {ROOTS} -type f -exec md5sum {{}} + 2>/dev/null | LC_ALL=C sort; "
+    "find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path '/run/icplay-*' \\) -prune "
+    "-o -printf '%p %y %m %s\\n' | LC_ALL=C sort | md5sum; "
+    "git -C / status --short; "
+    # processes, but the warden's sleep (killed by a recycle and started again at once)
+    "ps -eo ppid=,comm= | grep -vc '^ *1 sleep$'"
+)
+
+
+@pytest.fixture
+def box(docker_client, bash_image):
+    sandbox = DockerSandbox(docker_client, bash_image)
+    sandbox.start()
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_fingerprint(docker_client, bash_image) -> str:
+    sandbox = DockerSandbox(docker_client, bash_image)
+    sandbox.start()
+    try:
+        return sandbox.exec(["bash", "-c", FINGERPRINT])[1]
+    finally:
+        sandbox.close()
+
+
+def fingerprint(sandbox: DockerSandbox) -> str:
+    return sandbox.exec(["bash", "-c", FINGERPRINT])[1]
+
+
+def test_a_new_container_is_ready_to_recycle_and_hardened(box):
+    assert box.recyclable, box.last_recycle_note
+    caps = box.run("grep CapBnd /proc/self/status").output
+    control = box.exec(["grep", "CapBnd", "/proc/self/status"])[1]
+    assert caps != control      # the session's shell has one capability fewer
+
+
+def test_read_only_episode_recycles_without_restoring(box, fresh_fingerprint):
+    box.run("ls -la /testbed; cat /testbed/README.md; find /testbed -name '*.py' | wc -l")
+    box.exec(["git", "status", "--short"])      # what the reward does
+    assert box.recycle(), box.last_recycle_note
+    assert box.last_recycle_note == "icplay-pristine"
+    assert fingerprint(box) == fresh_fingerprint
+
+
+@pytest.mark.parametrize("action", [
+    "echo new > /testbed/new.txt; rm /testbed/README.md; chmod 700 /testbed/docs",
+    "touch -d 2001-01-01 /testbed/config/app.conf; ln -s /etc/passwd /testbed/link; mkdir -p /testbed/a/b/c",
+    "ln /testbed/README.md /tmp/hard; echo more >> /testbed/README.md; mv /testbed/logs /testbed/old_logs",
+    "rm -rf /testbed/* /testbed/.[!.]*; echo x > /root/.bash_history; mkdir /var/tmp/q",
+    "cd /testbed && tar czf /tmp/all.tgz . && git -C / status --short >/dev/null",
+    "chmod 000 /testbed/data; chown 1234:1234 /testbed/home/alice; mkfifo /testbed/fifo",
+])
+def test_changes_inside_the_roots_are_restored(box, fresh_fingerprint, action):
+    box.run(action)
+    assert box.recycle(), box.last_recycle_note
+    assert box.last_recycle_note.startswith("icplay-pristine ")
+    assert fingerprint(box) == fresh_fingerprint
+    # and again: the restored state itself recycles cleanly
+    box.run("echo again > /testbed/again")
+    assert box.recycle(), box.last_recycle_note
+    assert fingerprint(box) == fresh_fingerprint
+
+
+@pytest.mark.parametrize("action, why", [
+    ("echo evil >> /etc/passwd", "/etc/passwd"),
+    ("mkdir /newdir", ("/newdir", "/ changed its entries")),
+    ("rm /usr/bin/tree", "/usr"),
+    ("chmod 700 /etc", "/etc"),
+    ("touch -d 2001-01-01 /usr/share/doc", "/usr"),
+    ("echo x > /run/icplay-pristine/testbed/README.md", "icplay-pristine"),
+    ("echo x > /dev/shm/left", "/dev/shm"),
+    ("echo 10.0.0.1 evil >> /etc/hosts", "/etc/hosts"),
+    ("git -C / add -A", "/.git"),
+    ("rm /.git/description", "/.git"),
+    ("python3 -c 'import ctypes; l=ctypes.CDLL(None); print(l.shmget(1234, 4096, 0o1666))'", "IPC"),
+])
+def test_changes_elsewhere_refuse_the_recycle(box, action, why):
+    result = box.run(action)
+    assert result.exit_code == 0, result.output
+    assert not box.recycle()
+    whys = why if isinstance(why, tuple) else (why,)
+    note = box.last_recycle_note
+    assert "not pristine" in note and any(w in note for w in whys), note
+
+
+def test_processes_left_behind_are_killed(box, fresh_fingerprint):
+    box.run("sleep 1000 & nohup sleep 999 >/dev/null 2>&1 & setsid sleep 998 & "
+            "(trap '' TERM HUP; while :; do sleep 1; done) &")
+    assert box.recycle(), box.last_recycle_note
+    procs = box.exec(["ps", "-eo", "pid,ppid,comm"])[1]
+    assert "sleep 99" not in procs and procs.count("sleep") <= 1   # only the warden's own
+    assert fingerprint(box) == fresh_fingerprint
+
+
+def test_a_fork_bomb_is_cleared(box, fresh_fingerprint):
+    result = box.run(":(){ :|:& };:", timeout=3)
+    assert result.timed_out or result.exit_code is not None
+    assert box.recycle(), box.last_recycle_note
+    assert fingerprint(box) == fresh_fingerprint
+
+
+def test_the_next_shell_is_new(box):
+    box.run("cd /testbed/docs; export SECRET=1; f() { echo hi; }; alias ll='ls -l'; trap 'echo trapped' EXIT")
+    assert box.recycle()
+    first = box.run("echo ${SECRET:-unset} $(type -t f || echo nofunc) $PWD")
+    assert first.output.split() == ["unset", "nofunc", "/testbed"]
+    assert first.notes == []    # not reported as a restart
+
+
+def test_the_agent_cannot_ptrace_the_warden_or_the_control_shell(box):
+    control_pid = box.exec(["cat", "/run/icplay-control.pid"])[1].strip()
+    script = ("import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); "
+              "print([(l.ptrace(16, int(p), 0, 0), ctypes.get_errno()) for p in sys.argv[1:]])")
+    out = box.run(f"python3 -c '{script}' 1 {control_pid}").output
+    assert out.strip() == "[(-1, 1), (-1, 1)]"     # EPERM both
+    assert "Permission denied" in box.run("cat /proc/1/environ").output
+
+
+def test_killing_the_control_shell_loses_the_recycle_but_not_the_scoring(box):
+    box.run("kill -9 $(cat /run/icplay-control.pid)")
+    code, out = box.exec(["git", "status", "--short"])
+    assert code == 0 and out == ""                  # through docker exec now
+    assert not box.recycle()
+
+
+def test_pool_hands_back_the_recycled_container_or_a_new_one(docker_client, bash_image):
+    pool = SandboxPool(lambda: DockerSandbox(docker_client, bash_image), spares=0)
+    try:
+        first = pool.take()
+        first_id = first.container.id
+        first.run("echo x > /testbed/x")
+        pool.discard(first)
+        second = pool.take()
+        assert second.container.id == first_id and pool.recycled == 1
+        assert "x" not in second.run("ls /testbed").output.split()
+        second.run("echo x >> /etc/passwd")
+        pool.discard(second)
+        third = pool.take()
+        assert third.container.id != first_id and pool.started == 2
+        pool.discard(third)
+    finally:
+        pool.close()
+
+
+def test_without_recycling_every_episode_gets_a_new_container(docker_client, bash_image):
+    pool = SandboxPool(lambda: DockerSandbox(docker_client, bash_image, recycle=False), spares=0, recycle=False)
+    try:
+        first = pool.take()
+        first_id = first.container.id
+        pool.discard(first)
+        second = pool.take()
+        assert second.container.id != first_id and pool.recycled == 0
+        pool.discard(second)
+    finally:
+        pool.close()
+
+
+def test_trusted_sandbox_keeps_its_shell_across_recycles(docker_client, bash_image):
+    box = DockerSandbox(docker_client, bash_image, trusted=True)
+    box.start()
+    try:
+        pid = box.shell.pid
+        box.run("(\ncd /testbed && echo made > made.txt\n)")
+        assert box.recycle(), box.last_recycle_note
+        assert box.shell.pid == pid
+        assert box.run("ls /testbed/made.txt; pwd").output.split()[-1] == "/testbed"
+        assert "No such file" in box.run("ls /testbed/made.txt").output
+    finally:
+        box.close()

@@ -3,9 +3,13 @@
 The model is the scripted local OpenAI-compatible server answering every request after
 a fixed latency (300 ms by default, like a hosted API). Each episode: a first exploring
 command, then the gold command (solved at turn 2, intercode protocol: scored after each
-action, so each episode runs 2 commands and 2 gold runs in fresh sandboxes).
+action). Each task's gold runs once per run, in a sandbox of its own.
 
     python bench/bench_runner.py [--episodes 40] [--latency 0.3] [--sandbox docker] [--jobs 8]
+                                 [--protocol intercode|agent] [--no-recycle]
+
+Prints both wall times, the speed-up, and how many containers each run started and how
+many episodes it served from recycled ones (Docker).
 
 Prints both wall times and the speed-up; the issue's bar is >= 4x on Docker on a 2-core
 machine. Both runs go through ``icplay run`` (CLI), with fresh output folders.
@@ -27,8 +31,21 @@ sys.path.insert(0, str(ROOT / "tests" / "agents"))
 
 from fake_openai_server import ByTask, FakeOpenAIServer, fenced  # noqa: E402
 
+import icplay.envs as envs  # noqa: E402
 from icplay.cli import main as icplay  # noqa: E402
 from icplay.tasks.registry import load_tasks  # noqa: E402
+
+SANDBOX_STATS: list[dict] = []
+
+
+def _record_stats(close):
+    def close_and_record(self):
+        SANDBOX_STATS.append(self.stats())
+        close(self)
+    return close_and_record
+
+
+envs.EnvFactory.close = _record_stats(envs.EnvFactory.close)
 
 
 def rules(n: int) -> dict:
@@ -37,10 +54,13 @@ def rules(n: int) -> dict:
     return {t.query: [fenced("ls /testbed", "bash"), fenced(t.gold, "bash"), "submit"] for t in chosen}
 
 
-def one_run(url: str, jobs: int, episodes: int, sandbox: str, out: Path, protocol: str) -> tuple[float, dict]:
+def one_run(url: str, jobs: int, episodes: int, sandbox: str, out: Path, protocol: str,
+            recycle: bool = True) -> tuple[float, dict]:
     argv = ["run", "bash", "--tasks", "bash", "--model", "scripted", "--base-url", url, "--sandbox", sandbox,
             "--protocol", protocol,
             "--limit", str(episodes), "-j", str(jobs), "--out", str(out), "--fresh", "--json", "--quiet"]
+    if not recycle:
+        argv.append("--no-recycle")
     buf = io.StringIO()
     started = time.monotonic()
     with contextlib.redirect_stdout(buf):
@@ -48,7 +68,9 @@ def one_run(url: str, jobs: int, episodes: int, sandbox: str, out: Path, protoco
     elapsed = time.monotonic() - started
     if code != 0:
         raise SystemExit(f"icplay run -j {jobs} failed (exit {code}): {buf.getvalue()[-500:]}")
-    return elapsed, json.loads(buf.getvalue())
+    summary = json.loads(buf.getvalue())
+    summary["sandboxes"] = SANDBOX_STATS[-1] if SANDBOX_STATS else {}
+    return elapsed, summary
 
 
 def main() -> int:
@@ -58,21 +80,24 @@ def main() -> int:
     p.add_argument("--sandbox", default="docker")
     p.add_argument("--jobs", type=int, default=8)
     p.add_argument("--protocol", default="intercode", choices=["intercode", "agent"],
-                   help="intercode: scored (a gold run in a fresh sandbox) after each action; agent: once")
+                   help="intercode: scored after each action; agent: scored once, at the submit")
+    p.add_argument("--no-recycle", action="store_true", help="a new container for every episode (Docker)")
     args = p.parse_args()
     if args.episodes > len(load_tasks("bash")):
         raise SystemExit(f"the bundled set has {len(load_tasks('bash'))} tasks; use --episodes <= that")
     with FakeOpenAIServer(ByTask(rules(args.episodes), default="submit"), latency=args.latency) as server, \
             tempfile.TemporaryDirectory(prefix="icplay-bench-") as tmp:
         # warm-up: image present, pools and caches, not timed
-        one_run(server.url, 1, 1, args.sandbox, Path(tmp) / "warm", args.protocol)
-        t1, s1 = one_run(server.url, 1, args.episodes, args.sandbox, Path(tmp) / "j1", args.protocol)
+        recycle = not args.no_recycle
+        one_run(server.url, 1, 1, args.sandbox, Path(tmp) / "warm", args.protocol, recycle)
+        t1, s1 = one_run(server.url, 1, args.episodes, args.sandbox, Path(tmp) / "j1", args.protocol, recycle)
         tn, sn = one_run(server.url, args.jobs, args.episodes, args.sandbox, Path(tmp) / f"j{args.jobs}",
-                         args.protocol)
+                         args.protocol, recycle)
     for jobs, t, s in ((1, t1, s1), (args.jobs, tn, sn)):
         print(f"-j {jobs:<2} {args.episodes} episodes on {args.sandbox} ({args.protocol}), model latency {args.latency * 1000:.0f} ms: "
               f"{t:6.1f} s  ({t / args.episodes:.2f} s/episode, solved {s['solved']}/{s['episodes']}, "
-              f"{s['calls']} model calls)")
+              f"{s['calls']} model calls; sandboxes started {s['sandboxes'].get('started', '?')}, "
+              f"recycled {s['sandboxes'].get('recycled', '?')})")
     print(f"speed-up -j {args.jobs} vs -j 1: {t1 / tn:.2f}x")
     return 0
 

@@ -95,7 +95,7 @@ def test_changes_inside_the_roots_are_restored(box, fresh_fingerprint, action):
     ("echo x > /run/icplay-pristine/testbed/README.md", "icplay-pristine"),
     ("echo x > /dev/shm/left", "/dev/shm"),
     ("echo 10.0.0.1 evil >> /etc/hosts", "/etc/hosts"),
-    ("git -C / add -A", "/.git"),
+    ("echo x > /testbed/new && git -C / add -A", "/.git"),
     ("rm /.git/description", "/.git"),
     ("python3 -c 'import ctypes; l=ctypes.CDLL(None); print(l.shmget(1234, 4096, 0o1666))'", "IPC"),
 ])

@@ -47,12 +47,12 @@ def _checked_sandbox(env_name: str, sandbox: str | None) -> str:
 
 
 def _bash_sandboxes(sandbox: str, image: str | None, timeout: float | None,
-                    progress: Callable[[str], None] | None, recycle: bool):
+                    progress: Callable[[str], None] | None, recycle: bool, spares: int = 1):
     from icplay.envs.bash import BashSandboxes
     from icplay.sandbox.base import DEFAULT_TIMEOUT
 
     return BashSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress,
-                         recycle=recycle)
+                         recycle=recycle, spares=spares)
 
 
 def make_env(env_name: str, sandbox: str | None = None, image: str | None = None,
@@ -98,7 +98,11 @@ class EnvFactory:
         from icplay.envs.bash import BashEnv
 
         if self._shared is None:
-            self._shared = _bash_sandboxes(self.sandbox, self.image, self.timeout, self.progress, self.recycle)
+            # No spare when containers are recycled: a used one comes back after every
+            # episode, and a lazy env takes it while its policy thinks.
+            spares = 0 if self.recycle and self.sandbox == "docker" else 1
+            self._shared = _bash_sandboxes(self.sandbox, self.image, self.timeout, self.progress, self.recycle,
+                                           spares)
         return BashEnv(self._shared, owns_sandboxes=False, lazy=True)
 
     def stats(self) -> dict[str, int]:

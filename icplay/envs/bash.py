@@ -194,7 +194,8 @@ class BashSandboxes:
         with self._lock:
             if key not in self._pools:
                 spares = 0 if role == "gold" and self.recycle else self.spares
-                self._pools[key] = SandboxPool(self._make_factory(task, role), spares=spares, recycle=self.recycle)
+                self._pools[key] = SandboxPool(self._make_factory(task, role), spares=spares, recycle=self.recycle,
+                                               urgent=role == "gold")
             return self._pools[key]
 
     def stats(self) -> dict[str, int]:

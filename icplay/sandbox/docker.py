@@ -246,9 +246,11 @@ class DockerSandbox:
         """Run a side command (the reward's); through the control shell when it is there."""
         if self.control is not None:
             result = self.control.run("cd / && " + shlex.join(argv), timeout=timeout)
-            if result.exit_code is not None:
+            if result.exit_code is not None and not result.truncated_bytes:
                 return result.exit_code, result.output
-            self._close_control()    # killed or stuck: Docker's exec still works
+            if result.exit_code is None:
+                self._close_control()    # killed or stuck: Docker's exec still works
+            # (or the output was longer than the shell's cap: Docker's exec has none)
         code, output = self.container.exec_run(argv, workdir="/", stdin=False)
         return code, (output or b"").decode("utf-8", "replace")
 

@@ -110,11 +110,13 @@ __ic_watch() {
     d=${d%/*}
   done
 }
+# a descriptor that never has input: `read -t` on it is a sleep without a process
+exec 9<> <(:)
 __ic_mark() {
   __ic_t0=$EPOCHREALTIME
   # timestamps come from a clock that may lag EPOCHREALTIME by one tick: wait past it, so
   # that every later change has a ctime after __ic_t0
-  sleep 0.03
+  read -r -t 0.03 -u 9 __ic_nothing
 }
 # __ic_plan_prune: on overlayfs, the folders of the root filesystem the scan may skip.
 # A folder with no entry in the container's own layer cannot hide a change: changing
@@ -147,7 +149,12 @@ __ic_setup() {
     __ic_roots+=("$r")
   done
   copy=("${__ic_roots[@]}")
-  [ -f /.git/index ] && copy+=(/.git/index)
+  if [ -f /.git/index ]; then
+    # bring the index's file stats up to this container first, so that the reward's
+    # `git status` finds nothing to refresh and leaves the index alone
+    git -C / status --short >/dev/null 2>&1
+    copy+=(/.git/index)
+  fi
   rm -rf "$__ic_stash" && mkdir -p "$__ic_stash" || return 1
   if [ ${#copy[@]} -gt 0 ]; then cp -a --parents "${copy[@]}" "$__ic_stash" || return 1; fi
   for r in "${__ic_roots[@]}"; do __ic_watch "${r%/*}"; done
@@ -164,7 +171,7 @@ __ic_setup() {
 }
 # __ic_recycle [PID]: kill, prove, restore; PID (a trusted shell kept between golds) survives
 __ic_recycle() {
-  local round f n line dev mnt type opts rest path r hit status= failed=
+  local round f n line dev mnt type opts rest path r hit status= failed= index=
   local -a mounts=() restore=()
   __ic_keep=${1:-}
   for round in 1 2 3 4 5; do
@@ -188,7 +195,8 @@ __ic_recycle() {
   while IFS= read -r -d '' path; do
     case "$path" in
       icplay-find-status:*) [ "${path#icplay-find-status:}" = 0 ] || failed=1; status=done; continue;;
-      @SHELL_PID@|/.git/index) continue;;
+      @SHELL_PID@) continue;;
+      /.git/index) index=1; continue;;
     esac
     if [ -n "${__ic_snap[$path]+x}" ]; then
       __ic_names "$path"
@@ -213,7 +221,7 @@ __ic_recycle() {
     find "$r" -mindepth 1 -delete && cp -a "$__ic_stash$r/." "$r/" \
       || { echo "not pristine: could not restore $r"; return 3; }
   done
-  if [ -f "$__ic_stash/.git/index" ]; then
+  if [ -n "$index" ] && [ -f "$__ic_stash/.git/index" ]; then
     cp -a "$__ic_stash/.git/index" /.git/index || { echo "not pristine: could not restore /.git/index"; return 3; }
   fi
   __ic_mark

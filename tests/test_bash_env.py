@@ -89,3 +89,84 @@ def test_a_fifo_where_the_gold_makes_a_file_does_not_hang_scoring(env):
     assert result.reward < 1.0
     # git does not list a FIFO at all, so the gold's file counts as missing.
     assert [list(x) for x in result.breakdown["missing"]] == [["??", "testbed/out.txt"]]
+
+
+# -- shared sandboxes for parallel runs (icplay.envs.EnvFactory) ------------------------
+
+@pytest.mark.docker
+def test_parallel_envs_share_recycled_containers_and_one_gold_run_per_task(bash_image):
+    from icplay.envs import EnvFactory
+
+    factory = EnvFactory("bash", sandbox="docker")
+    first, second = factory(), factory()
+    try:
+        for env in (first, second, first, second):
+            episode = Episode(env, CREATE)
+            episode.act(CREATE.gold)
+            assert episode.submit().reward == 1.0
+        agent_ids = {first.sandbox.container.id, second.sandbox.container.id}
+        gold_pool = first.sandboxes.pool(CREATE, role="gold")
+        stats = factory.stats()
+        # one gold run for the task, in a sandbox of its own that no agent has used
+        assert len(first.sandboxes._gold_runs) == 1
+        gold_box = gold_pool.take()
+        assert gold_box.trusted and gold_box.container.id not in agent_ids
+        gold_pool.discard(gold_box)
+        # four episodes on two containers (the others came back recycled)
+        assert stats["recycled"] >= 2 and stats["started"] <= 3, stats
+    finally:
+        first.close()
+        second.close()
+        factory.close()
+
+
+@pytest.mark.docker
+def test_without_recycling_every_episode_has_a_new_container(bash_image):
+    from icplay.envs import EnvFactory
+
+    factory = EnvFactory("bash", sandbox="docker", recycle=False)
+    env = factory()
+    try:
+        seen = set()
+        for _ in range(3):
+            episode = Episode(env, CREATE)
+            episode.act("ls /testbed")
+            seen.add(env.sandbox.container.id)
+        assert len(seen) == 3 and factory.stats()["recycled"] == 0
+    finally:
+        env.close()
+        factory.close()
+
+
+@pytest.mark.docker
+def test_a_lazy_env_reports_a_sandbox_that_cannot_start_at_the_first_action(docker_client):
+    from icplay.envs import EnvFactory
+    from icplay.sandbox.base import SandboxError
+
+    factory = EnvFactory("bash", sandbox="docker", image="icplay-no-such-image:latest")
+    env = factory()
+    try:
+        assert env.lazy
+        assert env.reset(CREATE) == CREATE.query          # returns before any container exists
+        with pytest.raises(SandboxError, match="icplay-no-such-image"):
+            env.step("ls")
+    finally:
+        env.close()
+        factory.close()
+
+
+def test_a_lazy_env_on_bwrap_keeps_its_sandbox_alive(bwrap_ready):
+    # bwrap dies with the thread that started it: the lazy take must use a thread that lives on
+    from icplay.envs import EnvFactory
+
+    factory = EnvFactory("bash", sandbox="bwrap")
+    env = factory()
+    try:
+        for _ in range(2):
+            episode = Episode(env, CREATE)
+            turn = episode.act("echo alive; ls /testbed | head -1")
+            assert turn.observation.startswith("alive") and turn.exit_code == 0, turn.observation
+            assert episode.submit().reward < 1.0
+    finally:
+        env.close()
+        factory.close()

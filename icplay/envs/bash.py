@@ -125,9 +125,12 @@ class BashSandboxes:
         self._prefetch: ThreadPoolExecutor | None = None
         self._gold_locks: dict[tuple[str, str, str], threading.Lock] = {}
 
+    def _gold_key(self, task: Task) -> tuple[str, str, str]:
+        return (self._image_for(task), task.key, task.gold)
+
     def gold_run(self, task: Task) -> GoldRun:
         """The task's gold run, made once in a pristine sandbox and kept."""
-        key = (self._image_for(task), task.key, task.gold)
+        key = self._gold_key(task)
         with self._lock:
             lock = self._gold_locks.setdefault(key, threading.Lock())
         with lock:
@@ -146,12 +149,11 @@ class BashSandboxes:
 
         A failure here is dropped: scoring calls ``gold_run`` again and reports it.
         """
-        key = (self._image_for(task), task.key, task.gold)
         with self._lock:
-            if key in self._gold_runs:
+            if self._gold_key(task) in self._gold_runs:
                 return
-            if self._prefetch is None:
-                self._prefetch = ThreadPoolExecutor(max_workers=2, thread_name_prefix="icplay-gold")
+            if self._prefetch is None:   # one at a time, like every gold run (``_gold_slots``)
+                self._prefetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-gold")
             prefetch = self._prefetch
         prefetch.submit(self._gold_quietly, task)
 

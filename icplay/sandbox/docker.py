@@ -28,16 +28,22 @@ import threading
 from typing import Any
 
 import shlex
+import time
 
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
-from icplay.sandbox.recycle import CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS, SHELL_PID_FILE
+from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
+                                   SHELL_PID_FILE)
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
 
 LABEL = "icplay"
 # The session's shell drops this capability (nothing a task needs), which makes its
 # capabilities a strict subset of the warden's and the control shell's: Linux then
-# refuses it ptrace and /proc/<pid>/mem on them.
-HARDENED_SHELL_ARGV = ["setpriv", "--bounding-set=-audit_write", "--", *SHELL_ARGV]
+# refuses it ptrace and /proc/<pid>/mem on them. Images without setpriv get a plain
+# shell, and their containers are not recycled (the control shell checks the same way).
+_DROP = "setpriv --bounding-set=-audit_write --"
+CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
+_PLAIN = " ".join(SHELL_ARGV)
+SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
 
 # Freeze-then-kill loop used by the warden; only builtins, so it works at the pids limit.
@@ -169,6 +175,8 @@ class DockerSandbox:
         # the shell (its state is the fresh one) instead of starting another
         self.trusted = trusted
         self._hardened = False
+        self._shell_error: Exception | None = None
+        self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
@@ -199,12 +207,25 @@ class DockerSandbox:
         track(self.container.id)
         try:
             self._start_control()
-            self.shell.start()
+            # the session's shell starts while the control shell takes the pristine copies
+            # (nothing runs in the session before start() returns)
+            opening = threading.Thread(target=self._start_shell_quietly, daemon=True)
+            opening.start()
             if self.control is not None and self._want_recycle and self._hardened:
                 self._take_pristine_copies()
+            opening.join()
+            if self._shell_error is not None:
+                raise self._shell_error
         except Exception:
             self.close()
             raise
+
+    def _start_shell_quietly(self) -> None:
+        self._shell_error = None
+        try:
+            self.shell.start()
+        except Exception as exc:
+            self._shell_error = exc
 
     def _start_control(self) -> None:
         """The control shell: side commands without an exec each, and the recycling proof."""
@@ -218,7 +239,7 @@ class DockerSandbox:
         except SandboxError:
             return   # an image without bash features we need: side commands go through docker exec
         self.control = control
-        self._hardened = control.run("command -v setpriv >/dev/null").exit_code == 0
+        self._hardened = control.run(CAN_HARDEN).exit_code == 0
 
     def _take_pristine_copies(self) -> None:
         roots = [*DEFAULT_ROOTS]
@@ -233,10 +254,18 @@ class DockerSandbox:
         result = self.control.run("cd / && __ic_setup " + " ".join(shlex.quote(r) for r in roots if r != "/"),
                                   timeout=RECYCLE_TIMEOUT)
         self.recyclable = result.exit_code == 0 and "icplay-ready" in result.output
+        self._settled_at = time.monotonic() + CLOCK_SLACK
         if not self.recyclable:
             self.last_recycle_note = f"could not take the pristine copies: {result.output.strip()[-300:]}"
 
+    def _settle(self) -> None:
+        """Wait out what is left of the clock slack after the last pristine mark."""
+        delay = self._settled_at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
     def run(self, command: str, timeout: float | None = None, on_output: OutputCallback | None = None) -> ShellResult:
+        self._settle()
         return self.shell.run(command, timeout, on_output)
 
     def interrupt(self) -> None:
@@ -244,6 +273,7 @@ class DockerSandbox:
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
         """Run a side command (the reward's); through the control shell when it is there."""
+        self._settle()
         if self.control is not None:
             result = self.control.run("cd / && " + shlex.join(argv), timeout=timeout)
             if result.exit_code is not None and not result.truncated_bytes:
@@ -271,6 +301,7 @@ class DockerSandbox:
         if result.exit_code != 0 or "icplay-pristine" not in result.output:
             self.recyclable = False
             return False
+        self._settled_at = time.monotonic() + CLOCK_SLACK
         if keep is not None:
             self.recycled += 1
             return True
@@ -300,7 +331,7 @@ class DockerSandbox:
 
     def _open(self, which: str) -> "_ExecSocketTransport":
         api = self.client.api
-        argv = HARDENED_SHELL_ARGV if which == "shell" and self._hardened else SHELL_ARGV
+        argv = SESSION_SHELL_ARGV if which == "shell" else SHELL_ARGV
         created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
         self._exec_ids[which] = created["Id"]
         sock = api.exec_start(created["Id"], socket=True)

@@ -45,6 +45,10 @@ CONTROL_PID_FILE = "/run/icplay-control.pid"
 # Restorable roots besides the container's workdir and what git tracks at /.
 DEFAULT_ROOTS = ("/testbed", "/root", "/home", "/opt", "/tmp", "/var/tmp")
 
+# Seconds to let pass after marking a container pristine before anything may change it:
+# more than one tick of the coarse clock file timestamps come from (10 ms at HZ=100).
+CLOCK_SLACK = 0.03
+
 # Defined in the control shell when the container starts. Functions, not scripts, so that
 # the agent cannot swap them; builtins for the kill and process checks, which must work
 # when a fork bomb holds every pid.
@@ -110,13 +114,11 @@ __ic_watch() {
     d=${d%/*}
   done
 }
-# a descriptor that never has input: `read -t` on it is a sleep without a process
-exec 9<> <(:)
+# File timestamps come from a clock that may lag EPOCHREALTIME by a tick: the sandbox
+# lets CLOCK_SLACK pass after a mark before anything runs (DockerSandbox._settle), so
+# that every later change has a ctime after __ic_t0.
 __ic_mark() {
   __ic_t0=$EPOCHREALTIME
-  # timestamps come from a clock that may lag EPOCHREALTIME by one tick: wait past it, so
-  # that every later change has a ctime after __ic_t0
-  read -r -t 0.03 -u 9 __ic_nothing
 }
 # __ic_plan_prune: on overlayfs, the folders of the root filesystem the scan may skip.
 # A folder with no entry in the container's own layer cannot hide a change: changing

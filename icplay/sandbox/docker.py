@@ -32,7 +32,7 @@ import time
 
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
-                                   SHELL_PID_FILE)
+                                   SHELL_PID_FILE, freeze_and_kill)
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
 
 LABEL = "icplay"
@@ -46,13 +46,8 @@ _PLAIN = " ".join(SHELL_ARGV)
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
 
-# Freeze-then-kill loop used by the warden; only builtins, so it works at the pids limit.
-_KILL_ALL_BUT = (
-    'seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
-    'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$p" in 1|"$keep"|"$ctl") continue;; esac; '
-    'case "$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; fresh=1; done; '
-    '[ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done'
-)
+# The warden's kill: everything but itself, the session's shell and the control shell.
+_KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
 _READ_CONTROL = f"ctl=; read -r ctl < {CONTROL_PID_FILE} 2>/dev/null; "
 WARDEN = (
     f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL +
@@ -168,7 +163,6 @@ class DockerSandbox:
         self.output_cap = output_cap
         self.container: Any = None
         self.recyclable = False          # set once the control shell has taken the pristine copies
-        self.recycled = 0                # how many episodes this container served after its first
         self.last_recycle_note = ""      # why the last recycle failed, or what it restored
         self._want_recycle = recycle
         # trusted: only gold commands run here, each in a subshell, so a recycle may keep
@@ -303,7 +297,6 @@ class DockerSandbox:
             return False
         self._settled_at = time.monotonic() + CLOCK_SLACK
         if keep is not None:
-            self.recycled += 1
             return True
         self.shell = self._new_shell()
         try:
@@ -311,7 +304,6 @@ class DockerSandbox:
         except SandboxError:
             self.recyclable = False
             return False
-        self.recycled += 1
         return True
 
     def close(self) -> None:

@@ -49,6 +49,19 @@ DEFAULT_ROOTS = ("/testbed", "/root", "/home", "/opt", "/tmp", "/var/tmp")
 # more than one tick of the coarse clock file timestamps come from (10 ms at HZ=100).
 CLOCK_SLACK = 0.03
 
+def freeze_and_kill(spare: str) -> str:
+    """One line of bash that freezes, then kills, every process in the container except
+    those whose pid matches the case pattern ``spare``. Builtins only, so it works when a
+    fork bomb holds every pid; freezing first catches processes forked meanwhile. The
+    Docker sandbox's warden (pid 1) and the control shell both run it."""
+    return (
+        'seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
+        f'for d in /proc/[0-9]*; do p=${{d#/proc/}}; case "$p" in {spare}) continue;; esac; '
+        'case "$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; fresh=1; done; '
+        '[ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done'
+    )
+
+
 # Defined in the control shell when the container starts. Functions, not scripts, so that
 # the agent cannot swap them; builtins for the kill and process checks, which must work
 # when a fork bomb holds every pid.
@@ -60,18 +73,8 @@ __ic_keep=
 __ic_prune=()
 declare -A __ic_snap=()
 __ic_kill_others() {
-  local seen=" " fresh round d p
-  for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-    fresh=0
-    for d in /proc/[0-9]*; do
-      p=${d#/proc/}
-      case "$p" in 1|"$$"|"$__ic_keep") continue;; esac
-      case "$seen" in *" $p "*) continue;; esac
-      kill -STOP "$p" 2>/dev/null; seen="$seen$p "; fresh=1
-    done
-    [ $fresh = 1 ] || break
-  done
-  for p in $seen; do kill -KILL "$p" 2>/dev/null; done
+  local seen fresh round d p
+  @KILL_OTHERS@
 }
 __ic_others() {
   local d p line state rest ppid
@@ -229,4 +232,5 @@ __ic_recycle() {
   __ic_mark
   echo "icplay-pristine ${restore[*]}"
 }
-""".replace("@STASH@", STASH).replace("@SHELL_PID@", SHELL_PID_FILE)
+""".replace("@STASH@", STASH).replace("@SHELL_PID@", SHELL_PID_FILE).replace(
+    "@KILL_OTHERS@", freeze_and_kill('1|"$$"|"$__ic_keep"'))

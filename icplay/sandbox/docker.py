@@ -169,7 +169,6 @@ class DockerSandbox:
         # the shell (its state is the fresh one) instead of starting another
         self.trusted = trusted
         self._hardened = False
-        self._shell_error: Exception | None = None
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
         self.shell = self._new_shell()
@@ -203,23 +202,24 @@ class DockerSandbox:
             self._start_control()
             # the session's shell starts while the control shell takes the pristine copies
             # (nothing runs in the session before start() returns)
-            opening = threading.Thread(target=self._start_shell_quietly, daemon=True)
+            failed: list[Exception] = []
+
+            def open_shell() -> None:
+                try:
+                    self.shell.start()
+                except Exception as exc:
+                    failed.append(exc)
+
+            opening = threading.Thread(target=open_shell, daemon=True)
             opening.start()
             if self.control is not None and self._want_recycle and self._hardened:
                 self._take_pristine_copies()
             opening.join()
-            if self._shell_error is not None:
-                raise self._shell_error
+            if failed:
+                raise failed[0]
         except Exception:
             self.close()
             raise
-
-    def _start_shell_quietly(self) -> None:
-        self._shell_error = None
-        try:
-            self.shell.start()
-        except Exception as exc:
-            self._shell_error = exc
 
     def _start_control(self) -> None:
         """The control shell: side commands without an exec each, and the recycling proof."""

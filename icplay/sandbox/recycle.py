@@ -27,7 +27,7 @@ The control shell, using builtins where it matters:
    rewrites it). Any other change — /etc, /usr, the copies themselves — fails the proof.
 
 What it does not defend against, and why that is acceptable: the tools it runs after the
-kill (find, cp, sleep) come from the container's own filesystem, so an agent that
+kill (find, cp, stat, sleep) come from the container's own filesystem, so an agent that
 deliberately replaced them with lying versions could carry changes into the next
 episode. Containers are never shared between runs or processes, so that agent could
 only affect later episodes of its own run — what it can already do to its own scores
@@ -100,17 +100,23 @@ __ic_names() {
     __ic_list="$__ic_list/${f##*/}"
   done
 }
+# __ic_root_of PATH [MORE...]: the restorable root (or one of MORE) PATH lies in, in __ic_hit
+__ic_root_of() {
+  local path=$1 r
+  shift
+  __ic_hit=
+  for r in "${__ic_roots[@]}" "$@"; do
+    case "$path" in "$r"|"$r"/*) __ic_hit=$r; return 0;; esac
+  done
+  return 1
+}
 # __ic_watch DIR: watch DIR and the folders above it (not those inside a root or the
 # copies, which are scanned in full): a change of theirs must keep their entries and mode
 __ic_watch() {
-  local d=${1:-/} r inside
+  local d=${1:-/}
   while :; do
     d=${d:-/}
-    inside=
-    for r in "${__ic_roots[@]}" "$__ic_stash"; do
-      case "$d" in "$r"|"$r"/*) inside=$r; break;; esac
-    done
-    if [ -n "$inside" ]; then d=${inside%/*}; continue; fi
+    if __ic_root_of "$d" "$__ic_stash"; then d=${__ic_hit%/*}; continue; fi
     [ -n "${__ic_snap[$d]+x}" ] && return 0
     __ic_names "$d"; __ic_snap[$d]=$__ic_list
     [ "$d" = / ] && return 0
@@ -176,7 +182,7 @@ __ic_setup() {
 }
 # __ic_recycle [PID]: kill, prove, restore; PID (a trusted shell kept between golds) survives
 __ic_recycle() {
-  local round f n line dev mnt type opts rest path r hit status= failed= index=
+  local round f n line dev mnt type opts rest path r status= failed= index=
   local -a mounts=() restore=()
   __ic_keep=${1:-}
   for round in 1 2 3 4 5; do
@@ -208,12 +214,8 @@ __ic_recycle() {
       [ "$(stat -c '%a %u %g' "$path")|$__ic_list" = "${__ic_snap[$path]}" ] && continue
       printf 'not pristine: %q changed its entries or mode\n' "$path"; return 3
     fi
-    hit=
-    for r in "${__ic_roots[@]}"; do
-      case "$path" in "$r"|"$r"/*) hit=$r; break;; esac
-    done
-    if [ -z "$hit" ]; then printf 'not pristine: %q changed\n' "$path"; return 3; fi
-    case " ${restore[*]} " in *" $hit "*) ;; *) restore+=("$hit");; esac
+    __ic_root_of "$path" || { printf 'not pristine: %q changed\n' "$path"; return 3; }
+    case " ${restore[*]} " in *" $__ic_hit "*) ;; *) restore+=("$__ic_hit");; esac
   done < <(
     find / -xdev \( -type d ! -newerct "@$__ic_t0" "${__ic_prune[@]}" -prune \) -o -newerct "@$__ic_t0" -print0 2>&1
     printf 'icplay-find-status:%d\0' $?

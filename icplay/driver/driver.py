@@ -135,6 +135,7 @@ class Driver:
         self._ended = False
         if track_time:
             episode.before_save = self._note_time
+        self.broker.reopen()          # a broker may serve one episode after another
         self.broker.listeners.append(self._on_broker)
 
     # -- reading ------------------------------------------------------------------------
@@ -412,6 +413,8 @@ class Driver:
     def _end(self) -> None:
         self._ended = True
         self.broker.withdraw_all()
+        if self._on_broker in self.broker.listeners:
+            self.broker.listeners.remove(self._on_broker)
         self._set_state(DONE)
         self._emit(FINISHED, trajectory=self.trajectory)
 

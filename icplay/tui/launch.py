@@ -37,3 +37,17 @@ def run_app(args) -> int:
     finally:
         app.close_envs()
     return app.return_code or 0
+
+
+def run_watch(args, policy, policy_info: dict, tasks: list) -> int:
+    """What ``icplay watch`` calls without ``--plain``: the watch screen.
+
+    ``args`` is watch's parsed command line (env, tasks, task, mode, protocol, turns,
+    sandbox, image, session, out); ``policy`` proposes (an ``icplay.episode.Policy``),
+    ``policy_info`` describes it for the trajectory, ``tasks`` are the tasks it can play.
+    The screen drives each episode with ``icplay.driver.Driver`` (docs/driver.md).
+    """
+    import sys
+
+    print("icplay: the watch screen is not built yet; use icplay watch ... --plain", file=sys.stderr)
+    return 2

@@ -40,6 +40,7 @@ def register(sub) -> None:
                         "every action, the reward shown")
     p.add_argument("--mode", choices=["auto", "confirm", "human"], default="confirm",
                    help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
+    p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")
     p.add_argument("--turns", type=int, default=20, help="turns per episode, yours included (default 20)")
     p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql")
     p.add_argument("--image", help="Docker image for Bash tasks (e.g. InterCode's, for nl2bash sets)")
@@ -117,6 +118,8 @@ def run(args) -> int:
     session = open_session(args.session or "watch", args.out)
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
+    if args.limit is not None:
+        tasks = tasks[:max(0, args.limit)]
     env = make_env(args.env, sandbox=args.sandbox, image=args.image,
                    progress=lambda line: print(line, file=sys.stderr))
     broker = Broker(args.mode)   # one broker for the session: the mode carries over from task to task

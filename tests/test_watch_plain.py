@@ -246,3 +246,27 @@ def test_play_plain_resumes_the_session_and_keeps_every_attempt(tmp_path):
     attempts = list((tmp_path / "attempts" / "plain" / "sql").glob("bookshop-01.*.json"))
     assert len(attempts) == 1 and json.loads(attempts[0].read_text())["reward"] == 1.0
     assert saved(tmp_path, "plain", "sql", "bookshop-01")["reward"] == 0.0
+
+
+@pytest.mark.shared
+def test_watch_plain_replays_an_intercode_gpt35_spider_episode_as_a_live_agent(tmp_path, shared_intercode):
+    results = shared_intercode / "results" / "sql" / "gpt-3.5" / "ic_sql_multiturn_gpt-3.5_10_turns.json"
+    recorded = json.loads(results.read_text())["0"]["turn_history"]["actions"]
+    proc = Proc(["watch", "sql", "--tasks", "spider", "--task", "0", "--policy", f"replay:{results}",
+                 "--protocol", "intercode", "--plain"], tmp_path)
+    proc.expect(f"agent proposes: {recorded[0]}")
+    proc.expect("decide> ")
+    proc.send("")
+    proc.expect("reward: 0.00")
+    proc.expect(f"agent proposes: {recorded[1]}")
+    proc.expect("decide> ")
+    proc.send("e SELECT Name FROM people")
+    proc.expect("decide> ")
+    proc.send("q")
+    code, out, err = proc.finish()
+    assert code == 0, err
+    traj = saved(tmp_path, "watch", "spider", "0")
+    assert traj["policy"]["kind"] == "replay" and traj["status"] == "stopped"
+    assert [(t["author"], t["action"]) for t in traj["turns"]] == [
+        ("agent", recorded[0]), ("agent-edited-by-human", "SELECT Name FROM people")]
+    assert traj["turns"][1]["proposed"] == recorded[1] and traj["turns"][0]["reward"] == 0.0

@@ -282,6 +282,13 @@ def test_failures_are_events_and_requests_never_a_crash(env, server):
     traj = watch.join()
     assert traj.reward == 1.0 and traj.turns[0].author == "human"
 
+    policy = LLMPolicy(ChatModel("scripted", base_url="http://127.0.0.1:9/v1", retries=0), "tryagain", "agent")
+    watch = Watch(driver_for(env, policy)).start()
+    req = watch.request(FAILED)
+    assert "cannot reach the model server" in req.message
+    watch.driver.broker.answer(req.id, Decision.stop())
+    assert watch.join().status == "stopped"
+
     srv = server([rate_limited(0.2), "I would rather chat.", fenced(GOLD), "```sql\nsubmit\n```"])
     watch = Watch(driver_for(env, llm(srv))).start()
     req = watch.request(INVALID)                              # the raw reply, for the human to fix

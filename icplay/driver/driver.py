@@ -240,6 +240,8 @@ class Driver:
             self._cancel = cancel
             if self._stop.is_set():
                 cancel.set()
+        if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
+            cancel.set()
         self._set_state(THINKING)
         try:
             proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)

@@ -314,6 +314,8 @@ class Driver:
             if kind == EDIT:
                 action = decision.action or ""
                 author = AGENT if action == proposal.action else AGENT_EDITED
+                if proposal.action is None:
+                    proposed = "submit"
                 if proposal.info.get("invalid"):
                     proposed = None
                     for key in ("invalid", "retry_message"):
@@ -458,6 +460,12 @@ class Driver:
         if proposal is None:
             return True
         return self.apply(proposal, self.decide(proposal))
+
+    def start(self, name: str = "icplay-driver") -> threading.Thread:
+        """``run()`` on a new daemon thread, as a UI runs it; returns the thread."""
+        thread = threading.Thread(target=self.run, name=name, daemon=True)
+        thread.start()
+        return thread
 
     def run(self) -> Trajectory:
         """Step until the episode ends; on an unexpected error it is saved ``error`` (and raised

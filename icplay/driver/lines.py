@@ -121,8 +121,7 @@ class LineLoop:
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> str:
-        thread = threading.Thread(target=self.driver.run, name="icplay-driver", daemon=True)
-        thread.start()
+        thread = self.driver.start()
         try:
             while True:
                 try:

@@ -270,3 +270,17 @@ def test_watch_plain_replays_an_intercode_gpt35_spider_episode_as_a_live_agent(t
     assert [(t["author"], t["action"]) for t in traj["turns"]] == [
         ("agent", recorded[0]), ("agent-edited-by-human", "SELECT Name FROM people")]
     assert traj["turns"][1]["proposed"] == recorded[1] and traj["turns"][0]["reward"] == 0.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["watch", "sql", "--plain"], "say who proposes"),
+    (["watch", "sql", "--policy", "replay:/no/such.json", "--plain"], "no such file"),
+    (["watch", "sql", "--policy", "guess", "--plain"], "unknown --policy 'guess'"),
+    (["watch", "sql", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--strategy", "bogus", "--plain"],
+     "unknown strategy 'bogus'"),
+])
+def test_watch_bad_input_is_one_line(tmp_path, argv, message):
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", *argv], cwd=ROOT, input="", text=True,
+                          capture_output=True, timeout=60, env={**os.environ, "ICPLAY_HOME": str(tmp_path)})
+    assert done.returncode == 1 and message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ import threading
 from typing import Callable
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
-from icplay.driver.driver import (CANCELLED, ERROR, FINISHED, OUTPUT, PROPOSAL as PROPOSAL_EVENT, REQUEST, RETRY,
+from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, PROPOSAL as PROPOSAL_EVENT, REQUEST, RETRY,
                                   RUNNING, SCORE, THINKING, TURN, Driver, Event)
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.episode import Decision, Turn
@@ -106,8 +106,13 @@ class LineLoop:
     """Prints one episode's events and answers its requests from lines; see the module docstring."""
 
     def __init__(self, driver: Driver, read_line: Callable[[str], str] = input,
-                 write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None):
+                 write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None,
+                 live: bool | None = None):
+        import sys
+
         self.driver = driver
+        self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
+        self._streaming = False
         self.read_line = read_line
         self.write = write
         self._write_raw = write_raw or _stdout_raw
@@ -168,11 +173,21 @@ class LineLoop:
     # -- events -----------------------------------------------------------------------
     def _handle(self, event: Event) -> bool:
         kind, data = event.kind, event.data
+        if kind == DELTA:
+            if self.live and data.get("text"):
+                if not self._streaming:
+                    self._streaming = True
+                    self.write_raw(("" if self._at_line_start else "\n") + "agent: ")
+                self.write_raw(display(data["text"]))
+            return False
+        streamed, self._streaming = self._streaming, False
+        if streamed and not self._at_line_start:
+            self.write_raw("\n")
         if kind == PROPOSAL_EVENT:
             p = data["proposal"]
             if p.info.get("invalid"):
                 return False
-            if p.thought:
+            if p.thought and not streamed:
                 self._say(display(f"agent thinks: {p.thought.strip()}"))
             if p.action is None:
                 self._say("agent proposes: submit")

@@ -284,3 +284,28 @@ def test_watch_bad_input_is_one_line(tmp_path, argv, message):
                           capture_output=True, timeout=60, env={**os.environ, "ICPLAY_HOME": str(tmp_path)})
     assert done.returncode == 1 and message in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
+    from icplay.agents.llm import ChatModel, LLMPolicy
+    from icplay.driver import Broker, Driver
+    from icplay.driver.lines import LineLoop
+    from icplay.envs import make_env
+    from icplay.episode import Episode
+
+    reply = "Thought: list the poetry\n```sql\nSELECT title FROM books WHERE genre = 'Poetry'\n```"
+    shown = []
+    with FakeOpenAIServer(Script([reply, "```sql\nsubmit\n```"])) as server:
+        env = make_env("sql", sandbox="sqlite")
+        try:
+            policy = LLMPolicy(ChatModel("m", base_url=server.url, api_key="k"), "react", "agent")
+            driver = Driver(Episode(env, SQL["bookshop-01"]), policy, broker=Broker("auto"), on_failure="ask")
+            outcome = LineLoop(driver, read_line=lambda prompt: "", write=lambda s: shown.append(s + "\n"),
+                               write_raw=shown.append, live=True).run()
+        finally:
+            env.close()
+    text = "".join(shown)
+    assert outcome == "submitted" and "reward: " in text
+    assert "agent: Thought: list the poetry\n```sql\nSELECT title" in text     # the reply, as it streamed
+    assert sum(1 for piece in shown if piece and piece in reply) > 5            # in many pieces
+    assert "agent thinks:" not in text and "agent proposes: SELECT title FROM books WHERE genre" in text

@@ -157,7 +157,8 @@ def test_watch_plain_ctrl_c_while_the_model_thinks_takes_over_and_q_stops(tmp_pa
     code, out, err = proc.finish()
     assert code == 0, err
     again = saved(tmp_path, "watch", "sql", "bookshop-01")
-    assert again["id"] == traj["id"] and again["status"] == "submitted" and again["policy"]["kind"] == "llm"
+    assert again["id"] == traj["id"] and again["status"] == "submitted" and again["policy"]["kind"] == "gold"
+    assert [p["kind"] for p in again["policy"]["previous"]] == ["llm"] and again["policy"]["previous"][0]["model"] == "scripted"
 
 
 def gold_bash_watch(tmp_path, sandbox):

@@ -123,9 +123,27 @@ def run(args) -> int:
     env = make_env(args.env, sandbox=args.sandbox, image=args.image,
                    progress=lambda line: print(line, file=sys.stderr))
     broker = Broker(args.mode)   # one broker for the session: the mode carries over from task to task
+
+    def make_driver(episode):
+        adopt_policy(episode.trajectory, info)
+        return Driver(episode, policy, args.protocol, Limits(max_turns=args.turns), broker=broker,
+                      on_failure="ask", track_time=True)
+
     try:
-        return run_tasks(tasks, env, session, lambda episode: Driver(
-            episode, policy, args.protocol, Limits(max_turns=args.turns), broker=broker, on_failure="ask",
-            track_time=True), policy_info=info)
+        return run_tasks(tasks, env, session, make_driver, policy_info=info)
     finally:
         env.close()
+
+
+IDENTITY = ("kind", "model", "strategy", "source")
+
+
+def adopt_policy(trajectory, info: dict) -> None:
+    """A resumed episode goes on with this policy: its block says so, the earlier one is kept
+    under ``previous`` (with the usage summed over both)."""
+    old = trajectory.policy or {}
+    if all(old.get(k) == info.get(k) for k in IDENTITY):
+        return
+    earlier = list(old.get("previous") or [])
+    earlier.append({k: v for k, v in old.items() if k not in ("previous", "usage")})
+    trajectory.policy = {**info, "usage": dict(old.get("usage") or {}), "previous": earlier}

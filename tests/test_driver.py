@@ -17,9 +17,9 @@ from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced, rate_lim
 
 from icplay.agents.llm import ChatModel, LLMPolicy  # noqa: E402
 from icplay.agents.replay import GoldPolicy  # noqa: E402
-from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL,  # noqa: E402
-                           Broker, Decision, Driver, Limits)
-from icplay.driver.driver import CANCELLED, DELTA, REQUEST, RETRY, RUNNING, STATE, TURN, ERROR  # noqa: E402
+from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, PAUSED, PROPOSAL,  # noqa: E402
+                           SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
+from icplay.driver.driver import CANCELLED, DELTA, ERROR, REQUEST, RETRY, RUNNING, STATE  # noqa: E402
 from icplay.envs import make_env  # noqa: E402
 from icplay.episode import Episode  # noqa: E402
 from icplay.session import Session  # noqa: E402

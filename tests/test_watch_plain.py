@@ -158,13 +158,14 @@ def test_watch_plain_ctrl_c_while_the_model_thinks_takes_over_and_q_stops(tmp_pa
     assert code == 0, err
     again = saved(tmp_path, "watch", "sql", "bookshop-01")
     assert again["id"] == traj["id"] and again["status"] == "submitted" and again["policy"]["kind"] == "gold"
-    assert [p["kind"] for p in again["policy"]["previous"]] == ["llm"] and again["policy"]["previous"][0]["model"] == "scripted"
+    previous = again["policy"]["previous"]
+    assert [p["kind"] for p in previous] == ["llm"] and previous[0]["model"] == "scripted"
 
 
 def gold_bash_watch(tmp_path, sandbox):
     task = BASH["b001"]
-    proc = Proc(["watch", "bash", "--policy", "gold", "--sandbox", sandbox, "--task", "b001", "--limit", "1", "--plain"],
-                tmp_path)
+    proc = Proc(["watch", "bash", "--policy", "gold", "--sandbox", sandbox, "--task", "b001", "--limit", "1",
+                 "--plain"], tmp_path)
     proc.expect(f"agent proposes: {task.gold}")
     proc.expect("decide> ")
     proc.send("r count the lines of the file itself")

@@ -18,12 +18,12 @@ the raw text.
 from __future__ import annotations
 
 import queue
-import threading
 from typing import Callable
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
-from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, PROPOSAL as PROPOSAL_EVENT, REQUEST, RETRY,
+from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REQUEST, RETRY,
                                   RUNNING, SCORE, THINKING, TURN, Driver, Event)
+from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.episode import Decision, Turn
 
@@ -91,7 +91,8 @@ def describe_reward(result: SubmitResult) -> str:
                 lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
                                                         for x in b[key]))
     elif "iou" in b:
-        lines.append("  " + "   ".join(f"{k} {v}" for k, v in b.items() if k != "reward" and not isinstance(v, (list, dict))))
+        lines.append("  " + "   ".join(f"{k} {v}" for k, v in b.items()
+                                       if k != "reward" and not isinstance(v, (list, dict))))
     return "\n".join(lines)
 
 
@@ -404,5 +405,6 @@ def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Calla
     return 0
 
 
-__all__ = ["LineLoop", "run_tasks", "first_unfinished", "display", "format_table", "describe_observation", "describe_reward", "SUBMITTED", "SKIPPED",
+__all__ = ["LineLoop", "run_tasks", "first_unfinished", "display", "format_table", "describe_observation",
+           "describe_reward", "SUBMITTED", "SKIPPED",
            "QUIT", "HUMAN_HELP", "AGENT_HELP"]

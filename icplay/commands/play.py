@@ -64,6 +64,7 @@ def run(args) -> int:
     from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
     from icplay.driver.lines import first_unfinished, run_tasks
 
+    all_tasks = select_tasks(args.env, args.tasks, None, args.image)
     tasks = select_tasks(args.env, args.tasks, args.task, args.image)
     session = open_session(args.session or "plain", args.out)
     if args.task is None:
@@ -72,7 +73,7 @@ def run(args) -> int:
     try:
         return run_tasks(tasks, env, session, lambda episode: Driver(
             episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-            track_time=True))
+            track_time=True), first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
     finally:
         env.close()
 

@@ -107,6 +107,7 @@ def run(args) -> int:
         raise UserError("--turns must be at least 1")
     tasks = select_tasks(args.env, args.tasks, args.task, args.image)
     policy, info, tasks = build_policy(args, tasks)
+    playable = len(tasks)
     if not args.plain:
         from icplay.tui.launch import run_watch
 
@@ -118,6 +119,7 @@ def run(args) -> int:
     session = open_session(args.session or "watch", args.out)
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
+    first = playable - len(tasks) + 1
     if args.limit is not None:
         tasks = tasks[:max(0, args.limit)]
     env = make_env(args.env, sandbox=args.sandbox, image=args.image,
@@ -130,7 +132,7 @@ def run(args) -> int:
                       on_failure="ask", track_time=True)
 
     try:
-        return run_tasks(tasks, env, session, make_driver, policy_info=info)
+        return run_tasks(tasks, env, session, make_driver, policy_info=info, first=first, total=playable)
     finally:
         env.close()
 

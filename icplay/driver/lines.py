@@ -323,11 +323,15 @@ class LineLoop:
             return "sql> "
         return f"icplay:{getattr(self.driver.episode.env, 'cwd', None) or '?'}$ "
 
+    def _human_help(self, agent: bool) -> str:
+        text = WATCH_HUMAN_HELP if agent else HUMAN_HELP
+        return text if self.env_name == "sql" else text.splitlines()[0]
+
     def _read_human(self, request: Request) -> Decision | None:
         """One human move: an action (SQL: lines up to one ending with ';') or a command."""
         agent = self.driver.policy is not None
         if agent:
-            self._help_once("watch-human", WATCH_HUMAN_HELP)
+            self._help_once("watch-human", self._human_help(agent))
         lines: list[str] = []
         while True:
             try:
@@ -339,7 +343,7 @@ class LineLoop:
             stripped = line.strip()
             if not lines:
                 if stripped == ":help":
-                    self._say(WATCH_HUMAN_HELP if agent else HUMAN_HELP)
+                    self._say(self._human_help(agent))
                     return None
                 if stripped == ":quit":
                     self.outcome = QUIT
@@ -387,11 +391,14 @@ def echoing_input(prompt: str) -> str:
 
 
 def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] = echoing_input,
-              write: Callable[[str], None] = print, policy_info: dict | None = None) -> int:
+              write: Callable[[str], None] = print, policy_info: dict | None = None, first: int = 1,
+              total: int | None = None) -> int:
     """Play ``tasks`` in order in ``session`` (each resumed if it was left unfinished), one
-    line loop each; ``make_driver(episode)`` builds the driver. Returns the exit code."""
-    for number, task in enumerate(tasks, start=1):
-        write(f"\n=== task {task.set}/{task.id} ({number} of {len(tasks)})"
+    line loop each; ``make_driver(episode)`` builds the driver. ``first`` / ``total``: the
+    first task's number in its set, and the set's size. Returns the exit code."""
+    total = total or len(tasks)
+    for number, task in enumerate(tasks, start=first):
+        write(f"\n=== task {task.set}/{task.id} ({number} of {total})"
               + (f" [{task.hardness}]" if task.hardness else "") + " ===")
         write(display(task.query))
         episode, replayed = session.open_episode(env, task, policy=policy_info)

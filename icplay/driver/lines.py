@@ -215,6 +215,9 @@ class LineLoop:
             self._answer(data["request"])
         elif kind == FINISHED:
             traj = data["trajectory"]
+            ended_by = traj.policy.get("ended_by")
+            if ended_by in ("turns", "tokens", "cost", "time"):
+                self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
             if traj.status == "submitted" and traj.reward is not None:
                 self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "")))
             elif traj.status == "error":

@@ -1,8 +1,17 @@
-"""Trajectory files: one JSON file per episode, replaced atomically after every turn.
+r"""Trajectory files: one JSON file per episode, replaced atomically after every turn.
 
 Atomic means: write a temporary file in the same folder, flush and fsync it, then
 ``os.replace`` it over the old one. A reader (or a crash) sees either the previous
 complete file or the new complete file, never half of one.
+
+Encoding: files are UTF-8 JSON. A trajectory keeps what was typed, and an action may
+hold bytes that are not UTF-8 (a terminal or a pipe in another encoding: Python reads them
+as lone surrogates, ``\udc80``-``\udcff``, with ``surrogateescape``). UTF-8 cannot hold a
+lone surrogate, so the JSON text writes every surrogate as a ``\uXXXX`` escape, which
+JSON allows and ``json.loads`` turns back into the same code point: loading gives back
+the very string that was saved. (One exception: a *pair* of surrogates that forms a valid
+UTF-16 pair is read back as the one character it encodes.) Displays replace what they
+cannot show (``printable``).
 """
 
 from __future__ import annotations
@@ -23,12 +32,29 @@ class TrajectoryFileError(ValueError):
     """A trajectory file that cannot be read back; the message names the file."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")   # any surrogate code point
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with every lone surrogate written as a ``\\uXXXX`` escape (see the module
+    docstring). Surrogates can only occur inside JSON strings, so this keeps it valid JSON."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def printable(text: str) -> str:
+    """``text`` as a display can show it: lone surrogates become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, whole."""
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, whole.
+
+    Lone surrogates in ``text`` (undecodable bytes) are written with ``surrogateescape``,
+    so the bytes they stood for land in the file as they were."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -66,11 +92,11 @@ def trajectory_json(trajectory: Trajectory) -> str:
         if isinstance(rows, list) and len(rows) > SAVED_ROWS:
             turn["info"]["rows"] = rows[:SAVED_ROWS]
             turn["info"]["rows_saved"] = SAVED_ROWS
-    return json.dumps(data, ensure_ascii=False, indent=1, default=jsonable)
+    return escape_surrogates(json.dumps(data, ensure_ascii=False, indent=1, default=jsonable))
 
 
 def atomic_write_json(path: Path, data: object) -> None:
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1, default=jsonable))
+    atomic_write_text(path, escape_surrogates(json.dumps(data, ensure_ascii=False, indent=1, default=jsonable)))
 
 
 def safe_name(text: str) -> str:

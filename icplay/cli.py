@@ -11,13 +11,15 @@ import argparse
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 
 from icplay import __version__
 from icplay.sandbox.base import SandboxError
+from icplay.store import StoreError, TrajectoryFileError, stop_open_trajectories
 from icplay.tasks.model import TaskFileError
 
-USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError)
+USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, StoreError, TrajectoryFileError)
 
 
 class UserError(RuntimeError):
@@ -38,20 +40,101 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# --- orderly shutdown on signals -------------------------------------------------------
+#
+# SIGTERM and SIGHUP take the path Ctrl+C (SIGINT) takes: KeyboardInterrupt in the main
+# thread. Every command already unwinds that way: running commands are interrupted,
+# envs closed (their containers removed; ``atexit`` removes any container still tracked),
+# and the runner stops its episodes. Afterwards every episode this process still has open
+# is saved as ``stopped`` (``stop_open_trajectories``). A second SIGTERM/SIGHUP during
+# that cleanup is ignored so it can finish; SIGKILL is the way to cut it short.
+
+_SHUTDOWN_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+class Shutdown:
+    """The shutdown signals' handler while ``main`` runs; remembers which signal came."""
+
+    def __init__(self):
+        self.signal: str | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> "Shutdown":
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for name in _SHUTDOWN_SIGNALS:
+                sig = getattr(signal, name, None)
+                if sig is not None:
+                    self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, frame) -> None:
+        if self.signal is None:
+            self.signal = signal.Signals(signum).name
+            raise KeyboardInterrupt(self.signal)
+
+    def exit_code(self) -> int:
+        return 128 + int(getattr(signal, self.signal)) if self.signal else 130
+
+    def stop_open_episodes(self) -> None:
+        why = f"icplay was stopped ({self.signal})" if self.signal else "icplay was interrupted"
+        stop_open_trajectories(why)
+
+
+def tolerant_text_streams() -> None:
+    """Bytes that are not UTF-8 on stdin reach icplay as lone surrogates (the trajectory
+    keeps them, see icplay/store.py) instead of a UnicodeDecodeError; what stdout and
+    stderr cannot encode is replaced instead of raising."""
+    for stream, errors in ((sys.stdin, "surrogateescape"), (sys.stdout, "replace"), (sys.stderr, "replace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors=errors)
+            except (ValueError, OSError):
+                pass
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there still is one (SIGHUP: the terminal may be gone)."""
+    try:
+        print(line, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    tolerant_text_streams()
+    with Shutdown() as shutdown:
+        interrupted = False
+        try:
+            return _run(args, shutdown)
+        except KeyboardInterrupt:
+            interrupted = True
+            _say(f"icplay: stopped ({shutdown.signal})" if shutdown.signal else "icplay: interrupted")
+            shutdown.signal = shutdown.signal or "SIGINT"    # further signals: let the cleanup finish
+            return shutdown.exit_code()
+        finally:
+            if interrupted or shutdown.signal:
+                shutdown.stop_open_episodes()
+
+
+def _run(args, shutdown: Shutdown) -> int:
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        return shutdown.exit_code() if shutdown.signal else code
     except (UserError, *USER_ERRORS) as exc:
         print(f"icplay: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("icplay: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # The reader went away (`icplay tasks | head`): stop quietly, as Unix tools do.
         try:

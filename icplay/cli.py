@@ -99,6 +99,31 @@ def tolerant_text_streams() -> None:
                 pass
 
 
+def unwritable_file(exc: OSError) -> str | None:
+    """One line for a file icplay could not write (a read-only or full $ICPLAY_HOME or
+    --out), else None: other OS errors are bugs and keep their traceback."""
+    import errno
+
+    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC,
+                                                              errno.EDQUOT, errno.ENOTDIR):
+        return None
+    if not exc.filename:
+        return None
+    from icplay.paths import home_dir
+
+    home = home_dir()
+    where = str(exc.filename)
+    hint = ""
+    try:
+        full, home_full = os.path.abspath(where), os.path.abspath(home)
+        if full == home_full or full.startswith(home_full + os.sep):
+            hint = (f"; icplay keeps its files in {home} ($ICPLAY_HOME): make it writable or point ICPLAY_HOME "
+                    "at a writable folder (icplay doctor checks it)")
+    except (OSError, ValueError):
+        pass
+    return f"cannot write {where}: {exc.strerror or exc}{hint}"
+
+
 def _say(line: str) -> None:
     """One line on stderr, if there still is one (SIGHUP: the terminal may be gone)."""
     try:
@@ -142,7 +167,17 @@ def _run(args, shutdown: Shutdown) -> int:
         except OSError:
             pass
         return 0
+    except OSError as exc:
+        line = unwritable_file(exc)
+        if line is None:
+            raise
+        print(f"icplay: {line}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m icplay.cli`: run the imported module's main, so that the UserError the
+    # commands raise (icplay.cli.UserError) is the one main catches, not __main__'s copy.
+    from icplay.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -39,3 +39,58 @@ def test_replay_of_an_empty_recorded_action_counts_it_and_ends(tmp_path):
     assert traj.status == "submitted"
     assert [t.action for t in traj.turns] == ["", "", "SELECT 1"]            # --turns 3 held
     assert [bool(t.info.get("invalid")) for t in traj.turns] == [True, True, False]
+
+
+def test_the_app_without_a_terminal_exits_at_once_with_one_line(tmp_path):
+    """It spun a core forever waiting for a terminal."""
+    done = icplay("play", "sql", timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs a terminal" in lines[0] and "--plain" in lines[0], done.stderr
+
+
+def test_a_session_name_that_is_a_path_is_refused_in_one_line(tmp_path):
+    home = tmp_path / "home"
+    done = icplay("play", "sql", "--session", "../../x", timeout=30, stdin=subprocess.DEVNULL,
+                  env={"ICPLAY_HOME": str(home)})
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "session name '../../x' is not allowed" in lines[0], done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def read_only(folder: Path, *argv: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """icplay with ``folder`` mounted read-only (bwrap: read-only even for root)."""
+    return subprocess.run(["bwrap", "--dev-bind", "/", "/", "--ro-bind", str(folder), str(folder),
+                           sys.executable, "-m", "icplay.cli", *argv], cwd=ROOT, input=stdin, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "ICPLAY_HOME": str(folder)})
+
+
+@pytest.mark.bwrap
+def test_a_read_only_home_is_one_line_and_doctor_says_so(bwrap_ready, tmp_path):
+    home = tmp_path / "ro-home"
+    home.mkdir()
+    done = read_only(home, "play", "sql", "--plain", "--sandbox", "sqlite", stdin="SELECT 1;\n:quit\n")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"icplay: cannot write {home}") and "ICPLAY_HOME" in last, done.stderr
+    doctor = read_only(home, "doctor")
+    assert doctor.returncode == 1
+    assert f"XX  icplay home: {home} is not writable" in doctor.stdout, doctor.stdout
+    writable = icplay("doctor", env={"ICPLAY_HOME": str(tmp_path / "rw-home")})
+    assert f"ok  icplay home: {tmp_path / 'rw-home'} is writable" in writable.stdout
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "\"text\"", "null", "{\"turns\": 5, \"task\": 1}"])
+def test_report_on_json_that_is_not_a_trajectory_object_names_the_file(tmp_path, text):
+    file = tmp_path / "odd.json"
+    file.write_text(text)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "odd.json").write_text("{\"turns\": 5, \"task\": {\"id\": 1}}")
+    for target in (file, folder):
+        done = icplay("report", str(target), timeout=30)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and len(lines) == 1, done.stderr
+        assert lines[0].startswith("icplay: ") and "odd.json: not a trajectory file" in lines[0]

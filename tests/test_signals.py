@@ -31,8 +31,10 @@ def start_icplay(home: Path, *argv: str) -> subprocess.Popen:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def containers_of(client, pid: int) -> list:
-    return client.containers.list(all=True, filters={"label": [f"{LABEL}=1", f"icplay.pid={pid}"]})
+def containers_of(client, pid: int) -> list[str]:
+    """Ids of the containers ``pid`` made (low-level list: one call, no per-container inspect
+    that fails when icplay removes one meanwhile)."""
+    return [c["Id"] for c in client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"icplay.pid={pid}"]})]
 
 
 def wait_for_sleep(client, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -42,8 +44,8 @@ def wait_for_sleep(client, proc: subprocess.Popen, timeout: float = 120) -> None
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         for container in containers_of(client, proc.pid):
             try:
-                processes = container.top().get("Processes") or []
-            except Exception:
+                processes = client.api.top(container).get("Processes") or []
+            except Exception:   # not running (yet, or any more)
                 continue
             if any("sleep 30" in " ".join(p) for p in processes):
                 return

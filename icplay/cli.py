@@ -13,6 +13,7 @@ import os
 import pkgutil
 import signal
 import sys
+from typing import Callable
 
 from icplay import __version__
 from icplay.sandbox.base import SandboxError
@@ -53,10 +54,17 @@ _SHUTDOWN_SIGNALS = ("SIGTERM", "SIGHUP")
 
 
 class Shutdown:
-    """The shutdown signals' handler while ``main`` runs; remembers which signal came."""
+    """The shutdown signals' handler while ``main`` runs; remembers which signal came.
+
+    An event loop that must not be unwound by an exception (the Textual app) sets
+    ``Shutdown.deliver`` around its run: a function that asks it to quit in order and
+    returns True (False: raise KeyboardInterrupt after all)."""
+
+    current: "Shutdown | None" = None
 
     def __init__(self):
         self.signal: str | None = None
+        self.deliver: Callable[[], bool] | None = None
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "Shutdown":
@@ -67,15 +75,20 @@ class Shutdown:
                 sig = getattr(signal, name, None)
                 if sig is not None:
                     self._previous[sig] = signal.signal(sig, self._on_signal)
+            Shutdown.current = self
         return self
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        if Shutdown.current is self:
+            Shutdown.current = None
 
     def _on_signal(self, signum: int, frame) -> None:
         if self.signal is None:
             self.signal = signal.Signals(signum).name
+            if self.deliver is not None and self.deliver():
+                return
             raise KeyboardInterrupt(self.signal)
 
     def exit_code(self) -> int:

@@ -115,3 +115,105 @@ def test_icplay_run_on_docker_leaves_its_episodes_stopped_not_errors(sig, docker
     saved = trajectories(out)
     assert saved and all(t.status == "stopped" for t in saved), [(t.status, t.error) for t in saved]
     assert all(t.turns and t.turns[0].action == "echo first" for t in saved)
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid``, with its command line."""
+    children: dict[int, list[int]] = {}
+    cmdlines: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdlines[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = cmdlines.get(child, "")
+            todo.append(child)
+    return found
+
+
+@pytest.mark.bwrap
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_play_plain_on_bwrap_stops_the_episode_and_removes_its_sandbox(sig, bwrap_ready, tmp_path):
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "ICPLAY_HOME": str(home), "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "icplay.cli", "play", "bash", "--plain", "--sandbox", "bwrap",
+                             "--task", "b001"], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("echo first\nsleep 30\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    sleeping: list[int] = []
+    while not sleeping and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        sleeping = [p for p, cmd in descendants(proc.pid).items() if cmd == "sleep 30"]
+        time.sleep(0.1)
+    assert sleeping, "the sleep never started"
+    assert any(tmp.iterdir())                 # the sandbox's folder
+    proc.send_signal(sig)
+    code, err = finish(proc)
+    assert code == 128 + sig and "Traceback" not in err, err
+    assert not any(os.path.exists(f"/proc/{p}") for p in sleeping)
+    assert list(tmp.iterdir()) == []
+    (traj,) = trajectories(home)
+    assert traj.status == "stopped" and sig.name in traj.error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_the_app_on_a_terminal_stops_its_episode_and_gives_the_terminal_back(sig, tmp_path):
+    """The Textual app in a real pseudo-terminal: a signal saves the open episode as
+    stopped and the app leaves the alternate screen before icplay exits."""
+    import pty
+    import select
+
+    home = tmp_path / "home"
+    pid, fd = pty.fork()
+    if pid == 0:   # the child: icplay's app on the pty
+        os.chdir(ROOT)
+        os.environ.update({"ICPLAY_HOME": str(home), "TERM": "xterm-256color"})
+        os.execv(sys.executable, [sys.executable, "-m", "icplay.cli", "play", "sql", "--sandbox", "sqlite",
+                                  "--task", "bookshop-01"])
+    screen = b""
+
+    def read_for(seconds: float) -> None:
+        nonlocal screen
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    return
+
+    try:
+        deadline = time.monotonic() + 60
+        while not list(home.rglob("bookshop-01.json")) and time.monotonic() < deadline:
+            read_for(0.2)                      # the episode is open once its file exists
+        assert list(home.rglob("bookshop-01.json")), screen[-500:]
+        os.kill(pid, sig)
+        deadline = time.monotonic() + 30
+        status = None
+        while status is None and time.monotonic() < deadline:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            status = os.waitstatus_to_exitcode(raw) if done else None
+            read_for(0.1)
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status == 128 + sig, screen[-500:]
+    assert b"\x1b[?1049l" in screen and b"Traceback" not in screen     # left the alternate screen
+    (traj,) = trajectories(home)
+    assert traj.status == "stopped" and sig.name in traj.error

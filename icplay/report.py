@@ -263,7 +263,10 @@ def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
             except (OSError, json.JSONDecodeError, UnicodeDecodeError):
                 continue
             if isinstance(data, dict) and "turns" in data and "task" in data:
-                trajs.append(Trajectory.from_dict(data))
+                try:
+                    trajs.append(Trajectory.from_dict(data))
+                except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                    raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
             elif is_intercode_results(data):
                 from icplay.agents.replay import intercode_results_to_trajectories
 

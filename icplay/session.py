@@ -7,6 +7,13 @@ human works through tasks. It keeps exactly one current trajectory per task
 starting a task again after submitting it first moves the old file to
 ``$ICPLAY_HOME/attempts/<name>/<set>/<id>.<n>.json``, so nothing is ever overwritten.
 
+Guarantees (from ``TrajectoryStore``, see icplay/store.py): a task's file is only
+replaced by later saves of the same episode; any other episode's file is moved to
+``attempts/`` first; an episode open in one process cannot be opened in another
+(``open_episode`` raises ``TrajectoryBusyError``, a one-line message naming the file and
+the pid). Session names are checked (``check_session_name``): a name is one folder
+name, never a path.
+
 Resuming: a trajectory that was not submitted is picked up where it was. The env is reset
 to the task's initial state and the saved turns are replayed into it (their actions run
 again, in order), so the fresh sandbox or database holds what the human had built. Turns
@@ -17,7 +24,7 @@ Nothing here imports textual: the TUI, the plain REPL and scripts share this mod
 
 from __future__ import annotations
 
-import shutil
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +33,7 @@ from typing import Callable, Iterable
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
 from icplay.paths import home_dir
-from icplay.store import TrajectoryStore, atomic_write_text, load_trajectory, safe_name, trajectory_json
+from icplay.store import StoreError, TrajectoryStore, load_trajectory
 from icplay.tasks.model import Task
 
 DEFAULT_SESSION = "default"
@@ -87,49 +94,51 @@ def status_of(trajectory: Trajectory | None) -> TaskStatus:
     return TaskStatus(state, turns, trajectory.reward, trajectory.time_worked)
 
 
+class SessionNameError(StoreError):
+    """A session name that is not a plain folder name."""
+
+
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_session_name(name: str) -> str:
+    """``name`` if it can name a session folder, else ``SessionNameError`` (one line)."""
+    if not isinstance(name, str) or not _SESSION_NAME.fullmatch(name):
+        raise SessionNameError(f"session name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+                               "starting with a letter or digit")
+    return name
+
+
 class Session:
     """A named baseline session: a folder of trajectories, one per task."""
 
     def __init__(self, name: str = DEFAULT_SESSION, home: str | Path | None = None, root: str | Path | None = None):
-        self.name = name
+        self.name = check_session_name(name)
         home = Path(home or home_dir())
-        self.root = Path(root) if root is not None else home / "trajectories" / safe_name(name)
-        self.attempts_root = home / "attempts" / safe_name(name)
-        self.store = TrajectoryStore(self.root)
+        self.root = Path(root) if root is not None else home / "trajectories" / name
+        self.attempts_root = home / "attempts" / name
+        self.store = TrajectoryStore(self.root, attempts=self.attempts_root)
         self._lock = threading.Lock()
 
     # -- files -------------------------------------------------------------------------
 
     def path_for(self, task: Task) -> Path:
-        return self.store.root / safe_name(task.set) / f"{safe_name(task.id)}.json"
+        return self.store.task_path(task.set, task.id)
 
     def load(self, task: Task) -> Trajectory | None:
         """The task's current trajectory in this session, if any."""
         return self.store.load_for(task.set, task.id)
 
     def save(self, trajectory: Trajectory) -> None:
-        text = trajectory_json(trajectory)
         with self._lock:
-            atomic_write_text(self.store.path_for(trajectory), text)
+            self.store.save(trajectory)
 
     def archive(self, task: Task) -> Path | None:
         """Move the task's current trajectory to ``attempts/`` (before a retry)."""
-        path = self.path_for(task)
-        if not path.exists():
-            return None
-        folder = self.attempts_root / safe_name(task.set)
-        folder.mkdir(parents=True, exist_ok=True)
-        n = 1
-        while (folder / f"{safe_name(task.id)}.{n}.json").exists():
-            n += 1
-        target = folder / f"{safe_name(task.id)}.{n}.json"
-        shutil.move(str(path), target)
-        return target
+        return self.store.archive(self.path_for(task))
 
     def attempts(self, task: Task) -> list[Trajectory]:
-        folder = self.attempts_root / safe_name(task.set)
-        paths = sorted(folder.glob(f"{safe_name(task.id)}.*.json"), key=lambda p: int(p.name.split(".")[-2]))
-        return [load_trajectory(p) for p in paths]
+        return [load_trajectory(p) for p in self.store.attempt_paths(task.set, task.id)]
 
     # -- progress ----------------------------------------------------------------------
 
@@ -164,6 +173,16 @@ class Session:
         only want to look at a submitted task load it instead. ``before_save`` runs before
         every save (the TUI stores the time worked there).
         """
+        self.store.claim(task.set, task.id)       # TrajectoryBusyError if another process has it
+        try:
+            return self._open_episode(env, task, policy, on_replay, before_save)
+        except BaseException:
+            self.store.release(task.set, task.id)
+            raise
+
+    def _open_episode(self, env: Env, task: Task, policy: dict | None,
+                      on_replay: Callable[[int, int, Turn], None] | None,
+                      before_save: Callable[[Trajectory], None] | None) -> tuple[Episode, int]:
         trajectory = self.load(task)
         if trajectory is not None and trajectory.status == "submitted":
             self.archive(task)
@@ -208,4 +227,4 @@ def replay_turns(env: Env, turns: list[Turn], on_replay: Callable[[int, int, Tur
 
 def list_sessions(home: str | Path | None = None) -> list[str]:
     root = Path(home or home_dir()) / "trajectories"
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []

@@ -1,18 +1,30 @@
-"""Trajectory files: one JSON file per episode, replaced atomically after every turn.
+r"""Trajectory files: one JSON file per episode, replaced atomically after every turn.
 
 Atomic means: write a temporary file in the same folder, flush and fsync it, then
 ``os.replace`` it over the old one. A reader (or a crash) sees either the previous
 complete file or the new complete file, never half of one.
+
+Encoding: files are UTF-8 JSON. A trajectory keeps what was typed, and an action may
+hold bytes that are not UTF-8 (a terminal or a pipe in another encoding: Python reads them
+as lone surrogates, ``\udc80``-``\udcff``, with ``surrogateescape``). UTF-8 cannot hold a
+lone surrogate, so the JSON text writes every surrogate as a ``\uXXXX`` escape, which
+JSON allows and ``json.loads`` turns back into the same code point: loading gives back
+the very string that was saved. (One exception: a *pair* of surrogates that forms a valid
+UTF-16 pair is read back as the one character it encodes.) Displays replace what they
+cannot show (``printable``).
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import fcntl
 import json
 import os
 import re
 import tempfile
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -23,12 +35,29 @@ class TrajectoryFileError(ValueError):
     """A trajectory file that cannot be read back; the message names the file."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")   # any surrogate code point
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with every lone surrogate written as a ``\\uXXXX`` escape (see the module
+    docstring). Surrogates can only occur inside JSON strings, so this keeps it valid JSON."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def printable(text: str) -> str:
+    """``text`` as a display can show it: lone surrogates become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, whole."""
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, whole.
+
+    Lone surrogates in ``text`` (undecodable bytes) are written with ``surrogateescape``,
+    so the bytes they stood for land in the file as they were."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -66,11 +95,11 @@ def trajectory_json(trajectory: Trajectory) -> str:
         if isinstance(rows, list) and len(rows) > SAVED_ROWS:
             turn["info"]["rows"] = rows[:SAVED_ROWS]
             turn["info"]["rows_saved"] = SAVED_ROWS
-    return json.dumps(data, ensure_ascii=False, indent=1, default=jsonable)
+    return escape_surrogates(json.dumps(data, ensure_ascii=False, indent=1, default=jsonable))
 
 
 def atomic_write_json(path: Path, data: object) -> None:
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1, default=jsonable))
+    atomic_write_text(path, escape_surrogates(json.dumps(data, ensure_ascii=False, indent=1, default=jsonable)))
 
 
 def safe_name(text: str) -> str:
@@ -85,30 +114,228 @@ def load_trajectory(path: str | Path) -> Trajectory:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TrajectoryFileError(f"{path}: not a trajectory file (its JSON is {_json_kind(data)}, not an object)")
         return Trajectory.from_dict(data)
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TrajectoryFileError(f"{path}: a folder, not a trajectory file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TrajectoryFileError(f"{path}: not a trajectory file ({exc})") from None
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        if isinstance(exc, TrajectoryFileError):
+            raise
         raise TrajectoryFileError(f"{path}: not a trajectory file (missing or bad field: {exc})") from None
 
 
-class TrajectoryStore:
-    """A folder of trajectories, one file per episode, named after the task."""
+def _json_kind(data: object) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+            type(None): "null"}.get(type(data), type(data).__name__)
 
-    def __init__(self, root: str | Path):
+
+# --- no overwritten trajectories ---------------------------------------------------------
+#
+# Two guarantees, for every writer that goes through a TrajectoryStore (the runner, the
+# plain REPL, baseline sessions and the TUI):
+#
+# 1. One writer per trajectory file, across processes. The first save of an episode
+#    *claims* its file: an exclusive ``flock`` on ``<root>/.locks/<set>/<id>.json.lock``, held until a
+#    save records a final status (submitted, stopped, error) or the process ends (the
+#    kernel drops the lock of a killed process, so no stale lock survives it). Another
+#    process that claims the same file gets ``TrajectoryBusyError``, naming the file and
+#    the pid that holds it. Within one process claims are shared by path: the app
+#    coordinates its own threads.
+# 2. A file is only ever replaced by a newer save of the *same* episode (same trajectory
+#    id). When a new episode of the task is saved over a file holding another one (a
+#    retry, a rerun of a stopped episode), the old file is first moved to the store's
+#    attempts folder as ``<set>/<id>.<n>.json`` (n = 1, 2, ...; created exclusively, so two
+#    archivers never pick the same n).
+#
+# A process that is stopped by a signal marks its open episodes (claimed, last saved as
+# ``running``) ``stopped`` with ``stop_open_trajectories``.
+
+FINAL_STATUSES = ("submitted", "stopped", "error")
+
+
+class StoreError(RuntimeError):
+    """A trajectory that cannot be written here; the message says why, in one line."""
+
+
+class TrajectoryBusyError(StoreError):
+    """Another icplay process has this trajectory open."""
+
+
+@dataclass
+class _Claim:
+    path: Path
+    fd: int
+    store: "TrajectoryStore"
+    trajectory: Trajectory | None = None
+
+
+_claims: dict[Path, _Claim] = {}
+_claims_lock = threading.RLock()
+
+
+def _lock_path(path: Path) -> Path:
+    """``<root>/.locks/<set>/<id>.json.lock`` for ``<root>/<set>/<id>.json``: beside the
+    store, not among its files."""
+    return path.parent.parent / ".locks" / path.parent.name / f"{path.name}.lock"
+
+
+def _claim(path: Path, store: "TrajectoryStore") -> _Claim:
+    """This process's claim on ``path`` (taken now if it has none)."""
+    key = path.resolve()
+    with _claims_lock:
+        claim = _claims.get(key)
+        if claim is not None:
+            return claim
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = _lock_path(path)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                os.close(fd)
+                raise TrajectoryBusyError(f"{path} is open in another icplay process (pid {holder}); finish it "
+                                          "there, or use another session or --out") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)    # the holder removed this lock file as we opened it: take the new one
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        claim = _claims[key] = _Claim(path, fd, store)
+        return claim
+
+
+def _release(path: Path) -> None:
+    with _claims_lock:
+        claim = _claims.pop(path.resolve(), None)
+    if claim is not None:
+        try:
+            os.unlink(_lock_path(claim.path))   # still locked: a waiter re-checks the inode
+        except OSError:
+            pass
+        os.close(claim.fd)   # closing the descriptor drops the flock
+
+
+def open_trajectories() -> list[Trajectory]:
+    """The episodes this process has claimed and not yet saved with a final status."""
+    with _claims_lock:
+        return [c.trajectory for c in _claims.values() if c.trajectory is not None]
+
+
+def stop_open_trajectories(error: str = "icplay was stopped") -> list[Path]:
+    """Save every open episode of this process as ``stopped`` (a signal's shutdown path);
+    returns their files. Errors writing one file do not keep the others from being saved."""
+    with _claims_lock:
+        claims = list(_claims.values())
+    stopped = []
+    for claim in claims:
+        traj = claim.trajectory
+        if traj is None or traj.status in FINAL_STATUSES:
+            continue
+        traj.status, traj.error = "stopped", error
+        try:
+            claim.store.save(traj)
+            stopped.append(claim.path)
+        except Exception:
+            pass
+    return stopped
+
+
+class TrajectoryStore:
+    """A folder of trajectories, one file per task (``<set>/<id>.json``), never overwritten
+    by another episode and never written by two processes (see the comment above).
+
+    ``attempts`` is where replaced episodes go; default ``<root's parent>/.attempts/<root's
+    name>``, outside ``root`` so that ``icplay report`` on ``root`` counts each task once.
+    """
+
+    def __init__(self, root: str | Path, attempts: str | Path | None = None):
         self.root = Path(root)
+        self.attempts_root = Path(attempts) if attempts is not None else self.root.parent / ".attempts" / self.root.name
 
     def path_for(self, trajectory: Trajectory) -> Path:
         task = trajectory.task
-        return self.root / safe_name(str(task.get("set", ""))) / f"{safe_name(str(task.get('id', '')))}.json"
+        return self.task_path(str(task.get("set", "")), str(task.get("id", "")))
+
+    def task_path(self, set_name: str, task_id: str) -> Path:
+        return self.root / safe_name(set_name) / f"{safe_name(task_id)}.json"
+
+    def claim(self, set_name: str, task_id: str) -> Path:
+        """Claim a task's file before opening an episode on it (``TrajectoryBusyError`` if
+        another process has it open); the first save claims it anyway."""
+        path = self.task_path(set_name, task_id)
+        _claim(path, self)
+        return path
+
+    def release(self, set_name: str, task_id: str) -> None:
+        """Give up this process's claim on a task's file (done with it without a final save)."""
+        path = self.task_path(set_name, task_id)
+        with _claims_lock:
+            claim = _claims.get(path.resolve())
+            if claim is not None and claim.trajectory is not None and claim.trajectory.status not in FINAL_STATUSES:
+                return   # an open episode keeps its claim
+        _release(path)
 
     def save(self, trajectory: Trajectory) -> None:
-        save_trajectory(trajectory, self.path_for(trajectory))
+        path = self.path_for(trajectory)
+        claim = _claim(path, self)
+        with _claims_lock:
+            if claim.trajectory is not trajectory:
+                if claim.trajectory is None or claim.trajectory.id != trajectory.id:
+                    self._archive_if_other(path, trajectory.id)
+                claim.trajectory = trajectory
+                claim.store = self
+        save_trajectory(trajectory, path)
+        if trajectory.status in FINAL_STATUSES:
+            _release(path)
+
+    def _archive_if_other(self, path: Path, episode_id: str) -> None:
+        """Move the file away if it holds another episode than ``episode_id``."""
+        if not path.exists():
+            return
+        try:
+            on_disk = json.loads(path.read_text(encoding="utf-8")).get("id")
+        except (OSError, ValueError, AttributeError):
+            on_disk = None    # unreadable: keep it too, never overwrite it
+        if on_disk != episode_id:
+            self.archive(path)
+
+    def archive(self, path: Path) -> Path | None:
+        """Move a task's file to ``attempts/<set>/<id>.<n>.json`` (the next free n)."""
+        if not path.exists():
+            return None
+        folder = self.attempts_root / path.parent.name
+        folder.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            target = folder / f"{path.stem}.{n}.json"
+            try:
+                os.link(path, target)      # fails if target exists: n is never taken twice
+            except FileExistsError:
+                n += 1
+                continue
+            os.unlink(path)
+            return target
+
+    def attempt_paths(self, set_name: str, task_id: str) -> list[Path]:
+        folder = self.attempts_root / safe_name(set_name)
+        stem = safe_name(task_id)
+        paths = [p for p in folder.glob(f"{stem}.*.json") if p.name[len(stem) + 1:-5].isdigit()]
+        return sorted(paths, key=lambda p: int(p.name[len(stem) + 1:-5]))
 
     def load_for(self, set_name: str, task_id: str) -> Trajectory | None:
-        path = self.root / safe_name(set_name) / f"{safe_name(task_id)}.json"
+        path = self.task_path(set_name, task_id)
         return load_trajectory(path) if path.exists() else None
 
     def __iter__(self) -> Iterator[Trajectory]:

@@ -136,10 +136,30 @@ def test_committed_changes_do_not_survive_reset(backend):
 
 def test_changes_to_another_database_do_not_survive_reset(backend):
     assert backend.execute("USE transit").ok
-    assert backend.execute("DROP TABLE incidents").ok
+    dropped = backend.execute("DROP TABLE incidents")
+    # MariaDB: the episode may write its own database only; SQLite: USE switches to the
+    # episode's own copy of the other database.
+    assert dropped.ok == (backend.kind == "sqlite")
     backend.reset("bookshop", BUNDLED)
     backend.execute("USE transit")
     assert backend.execute("SELECT COUNT(*) FROM incidents").rows == [(30,)]
+
+
+def test_a_committed_write_to_another_database_never_reaches_a_later_task_or_its_gold(backend):
+    """Issue 11: ``UPDATE other_db.t ...; COMMIT`` reached the next task on other_db and its
+    gold answer (reward 1.0 on corrupted data)."""
+    env = SqlEnv(backend)
+    env.reset(task("SELECT COUNT(*) FROM books"))
+    update = env.step("UPDATE transit.stations SET name = 'X'")
+    env.step("COMMIT")
+    assert update.exit_code != 0 and update.observation.startswith(ERROR_PREFIX)
+    later = task("SELECT COUNT(*) FROM stations WHERE name = 'X'", db="transit")
+    env.reset(later)
+    assert env.gold.rows == [(0,)]
+    assert env.step("SELECT COUNT(*) FROM stations WHERE name = 'X'").observation == "[(0,)]"
+    assert env.submit().reward == 1.0      # the agent's answer and the gold: the pristine data
+    # The episode's own database stays writable.
+    assert env.step("UPDATE stations SET name = 'Y' WHERE station_id = 1").exit_code == 0
 
 
 def test_session_state_does_not_survive_reset(backend):

@@ -152,7 +152,10 @@ class ReplayPolicy:
         if rec is None or pos >= len(rec.actions):
             return Proposal(None, info={"replay": pos})
         action = rec.actions[pos]
-        if action is None:
+        if action is None or not action.strip():
+            # An empty recorded action ran nothing; it is still a recorded turn. Replayed as
+            # an invalid turn it is counted (turn limit, position), so the replay moves on:
+            # run as an empty action, it would leave no counted turn and be proposed forever.
             from icplay.agents.parsing import retry_message
 
             msg = rec.observations[pos] if pos < len(rec.observations) else retry_message(task.env)

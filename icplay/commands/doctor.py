@@ -40,7 +40,27 @@ def checks() -> list[tuple[str, bool, str]]:
                     "all present" if not missing else f"missing {', '.join(missing)}: install them with your package manager "
                     "(Debian: apt-get install tree jq file gawk) or use the Docker sandbox"))
     results.append(("SQLite", True, "embedded, always available"))
+    results.append(home_check())
     return results
+
+
+def home_check() -> tuple[str, bool, str]:
+    """$ICPLAY_HOME (trajectories, sessions, caches) must be a folder icplay can write."""
+    import os
+    import tempfile
+
+    from icplay.paths import home_dir
+
+    home = home_dir()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".doctor-", dir=home)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return ("icplay home", False, f"{home} is not writable ({exc.strerror or exc}): fix its permissions or "
+                                      "set ICPLAY_HOME to a writable folder")
+    return ("icplay home", True, f"{home} is writable")
 
 
 def run(args) -> int:

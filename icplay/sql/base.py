@@ -164,6 +164,20 @@ def is_read_only(sql: str) -> bool:
     return ";" not in body.strip().rstrip(";") and not re.search(r"\binto\b", body, re.I)
 
 
+def not_utf8(sql: str) -> QueryResult | None:
+    """An error result for a statement holding bytes that are not UTF-8, else None.
+
+    Such bytes reach icplay as lone surrogates (``surrogateescape``); no database driver
+    can send them, so the statement is refused whole, before it reaches the database,
+    rather than breaking the connection. (The trajectory still keeps what was typed.)"""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return QueryResult(error=f"the statement holds bytes that are not UTF-8 (at character {exc.start + 1}); "
+                                 "nothing was run")
+    return None
+
+
 def is_use(sql: str) -> str | None:
     """The database named by a ``USE db`` statement, else None."""
     match = re.fullmatch(r"\s*use\s+[`\"]?([\w$]+)[`\"]?\s*;?\s*", _COMMENTS.sub(" ", sql), re.I)

@@ -8,9 +8,13 @@ MySQL text, as they are (InterCode's dumps need no conversion here).
 Connections, and why there are three:
 
 - the *agent* session runs the episode's statements as user ``icplay``, who has every
-  privilege on the loaded task databases and none elsewhere (no ``SET GLOBAL``, no
-  users, no touching icplay's own state); multi-statements are off, like InterCode's
-  connector, and autocommit is off, also like InterCode's;
+  privilege on the episode's own database, only SELECT on the other loaded task
+  databases, and none elsewhere (no ``SET GLOBAL``, no FILE privilege so no
+  ``LOAD_FILE`` / ``INTO OUTFILE`` / ``LOAD DATA INFILE``, no users, no touching icplay's
+  own state); multi-statements are off, like InterCode's connector, and autocommit is
+  off, also like InterCode's. The grants move with each reset: a write to another task's
+  database (``UPDATE other_db.t ...; COMMIT``) is refused, so it can never reach a later
+  task on that database or its gold answer;
 - the *admin* session (root) loads and restores databases and runs gold queries;
 - the *killer* session (root) only sends ``KILL QUERY``, so ``interrupt()`` and the
   timeout watchdog work while the other two are busy.
@@ -38,7 +42,7 @@ from typing import Any
 from icplay.sandbox.docker import container_labels, reap_once, remove_container, track
 from icplay.sql.base import (
     DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Column, Progress, QueryResult, SqlBackendError, Table,
-    is_read_only, is_use,
+    is_read_only, is_use, not_utf8,
 )
 from icplay.sql.dump import Catalog, DumpDatabase, default_databases, load_catalog
 
@@ -102,6 +106,7 @@ class MysqlBackend:
         self._db: str | None = None           # the episode's database
         self._current: str | None = None      # the agent session's current database
         self._touched: set[str] = set()       # databases the agent USEd this episode
+        self._granted: str | None = None      # the one database the agent may write (lower case)
         self._dirty = False
         self._interrupted = False
         self._watchdog_fired = False
@@ -292,10 +297,35 @@ class MysqlBackend:
             cursor = self._admin.cursor(buffered=True)
             for entry in missing:
                 self._load(cursor, entry.name, entry)
-                cursor.execute(f"GRANT ALL PRIVILEGES ON {_grant_pattern(entry.name)}.* TO '{AGENT_USER}'@'%'")
+                self._grant(cursor, entry.name, own=False)
                 self._loaded[entry.name.lower()] = (catalog.digest, entry)
             cursor.close()
             self._fingerprint = self._fingerprints()
+
+    @staticmethod
+    def _grant(cursor: Any, name: str, own: bool) -> None:
+        """The agent's privileges on one task database: all of them on the episode's own,
+        SELECT only on the others (reading another database is fine, writing is not)."""
+        pattern = _grant_pattern(name)
+        try:
+            cursor.execute(f"REVOKE ALL PRIVILEGES ON {pattern}.* FROM '{AGENT_USER}'@'%'")
+        except Exception as exc:   # 1141: no grant there yet
+            if getattr(exc, "errno", None) != 1141:
+                raise
+        cursor.execute(f"GRANT {'ALL PRIVILEGES' if own else 'SELECT'} ON {pattern}.* TO '{AGENT_USER}'@'%'")
+
+    def _move_grants(self, name: str) -> None:
+        """Give the agent write access to ``name`` alone (before its session is reset, so
+        the session's next ``USE`` sees the new privileges)."""
+        if self._granted == name.lower():
+            return
+        with self._admin_lock:
+            cursor = self._admin.cursor(buffered=True)
+            if self._granted is not None and self._granted in self._loaded:
+                self._grant(cursor, self._loaded[self._granted][1].name, own=False)
+            self._grant(cursor, name, own=True)
+            cursor.close()
+        self._granted = name.lower()
 
     def _fingerprints(self) -> dict[str, tuple]:
         with self._admin_lock:
@@ -340,6 +370,7 @@ class MysqlBackend:
                 self._set_statement_time(cursor, self.timeout, scope="GLOBAL")
                 cursor.close()
             self._global_timeout = self.timeout
+        self._move_grants(name)
         self._reset_session()
         if self._dirty:
             self._restore_changed()
@@ -373,6 +404,9 @@ class MysqlBackend:
 
         if self._db is None:
             raise SqlBackendError("no episode: call reset(db, databases) first")
+        refused = not_utf8(sql)
+        if refused is not None:
+            return refused
         if not is_read_only(sql):
             self._dirty = True
         started = time.monotonic()
@@ -387,6 +421,12 @@ class MysqlBackend:
         try:
             watchdog.start()
             cursor.execute(sql)
+            if time.monotonic() - started >= self.timeout * 0.98 and self.timeout > 0:
+                # The server's max_statement_time cuts some functions short without an
+                # error (BENCHMARK returns 0): say so rather than pass the value as real.
+                result.timed_out = True
+                result.notes.append(f"the statement ran for the whole statement timeout ({self.timeout:g} s); "
+                                    "its result may have been cut short")
             if cursor.description is not None:
                 result.columns = [d[0] for d in cursor.description]
                 rows = cursor.fetchmany(self.max_rows + 1)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from icplay.paths import home_dir
 from icplay.sql.base import (
-    DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Column, Progress, QueryResult, SqlBackendError, Table, is_use,
+    DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Column, Progress, QueryResult, SqlBackendError, Table, is_use, not_utf8,
 )
 from icplay.sql.convert import CONVERTER_VERSION, convert_statements, mysql_query_to_sqlite
 from icplay.sql.dump import Catalog, default_databases, load_catalog
@@ -245,6 +245,9 @@ class SqliteBackend:
         """Run one agent statement in the episode's copy."""
         if self._conn is None:
             raise SqlBackendError("no episode: call reset(db, databases) first")
+        refused = not_utf8(sql)
+        if refused is not None:
+            return refused
         used = is_use(sql)
         if used is not None:
             return self._use(used)

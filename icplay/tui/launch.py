@@ -9,7 +9,56 @@ the CLI's user errors before the screen is taken over, so they print as one line
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sys
+
 from icplay.tasks.model import TaskFileError
+
+
+def check_terminal() -> None:
+    """The app needs a terminal on stdin and stdout; without one Textual would spin a core
+    forever waiting for one. Say so in one line instead."""
+    missing = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
+               if stream is None or not _isatty(stream)]
+    if missing:
+        from icplay.cli import UserError
+
+        raise UserError(f"the playground needs a terminal ({' and '.join(missing)} "
+                        f"{'is' if len(missing) == 1 else 'are'} not one): use `icplay play bash --plain` "
+                        "or `icplay play sql --plain` for line mode")
+
+
+@contextlib.contextmanager
+def quit_on_shutdown_signal(app):
+    """SIGTERM/SIGHUP quit the app as its quit key does (screens save, the terminal is
+    given back), instead of an exception raised into Textual's event loop."""
+    from icplay.cli import Shutdown
+
+    shutdown = Shutdown.current
+
+    def deliver() -> bool:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        loop.call_soon_threadsafe(app.exit)
+        return True
+
+    if shutdown is not None:
+        shutdown.deliver = deliver
+    try:
+        yield
+    finally:
+        if shutdown is not None:
+            shutdown.deliver = None
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def run_app(args) -> int:
@@ -32,8 +81,10 @@ def run_app(args) -> int:
                   sandbox=getattr(args, "sandbox", None), session=getattr(args, "session", None),
                   image=getattr(args, "image", None), config=config, catalog=catalog,
                   out=getattr(args, "out", None))
+    check_terminal()
     try:
-        app.run()
+        with quit_on_shutdown_signal(app):
+            app.run()
     finally:
         app.close_envs()
     return app.return_code or 0

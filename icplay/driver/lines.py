@@ -136,14 +136,14 @@ class LineLoop:
                     if not thread.is_alive() and self.events.empty():
                         break
                     continue
-                except KeyboardInterrupt:
-                    self._ctrl_c()
+                except KeyboardInterrupt as exc:
+                    self._ctrl_c(exc)
                     continue
                 try:
                     if self._handle(event):
                         break
-                except KeyboardInterrupt:
-                    self._ctrl_c()
+                except KeyboardInterrupt as exc:
+                    self._ctrl_c(exc)
         finally:
             if thread.is_alive():
                 self.driver.stop()
@@ -157,7 +157,15 @@ class LineLoop:
             self.outcome = SUBMITTED if traj.status == "submitted" else QUIT
         return self.outcome
 
-    def _ctrl_c(self) -> None:
+    def _shutdown(self, exc: KeyboardInterrupt) -> None:
+        """A shutdown signal (SIGTERM, SIGHUP: icplay.cli raises KeyboardInterrupt carrying its
+        name) ends the episode with the signal on record, then unwinds; a bare Ctrl+C does not."""
+        if exc.args:
+            self.driver.stop(f"icplay was stopped ({exc.args[0]})")
+            raise exc
+
+    def _ctrl_c(self, exc: KeyboardInterrupt) -> None:
+        self._shutdown(exc)
         state = self.driver.state
         if state == RUNNING:
             self.driver.interrupt()
@@ -265,7 +273,9 @@ class LineLoop:
         while request.open:
             try:
                 decision = self._read_decision(request)
-            except (EOFError, KeyboardInterrupt):     # at the prompt: quit
+            except (EOFError, KeyboardInterrupt) as exc:     # at the prompt: quit
+                if isinstance(exc, KeyboardInterrupt):
+                    self._shutdown(exc)
                 self.outcome = QUIT
                 decision = Decision.stop()
                 self._say("")

@@ -29,7 +29,7 @@ from icplay.envs.base import Env
 from icplay.episode import Policy, Trajectory
 from icplay.report import Summary, solved_at, summarize
 from icplay.sandbox.base import SandboxError
-from icplay.store import TrajectoryFileError, TrajectoryStore, atomic_write_json
+from icplay.store import TrajectoryBusyError, TrajectoryFileError, TrajectoryStore, atomic_write_json
 from icplay.tasks.model import Task
 
 # run.json keys that must match for a folder to be resumed
@@ -311,6 +311,15 @@ class Runner:
             if self.progress:
                 self.progress.started_episode()
             traj = None
+            try:
+                self.store.claim(task.set, task.id)
+            except TrajectoryBusyError as exc:
+                # another icplay process is running this task into the same folder: leave it
+                # to that one (a rerun picks up what it did not finish)
+                if self.progress:
+                    self.progress.finished(None)
+                    self.progress.stream.write(f"skipped {task.set}/{task.id}: {exc}\n")
+                continue
             try:
                 traj = self._play(task)
             except Exception as exc:   # building the env failed

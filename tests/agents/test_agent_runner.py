@@ -193,3 +193,33 @@ def test_stopping_the_run_cancels_model_calls_under_way(tmp_path, fake_server):
     assert result.stopped == "interrupted" and result.trajectories == []
     saved = [load_trajectory(p) for p in tmp_path.rglob("*.json")]
     assert len(saved) == 2 and all(t.status == "stopped" and t.turns == [] for t in saved)
+
+
+HOLD_CLAIM = """
+import sys, time
+from icplay.store import TrajectoryStore
+TrajectoryStore(sys.argv[1]).claim("toy", "3")
+print("claimed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_task_another_process_is_running_is_skipped_not_clobbered(tmp_path):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_CLAIM, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        stream = io.StringIO()
+        from icplay.runner import Progress
+
+        result = runner(tmp_path, Solver(), tasks=tasks(6), progress=Progress(6, stream=stream, live=False)).run()
+        assert sorted(t.task["id"] for t in result.trajectories) == ["0", "1", "2", "4", "5"]
+        assert not (tmp_path / "toy" / "3.json").exists()
+        assert "skipped toy/3" in stream.getvalue() and "another icplay process" in stream.getvalue()
+    finally:
+        holder.kill()
+        holder.wait()
+    again = runner(tmp_path, Solver(), tasks=tasks(6)).run()     # the holder is gone: a rerun does it
+    assert again.resumed == 5 and [t.task["id"] for t in again.trajectories] == [str(i) for i in range(6)]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import os
 import socket
-import struct
 import threading
 from typing import Any
 
@@ -49,9 +48,20 @@ RECYCLE_TIMEOUT = 30.0
 # The warden's kill: everything but itself, the session's shell and the control shell.
 _KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
 _READ_CONTROL = f"ctl=; read -r ctl < {CONTROL_PID_FILE} 2>/dev/null; "
+# Stopping the session's command: the shell is frozen first, so that nothing more of the
+# action runs while the warden decides. A shell that ignores or blocks SIGUSR1 (`trap ''
+# USR1`) could not abandon its action: it is killed (the session starts another). Any
+# other shell gets SIGUSR1 (pending until it is thawed), every other process is killed,
+# then the shell is thawed.
+_STOP_SHELL = (
+    'if [ -n "$keep" ] && kill -STOP "$keep" 2>/dev/null; then mask=0; '
+    'while read -r key value; do case "$key" in SigIgn:|SigBlk:) mask=$(( mask | 0x$value ));; esac; '
+    'done < /proc/$keep/status; '
+    'if (( mask & 0x200 )); then kill -KILL "$keep"; keep=; else kill -USR1 "$keep"; fi; fi 2>/dev/null; '
+)
 WARDEN = (
-    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL +
-    '[ -n "$keep" ] && kill -USR1 "$keep" 2>/dev/null; ' + _KILL_ALL_BUT + "' USR2\n"
+    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL + _STOP_SHELL +
+    _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
     "trap 'keep=; " + _READ_CONTROL + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
     "while :; do sleep 2147483647 & wait $!; done\n"
@@ -226,7 +236,10 @@ class DockerSandbox:
         control = PersistentShell(
             ShellControl(open=lambda: self._open("control"), kill_command=lambda _pid: None,
                          kill_shell=lambda _pid: self._close_control(), is_alive=lambda _pid: self._is_alive("control")),
-            init_script=f"echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
+            # the session shell's pid file is made here, before the pristine copies: made
+            # later by the session shell (which starts meanwhile), it changed /run after the
+            # pristine mark on a loaded machine, and the recycle failed ("/run changed")
+            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()
@@ -260,23 +273,86 @@ class DockerSandbox:
 
     def run(self, command: str, timeout: float | None = None, on_output: OutputCallback | None = None) -> ShellResult:
         self._settle()
-        return self.shell.run(command, timeout, on_output)
+        replaced: str | None = None
+        if self.shell.pid is None and self._gone() is not None:
+            replaced = self._replace()
+        try:
+            result = self.shell.run(command, timeout, on_output)
+        except Exception as exc:   # the daemon refused the exec (409: not running), or went away
+            if self._gone() is None:
+                raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
+            replaced = self._replace()
+            result = self.shell.run(command, timeout, on_output)
+        if result.shell_died and self.container is not None:
+            why = self._gone()
+            if why is not None:
+                result.notes.append(f"the container {why}: the next command starts a new container, "
+                                    "with the task's files as they were at the start")
+        if replaced is not None:
+            result.notes.insert(0, replaced)
+            result.sandbox_replaced = True
+        return result
+
+    def _gone(self) -> str | None:
+        """None while the container runs; else what became of it, in a few words."""
+        import docker.errors
+
+        if self.container is None:
+            return "was closed"
+        try:
+            state = self.client.api.inspect_container(self.container.id).get("State") or {}
+        except docker.errors.NotFound:
+            return "was removed"
+        except Exception as exc:
+            raise SandboxError(f"Docker does not answer: {_docker_message(exc)}") from None
+        if state.get("Running") and not state.get("Paused") and not state.get("Restarting"):
+            return None
+        if state.get("OOMKilled"):
+            return "ran out of memory and stopped"
+        return f"stopped (exit code {state.get('ExitCode')})"
+
+    def _replace(self) -> str:
+        """A new container in place of one that died; the note says so."""
+        why = self._gone() or "stopped"
+        self.close()
+        self.shell = self._new_shell()
+        self.recyclable = False
+        self.start()
+        return (f"the previous container {why}: this command ran in a new container, with the task's "
+                "files as they were at the start")
 
     def interrupt(self) -> None:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
-        """Run a side command (the reward's); through the control shell when it is there."""
+        """Run a side command (the reward's); through the control shell when it is there.
+
+        A container that died is replaced first: it is scored as the new container the
+        agent was told about."""
         self._settle()
+        line = "cd / && " + shlex.join(argv)
         if self.control is not None:
-            result = self.control.run("cd / && " + shlex.join(argv), timeout=timeout)
+            result = self._control_run(line, timeout)
+            if result.exit_code is None and self._gone() is not None:
+                self._replace()
+                result = self._control_run(line, timeout)
             if result.exit_code is not None and not result.truncated_bytes:
                 return result.exit_code, result.output
             if result.exit_code is None:
                 self._close_control()    # killed or stuck: Docker's exec still works
             # (or the output was longer than the shell's cap: Docker's exec has none)
+        elif self._gone() is not None:
+            self._replace()
         code, output = self.container.exec_run(argv, workdir="/", stdin=False)
         return code, (output or b"").decode("utf-8", "replace")
+
+    def _control_run(self, line: str, timeout: float) -> ShellResult:
+        if self.control is None:
+            return ShellResult(output="", exit_code=None)
+        try:
+            return self.control.run(line, timeout=timeout)
+        except Exception:
+            return ShellResult(output="", exit_code=None)
 
     def recycle(self) -> bool:
         """Make this container pristine for another episode, or say it cannot be.
@@ -346,37 +422,52 @@ class DockerSandbox:
         return bool(self.client.api.exec_inspect(exec_id).get("Running"))
 
 
+def _docker_message(exc: BaseException) -> str:
+    text = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())[:300]
+
+
 class _ExecSocketTransport:
-    """An attached exec's socket: raw bytes in; Docker's multiplexed frames out."""
+    """An attached exec's socket: raw bytes in; Docker's multiplexed frames out.
+
+    The socket comes from a client made with a timeout (60 s), which it inherits: an
+    idle shell's read would time out and the session would take the shell for dead.
+    The shell may rightly stay silent for hours, so the socket blocks without a limit
+    (liveness is checked through the API instead).
+    """
 
     def __init__(self, sock: Any):
         self._wrapper = sock
         self._sock = getattr(sock, "_sock", sock)
-        self._buffer = b""
+        self._sock.settimeout(None)
+        self._buffer = bytearray()
 
     def write(self, data: bytes) -> None:
         self._sock.sendall(data)
 
-    def _recv_exactly(self, n: int) -> bytes | None:
-        while len(self._buffer) < n:
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        data, self._buffer = self._buffer[:n], self._buffer[n:]
-        return data
+    def _payloads(self) -> bytes:
+        """Every complete frame's payload in the buffer, joined; the frames dropped.
+        Frame: 1 byte stream id, 3 zero bytes, 4 bytes big-endian payload length."""
+        buf, pos, out = self._buffer, 0, bytearray()
+        while len(buf) - pos >= 8:
+            length = int.from_bytes(buf[pos + 4:pos + 8], "big")
+            if len(buf) - pos - 8 < length:
+                break
+            out += buf[pos + 8:pos + 8 + length]
+            pos += 8 + length
+        if pos:
+            del buf[:pos]
+        return bytes(out)
 
     def read(self) -> bytes:
-        # Frame: 1 byte stream id, 3 zero bytes, 4 bytes big-endian payload length.
         while True:
-            header = self._recv_exactly(8)
-            if header is None:
+            data = self._payloads()
+            if data:
+                return data
+            chunk = self._sock.recv(1 << 18)
+            if not chunk:
                 return b""
-            _, length = struct.unpack(">BxxxL", header)
-            if length == 0:
-                continue
-            payload = self._recv_exactly(length)
-            return payload or b""
+            self._buffer += chunk
 
     def close(self) -> None:
         for closer in (lambda: self._sock.shutdown(socket.SHUT_RDWR), self._sock.close, self._wrapper.close):

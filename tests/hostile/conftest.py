@@ -145,6 +145,39 @@ def play_docker(docker_sandboxes, tmp_path):
         env.close()
 
 
+@pytest.fixture(scope="module")
+def bwrap_sandboxes(bwrap_ready):
+    from icplay.envs.bash import BashSandboxes
+
+    sandboxes = BashSandboxes("bwrap", timeout=HOSTILE_TIMEOUT, spares=0)
+    yield sandboxes
+    sandboxes.close()
+
+
+@pytest.fixture
+def play_bwrap(bwrap_sandboxes, tmp_path):
+    """Start an episode on bwrap, as ``play_docker`` does on Docker."""
+    from icplay.envs.bash import BashEnv
+
+    envs = []
+
+    def start(n: int = 0) -> Played:
+        env = BashEnv(bwrap_sandboxes, owns_sandboxes=False)
+        envs.append(env)
+        return Played(env, TrajectoryStore(tmp_path / "trajectories"), hostile_task(n))
+
+    yield start
+    for env in envs:
+        env.close()
+
+
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
+                        pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def play(request):
+    """Start an episode on each sandbox in turn (for what the shared session must hold)."""
+    return request.getfixturevalue(f"play_{request.param}")
+
+
 def wait_until(predicate, timeout: float, every: float = 0.1) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -17,7 +17,7 @@ TAMPER = {
     "ulimit-f": ("ulimit -f 0", "resource limits were changed"),
     "unset-f-run": ("unset -f __ic_run", "functions were removed"),
     "unset-f-all": ("unset -f __ic_run __ic_status __ic_dbg", "functions were removed"),
-    "exec-bash": ("exec bash --norc", "functions were removed"),
+    "exec-bash": ("exec bash --norc", "shell exited"),     # its stdin is /dev/null
     "exec-sleep": ("exec sleep 1", "shell exited"),
     "exit": ("exit 3", "shell exited"),
     "kill-9": ("kill -9 $$", "shell exited"),
@@ -33,8 +33,7 @@ def test_tampered_shell_is_replaced_at_once(play, action, note):
     after = played.act("echo ${BEFORE:-reset}; ls /testbed >/dev/null && echo usable")
     notes = turn.observation + after.observation
     assert note in notes, notes
-    assert after.observation.splitlines()[-2:] == ["reset", "usable"] or \
-        after.observation.endswith("reset\nusable\n"), after.observation
+    assert after.observation.startswith("reset\nusable\n"), after.observation
     assert turn.info.get("restart_reason") or turn.info["shell_died"] or after.info["shell_restarted"]
     played.assert_usable()
     played.assert_all_saved()

@@ -192,3 +192,28 @@ def test_trusted_sandbox_keeps_its_shell_across_recycles(docker_client, bash_ima
         assert "No such file" in box.run("ls /testbed/made.txt").output
     finally:
         box.close()
+
+
+class _LateShell(DockerSandbox):
+    """A session shell that opens only after the control shell has taken the pristine
+    copies, as happens on a loaded machine (they start concurrently)."""
+
+    def _open(self, which: str):
+        if which == "shell":
+            import time
+
+            time.sleep(1.0)
+        return super()._open(which)
+
+
+def test_a_session_shell_that_starts_late_does_not_spoil_the_recycle(docker_client, bash_image, fresh_fingerprint):
+    # The cause of "not pristine: /run changed its entries or mode" on a loaded machine:
+    # the session shell made its pid file in /run after the pristine mark.
+    box = _LateShell(docker_client, bash_image)
+    box.start()
+    try:
+        box.run("echo x > /testbed/x")
+        assert box.recycle(), box.last_recycle_note
+        assert fingerprint(box) == fresh_fingerprint
+    finally:
+        box.close()

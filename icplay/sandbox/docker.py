@@ -44,6 +44,7 @@ CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
 _PLAIN = " ".join(SHELL_ARGV)
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
+GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is gone
 
 # The warden's kill: everything but itself, the session's shell and the control shell.
 _KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
@@ -190,7 +191,8 @@ class DockerSandbox:
             init += f"; cd {shlex.quote(self.workdir)}"
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
-                         kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell")),
+                         kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
+                         sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout)
 
     def start(self) -> None:
@@ -279,22 +281,39 @@ class DockerSandbox:
         try:
             result = self.shell.run(command, timeout, on_output)
         except Exception as exc:   # the daemon refused the exec (409: not running), or went away
-            if self._gone() is None:
+            if self._gone(settle=GONE_SETTLE) is None:
                 raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
             replaced = self._replace()
             result = self.shell.run(command, timeout, on_output)
         if result.shell_died and self.container is not None:
-            why = self._gone()
-            if why is not None:
-                result.notes.append(f"the container {why}: the next command starts a new container, "
-                                    "with the task's files as they were at the start")
+            # Start the next shell now: if Docker refuses, the container itself is dying.
+            try:
+                self.shell.start()
+            except Exception:
+                why = self._gone(settle=GONE_SETTLE)
+                if why is not None:
+                    self._replace()
+                    result.notes.append(f"the container {why}: a new container took its place, with the "
+                                        "task's files as they were at the start")
+                    result.sandbox_replaced = True
         if replaced is not None:
             result.notes.insert(0, replaced)
             result.sandbox_replaced = True
         return result
 
-    def _gone(self) -> str | None:
-        """None while the container runs; else what became of it, in a few words."""
+    def _gone(self, settle: float = 0.0) -> str | None:
+        """None while the container runs; else what became of it, in a few words.
+
+        ``settle``: a container whose pid 1 just died is still "running" to Docker for a
+        moment (exec already refuses it): ask again until then."""
+        deadline = time.monotonic() + settle
+        while True:
+            why = self._state()
+            if why is not None or time.monotonic() >= deadline:
+                return why
+            time.sleep(0.1)
+
+    def _state(self) -> str | None:
         import docker.errors
 
         if self.container is None:
@@ -411,6 +430,13 @@ class DockerSandbox:
 
     def _kill_command(self, _shell_pid: int) -> None:
         self._signal("SIGUSR2")
+
+    def _sweep(self, shell_pid: int) -> None:
+        """Kill every process but the warden and the two shells, through the control shell
+        (builtins only, so it works while a fork bomb holds every pid)."""
+        if self.control is None or not shell_pid:
+            raise SandboxError("no control shell to sweep with")
+        self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)
 
     def _kill_shell(self, _shell_pid: int) -> None:
         self._signal("SIGHUP")

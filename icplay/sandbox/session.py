@@ -68,6 +68,8 @@ HEALTH_NOTES = {
     "limits": "the shell's resource limits were changed (ulimit)",
     "trap": "the shell did not stop when told to (its signal trap was changed)",
 }
+CROWDED_NOTE = ("the sandbox was near its process limit: every process left running in the background "
+                "was stopped")
 ERREXIT_NOTE = "`set -e` was switched off again: with it, any failing command would end the session"
 
 _MARK = b"\x1e"
@@ -96,6 +98,12 @@ def marker_line(nonce: str, status: str) -> str:
         "if [[ $__ic_h != files && $__ic_h != functions ]]; then "
         "\\builtin mapfile -t __ic_l < /proc/$$/limits; \\builtin printf -v __ic_ls '%s|' \"${__ic_l[@]}\"; "
         "[[ $__ic_ls == \"$__ic_lim0\" ]] || __ic_h=limits; fi; "
+        # a sandbox (cgroup) near its process limit: something is multiplying in the background
+        "if [[ -z $__ic_h ]]; then for __ic_f in /sys/fs/cgroup/pids.current /sys/fs/cgroup/pids/pids.current; do "
+        "[[ -r $__ic_f ]] || continue; __ic_pc=; __ic_pm=; \\builtin read -r __ic_pc < $__ic_f; "
+        "\\builtin read -r __ic_pm < ${__ic_f%current}max; "
+        "[[ $__ic_pc =~ ^[0-9]+$ && $__ic_pm =~ ^[0-9]+$ ]] && (( __ic_pc * 10 >= __ic_pm * 9 )) && __ic_h=crowded; "
+        "break; done; fi; "
         f"\\builtin printf '\\036{nonce} %d %d %s %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$PWD\""
     )
 
@@ -120,6 +128,9 @@ class ShellControl:
     kill_command: Callable[[int], None]          # SIGUSR1 the shell, SIGKILL every other process
     kill_shell: Callable[[int], None]            # kill the shell itself
     is_alive: Callable[[int], bool]              # is the shell (pid as the shell reported it) alive?
+    # kill every process but the shell, without telling the shell (nothing of its runs);
+    # returns once they are gone. None: the sandbox cannot, and such sweeps are skipped.
+    sweep: Callable[[int], None] | None = None
 
 
 @dataclass
@@ -244,6 +255,13 @@ class Inbox:
                     return None
                 self._cond.wait(remaining)
 
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended and everything in it was taken."""
+        with self._cond:
+            seg = self._segments[0]
+            return self._ended and len(self._segments) == 1 and not seg.data and not seg.dropped
+
     def held(self) -> int:
         """Bytes held (kept output and a partial marker): bounded, for tests."""
         with self._cond:
@@ -367,6 +385,8 @@ class PersistentShell:
     def _run(self, command: str, timeout: float, on_output: OutputCallback | None) -> ShellResult:
         started = time.monotonic()
         self._interrupt.clear()
+        if self._transport is not None and self._inbox is not None and self._inbox.ended:
+            self._discard()      # the shell's stream ended while no action ran: it is gone
         if self._transport is None:
             self.start()
         script = self._script(command)
@@ -452,6 +472,12 @@ class PersistentShell:
         if marker is not None:
             if marker.health == "errexit":
                 notes.append(ERREXIT_NOTE)
+            elif marker.health == "crowded" and self.control.sweep is not None:
+                try:
+                    self.control.sweep(self._pid or 0)
+                    notes.append(CROWDED_NOTE)
+                except Exception:
+                    pass
             elif marker.health in HEALTH_NOTES:
                 unfit = marker.health
             elif stopped and not marker.aborted:

@@ -21,8 +21,11 @@ this process's containers on a normal exit.
 from __future__ import annotations
 
 import atexit
+import io
 import os
+import re
 import socket
+import tarfile
 import threading
 from typing import Any
 
@@ -69,6 +72,27 @@ WARDEN = (
 )
 
 DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "nano_cpus": 1_000_000_000}
+
+# What an action may write, on icplay's own images: the root filesystem is read-only and
+# every writable root is a tmpfs of this size, filled from the image at start. tmpfs lives
+# in the container's memory cgroup, so the memory limit is raised by the same amount: a
+# fill of one root ends in ENOSPC; a fill of several at once ends in the OOM killer, and a
+# container that loses its pid 1 that way is replaced (see ``run``). Every file an action
+# writes (also Docker's bind-mounted /etc/hosts, /etc/hostname, /etc/resolv.conf, which
+# live on the host's disk) is capped by RLIMIT_FSIZE at the same size.
+DEFAULT_DISK_LIMIT = "2g"
+WRITABLE_ROOTS = (*DEFAULT_ROOTS, "/run", "/.git")
+_SIZE = re.compile(r"(\d+)([kmg]?)b?", re.I)
+
+
+def size_bytes(size: str | int) -> int:
+    """"2g", "512m", "100k" or a number of bytes, as bytes; a clear error otherwise."""
+    if isinstance(size, int):
+        return size
+    match = _SIZE.fullmatch(str(size).strip())
+    if not match:
+        raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
+    return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
 
 _created: set[str] = set()
 _created_lock = threading.Lock()
@@ -157,6 +181,59 @@ def _remove_ours() -> None:
         pass
 
 
+_trees: dict[str, tuple[list[str], bytes]] = {}
+_trees_lock = threading.Lock()
+
+
+def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS) -> tuple[list[str], bytes]:
+    """The image's writable roots (those that are folders in it) and one tar of their
+    contents, made once per image and process from a created, never started container."""
+    import docker.errors
+
+    image_id = client.api.inspect_image(image)["Id"]
+    with _trees_lock:
+        if image_id in _trees:
+            return _trees[image_id]
+        created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
+        track(created)
+        try:
+            out = io.BytesIO()
+            found: list[str] = []
+            with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tree:
+                for root in roots:
+                    try:
+                        stream, stat = client.api.get_archive(created, root)
+                    except docker.errors.NotFound:
+                        continue
+                    data = b"".join(stream)
+                    if not (int(stat.get("mode", 0)) & (1 << 31)):   # os.ModeDir: a folder
+                        continue
+                    parent = root.rsplit("/", 1)[0].lstrip("/")
+                    with tarfile.open(fileobj=io.BytesIO(data)) as part:
+                        for member in part.getmembers():
+                            if parent:
+                                member.name = f"{parent}/{member.name}"
+                                if member.islnk():
+                                    member.linkname = f"{parent}/{member.linkname}"
+                            tree.addfile(member, part.extractfile(member) if member.isreg() else None)
+                    found.append(root)
+            _trees[image_id] = (found, out.getvalue())
+        finally:
+            _remove_quietly(client, created)
+        return _trees[image_id]
+
+
+def icplay_image(client: Any, image: str) -> bool:
+    """Whether the image is one of icplay's own (built from docker/, labelled so)."""
+    from icplay.sandbox.images import INPUTS_LABEL
+
+    try:
+        labels = (client.api.inspect_image(image).get("Config") or {}).get("Labels") or {}
+    except Exception:
+        return False
+    return INPUTS_LABEL in labels
+
+
 class DockerSandbox:
     """One episode at a time in its own container of an icplay (or user-named) image."""
 
@@ -164,8 +241,12 @@ class DockerSandbox:
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
-                 recycle: bool = True, trusted: bool = False):
+                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = DEFAULT_DISK_LIMIT):
+        """``disk_limit``: the size of each writable root (and of any file) on icplay's
+        images; None leaves the root filesystem writable and unbounded, as on other images."""
         self.client = client
+        self.disk_limit = None if disk_limit is None else size_bytes(disk_limit)
+        self.bounded = False             # set at start: read-only root, tmpfs roots
         self.image = image
         self.network = network
         self.limits = {**DEFAULT_LIMITS, **(limits or {})}
@@ -200,17 +281,33 @@ class DockerSandbox:
         import docker.errors
 
         labels = container_labels("bash")
+        options: dict[str, Any] = dict(self.limits)
+        tree = b""
         try:
+            self.bounded = self.disk_limit is not None and icplay_image(self.client, self.image)
+            if self.bounded:
+                import docker.types
+
+                limit = self.disk_limit
+                roots, tree = image_tree(self.client, self.image)
+                options.update(
+                    read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
+                    ulimits=[docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
+                    log_config=docker.types.LogConfig(type="none"),
+                    mem_limit=size_bytes(options["mem_limit"]) + limit,
+                    memswap_limit=size_bytes(options["memswap_limit"]) + limit)
             self.container = self.client.containers.run(
                 self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges"], hostname="icplay", **self.limits)
+                security_opt=["no-new-privileges"], hostname="icplay", **options)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker could not start a container of {self.image}: {exc.explanation or exc}") from None
         track(self.container.id)
         try:
+            if tree:
+                self._fill(tree)
             self._start_control()
             # the session's shell starts while the control shell takes the pristine copies
             # (nothing runs in the session before start() returns)
@@ -232,6 +329,26 @@ class DockerSandbox:
         except Exception:
             self.close()
             raise
+
+    def _fill(self, tree: bytes) -> None:
+        """Unpack the image's writable roots into their (empty) tmpfs mounts."""
+        api = self.client.api
+        created = api.exec_create(self.container.id, ["tar", "-x", "-p", "--numeric-owner", "-f", "-", "-C", "/"],
+                                  stdin=True, stdout=True, stderr=True)
+        sock = api.exec_start(created["Id"], socket=True)
+        transport = _ExecSocketTransport(sock)
+        said = b""
+        try:
+            transport.write(tree)
+            transport.shut_input()
+            while chunk := transport.read():
+                said = (said + chunk)[-1000:]
+        finally:
+            transport.close()
+        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        if code != 0:
+            raise SandboxError(f"could not fill the container's writable folders (tar exit {code}): "
+                               f"{said.decode(errors='replace').strip()[-300:]}")
 
     def _start_control(self) -> None:
         """The control shell: side commands without an exec each, and the recycling proof."""
@@ -470,6 +587,10 @@ class _ExecSocketTransport:
 
     def write(self, data: bytes) -> None:
         self._sock.sendall(data)
+
+    def shut_input(self) -> None:
+        """End the command's stdin (the socket's writing half)."""
+        self._sock.shutdown(socket.SHUT_WR)
 
     def _payloads(self) -> bytes:
         """Every complete frame's payload in the buffer, joined; the frames dropped.

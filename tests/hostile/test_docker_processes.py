@@ -66,8 +66,8 @@ def test_background_fork_bomb_does_not_keep_the_episode_unusable(play_docker):
 def test_memory_bomb_is_held_by_the_memory_limit(play_docker):
     played = play_docker()
     with peak_rss() as rss:
-        turn = played.act("python3 -c 'x = bytearray(3 * 1024 ** 3); print(len(x))'; echo status=$?")
-    assert "3221225472" not in turn.observation
+        turn = played.act("python3 -c 'x = bytearray(4 * 1024 ** 3); print(len(x))'; echo status=$?")
+    assert "4294967296" not in turn.observation
     assert "status=" in turn.observation and "status=0" not in turn.observation
     assert rss.growth < RSS_BOUND
     played.assert_usable()

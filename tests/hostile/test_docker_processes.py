@@ -68,7 +68,9 @@ def test_memory_bomb_is_held_by_the_memory_limit(play_docker):
     with peak_rss() as rss:
         turn = played.act("python3 -c 'x = bytearray(4 * 1024 ** 3); print(len(x))'; echo status=$?")
     assert "4294967296" not in turn.observation
-    assert "status=" in turn.observation and "status=0" not in turn.observation
+    # killed by the OOM killer (status 137), or stopped by the clock while it pages in
+    assert "status=0" not in turn.observation
+    assert "status=" in turn.observation or turn.info["timed_out"], turn.observation
     assert rss.growth < RSS_BOUND
     played.assert_usable()
     played.assert_all_saved()

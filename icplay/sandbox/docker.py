@@ -47,6 +47,7 @@ CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
 _PLAIN = " ".join(SHELL_ARGV)
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
+KILL_SHELL_WAIT = 3.0   # seconds to wait for the warden to kill the session's shell
 GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is gone
 
 # The warden's kill: everything but itself, the session's shell and the control shell.
@@ -402,7 +403,7 @@ class DockerSandbox:
                 raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
             replaced = self._replace()
             result = self.shell.run(command, timeout, on_output)
-        if result.shell_died and self.container is not None:
+        if result.shell_died and self.container is not None and self.shell.pid is None:
             # Start the next shell now: if Docker refuses, the container itself is dying.
             try:
                 self.shell.start()
@@ -556,7 +557,17 @@ class DockerSandbox:
         self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)
 
     def _kill_shell(self, _shell_pid: int) -> None:
+        """Have the warden kill the session's shell, and wait until it is gone: the
+        warden acts on its own time, and a shell started meanwhile would die instead."""
         self._signal("SIGHUP")
+        deadline = time.monotonic() + KILL_SHELL_WAIT
+        while time.monotonic() < deadline:
+            try:
+                if not self._is_alive("shell"):
+                    return
+            except Exception:
+                return
+            time.sleep(0.02)
 
     def _is_alive(self, which: str) -> bool:
         exec_id = self._exec_ids.get(which)

@@ -291,6 +291,7 @@ class PersistentShell:
 
     def start(self) -> None:
         """Start bash and wait until it has run the init script."""
+        self._discard()
         self._transport = self.control.open()
         self._nonce = secrets.token_hex(8)
         self._inbox = inbox = Inbox(b"\x1e" + self._nonce.encode(), self.output_cap)

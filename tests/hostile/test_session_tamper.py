@@ -35,6 +35,9 @@ def test_tampered_shell_is_replaced_at_once(play, action, note):
     assert note in notes, notes
     assert after.observation.startswith("reset\nusable\n"), after.observation
     assert turn.info.get("restart_reason") or turn.info["shell_died"] or after.info["shell_restarted"]
+    if turn.info.get("restart_reason"):
+        # the shell started in its place is the one that ran `after` (not killed late)
+        assert not after.info["shell_restarted"], after.observation
     played.assert_usable()
     played.assert_all_saved()
 

@@ -82,6 +82,7 @@ DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "
 # writes (also Docker's bind-mounted /etc/hosts, /etc/hostname, /etc/resolv.conf, which
 # live on the host's disk) is capped by RLIMIT_FSIZE at the same size.
 DEFAULT_DISK_LIMIT = "2g"
+DISK_LIMIT_ENV = "ICPLAY_DISK_LIMIT"   # e.g. 512m, 4g; "off" leaves the root writable and unbounded
 WRITABLE_ROOTS = (*DEFAULT_ROOTS, "/run", "/.git")
 _SIZE = re.compile(r"(\d+)([kmg]?)b?", re.I)
 
@@ -242,11 +243,14 @@ class DockerSandbox:
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
-                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = DEFAULT_DISK_LIMIT):
+                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = "default"):
         """``disk_limit``: the size of each writable root (and of any file) on icplay's
-        images; None leaves the root filesystem writable and unbounded, as on other images."""
+        images (default: $ICPLAY_DISK_LIMIT, else 2g); None or "off" leaves the root
+        filesystem writable and unbounded, as on other images."""
         self.client = client
-        self.disk_limit = None if disk_limit is None else size_bytes(disk_limit)
+        if disk_limit == "default":
+            disk_limit = os.environ.get(DISK_LIMIT_ENV) or DEFAULT_DISK_LIMIT
+        self.disk_limit = None if disk_limit in (None, "off", "0") else size_bytes(disk_limit)
         self.bounded = False             # set at start: read-only root, tmpfs roots
         self.image = image
         self.network = network

@@ -79,3 +79,16 @@ def test_filling_several_roots_past_the_memory_limit_leaves_a_usable_sandbox(doc
         assert after.output.endswith("usable\n"), after.observation
     finally:
         box.close()
+
+
+def test_the_disk_limit_is_configurable_and_bad_sizes_are_one_line_errors(docker_client, bash_image, monkeypatch):
+    from icplay.sandbox.base import SandboxError
+    from icplay.sandbox.docker import DockerSandbox
+
+    monkeypatch.setenv("ICPLAY_DISK_LIMIT", "96m")
+    assert DockerSandbox(docker_client, bash_image).disk_limit == 96 * 1024 * 1024
+    monkeypatch.setenv("ICPLAY_DISK_LIMIT", "off")
+    assert DockerSandbox(docker_client, bash_image).disk_limit is None
+    monkeypatch.setenv("ICPLAY_DISK_LIMIT", "lots")
+    with pytest.raises(SandboxError, match="not a size: 'lots'"):
+        DockerSandbox(docker_client, bash_image)

@@ -13,6 +13,10 @@ when it can prove the container pristine again (see ``recycle.py``). The session
 runs with one capability fewer than the control shell and the warden, so the agent
 cannot ptrace either of them.
 
+On icplay's own images the root filesystem is read-only and the writable roots are
+sized tmpfs mounts (``disk_limit``), so what an action writes is bounded. A container
+that dies (pid 1 killed, OOM, removed) is replaced at the next action, with a note.
+
 Containers are labelled ``icplay=1`` with the creating process's pid and host, so the
 next icplay start removes what a crashed one left behind, and an ``atexit`` hook removes
 this process's containers on a normal exit.

@@ -38,6 +38,17 @@ def box(docker_client, bash_image):
     sandbox.close()
 
 
+@pytest.fixture
+def open_box(docker_client, bash_image):
+    """A container with a writable root filesystem (as on images that are not icplay's),
+    where changes outside the roots can happen and the proof must catch them."""
+    sandbox = DockerSandbox(docker_client, bash_image, disk_limit=None)
+    sandbox.start()
+    assert not sandbox.bounded
+    yield sandbox
+    sandbox.close()
+
+
 @pytest.fixture(scope="module")
 def fresh_fingerprint(docker_client, bash_image) -> str:
     sandbox = DockerSandbox(docker_client, bash_image)
@@ -99,13 +110,39 @@ def test_changes_inside_the_roots_are_restored(box, fresh_fingerprint, action):
     ("rm /.git/description", "/.git"),
     ("python3 -c 'import ctypes; l=ctypes.CDLL(None); print(l.shmget(1234, 4096, 0o1666))'", "IPC"),
 ])
-def test_changes_elsewhere_refuse_the_recycle(box, action, why):
-    result = box.run(action)
+def test_changes_elsewhere_refuse_the_recycle(open_box, action, why):
+    result = open_box.run(action)
     assert result.exit_code == 0, result.output
-    assert not box.recycle()
+    assert not open_box.recycle()
     whys = why if isinstance(why, tuple) else (why,)
-    note = box.last_recycle_note
+    note = open_box.last_recycle_note
     assert "not pristine" in note and any(w in note for w in whys), note
+
+
+@pytest.mark.parametrize("action", ["echo evil >> /etc/passwd", "mkdir /newdir", "rm /usr/bin/tree",
+                                    "echo 10.0.0.1 evil >> /etc/hosts", "touch /usr/local/bin/find"])
+def test_on_icplays_image_nothing_outside_the_roots_can_change(box, fresh_fingerprint, action):
+    assert box.bounded
+    result = box.run(action)
+    assert result.exit_code != 0 and "Read-only file system" in result.output, result.output
+    assert box.recycle(), box.last_recycle_note
+    assert fingerprint(box) == fresh_fingerprint
+
+
+def test_a_planted_tool_cannot_fool_the_proof(box):
+    # The proof's tools (find, cp, stat) come from the image's read-only root: a fake
+    # `find` that hides every change cannot be planted, not even in a writable root the
+    # proof might search (the control shell's PATH has none of them).
+    fake = "#!/bin/sh\nexit 0\n"
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        result = box.run(f"printf '{fake}' > {folder}/find && chmod +x {folder}/find")
+        assert result.exit_code != 0, result.output
+    path = box.exec(["bash", "-c", "echo $PATH"])[1].strip().split(":")
+    assert not any(p.startswith(("/testbed", "/root", "/home", "/opt", "/tmp", "/var/tmp", "/run")) for p in path)
+    box.run("printf '#!/bin/sh\nexit 0\n' > /testbed/find; chmod +x /testbed/find; echo x > /testbed/changed")
+    assert box.recycle(), box.last_recycle_note
+    assert box.last_recycle_note == "icplay-pristine /testbed"       # the change was found and undone
+    assert "changed" not in box.run("ls /testbed").output
 
 
 def test_processes_left_behind_are_killed(box, fresh_fingerprint):
@@ -149,7 +186,7 @@ def test_killing_the_control_shell_loses_the_recycle_but_not_the_scoring(box):
 
 
 def test_pool_hands_back_the_recycled_container_or_a_new_one(docker_client, bash_image):
-    pool = SandboxPool(lambda: DockerSandbox(docker_client, bash_image), spares=0)
+    pool = SandboxPool(lambda: DockerSandbox(docker_client, bash_image, disk_limit=None), spares=0)
     try:
         first = pool.take()
         first_id = first.container.id
@@ -190,5 +227,30 @@ def test_trusted_sandbox_keeps_its_shell_across_recycles(docker_client, bash_ima
         assert box.shell.pid == pid
         assert box.run("ls /testbed/made.txt; pwd").output.split()[-1] == "/testbed"
         assert "No such file" in box.run("ls /testbed/made.txt").output
+    finally:
+        box.close()
+
+
+class _LateShell(DockerSandbox):
+    """A session shell that opens only after the control shell has taken the pristine
+    copies, as happens on a loaded machine (they start concurrently)."""
+
+    def _open(self, which: str):
+        if which == "shell":
+            import time
+
+            time.sleep(1.0)
+        return super()._open(which)
+
+
+def test_a_session_shell_that_starts_late_does_not_spoil_the_recycle(docker_client, bash_image, fresh_fingerprint):
+    # The cause of "not pristine: /run changed its entries or mode" on a loaded machine:
+    # the session shell made its pid file in /run after the pristine mark.
+    box = _LateShell(docker_client, bash_image)
+    box.start()
+    try:
+        box.run("echo x > /testbed/x")
+        assert box.recycle(), box.last_recycle_note
+        assert fingerprint(box) == fresh_fingerprint
     finally:
         box.close()

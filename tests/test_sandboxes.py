@@ -196,7 +196,10 @@ def test_network_is_off_and_limits_apply(docker_client, bash_image):
         attrs = docker_client.api.inspect_container(box.container.id)
         assert attrs["HostConfig"]["NetworkMode"] == "none"
         assert attrs["HostConfig"]["PidsLimit"] == 256
-        assert attrs["HostConfig"]["Memory"] == 1024 ** 3
+        # the memory limit covers the tmpfs roots too: 1 GiB for processes + 2 GiB of files
+        assert attrs["HostConfig"]["Memory"] == 3 * 1024 ** 3
+        assert attrs["HostConfig"]["ReadonlyRootfs"] is True
+        assert attrs["HostConfig"]["Tmpfs"]["/testbed"].endswith(f"size={2 * 1024 ** 3}")
         assert attrs["HostConfig"]["Privileged"] is False
         assert box.run("ls /sys/class/net").output.split() == ["lo"]
     finally:
@@ -240,7 +243,8 @@ def test_closed_sandbox_leaves_no_container(docker_client, bash_image):
 def test_memory_bomb_is_held_by_the_memory_limit(docker_client, bash_image):
     from icplay.sandbox.docker import DockerSandbox
 
-    box = DockerSandbox(docker_client, bash_image, limits={"mem_limit": "256m", "memswap_limit": "256m"})
+    box = DockerSandbox(docker_client, bash_image, limits={"mem_limit": "256m", "memswap_limit": "256m"},
+                        disk_limit="256m")
     box.start()
     try:
         result = box.run("python3 -c 'x = bytearray(1024 ** 3); print(len(x))'; echo status=$?", timeout=30)

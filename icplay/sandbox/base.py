@@ -36,6 +36,10 @@ class ShellResult:
     shell_restarted: bool = False
     cwd: str | None = None
     notes: list[str] = field(default_factory=list)
+    # why a shell that still answered was replaced (session.HEALTH_NOTES), or None
+    restart_reason: str | None = None
+    # the sandbox itself had died (container stopped, removed) and a new one took its place
+    sandbox_replaced: bool = False
 
     @property
     def observation(self) -> str:
@@ -52,6 +56,8 @@ class ShellResult:
             "timed_out": self.timed_out, "interrupted": self.interrupted,
             "truncated_bytes": self.truncated_bytes, "shell_died": self.shell_died,
             "shell_restarted": self.shell_restarted, "cwd": self.cwd,
+            "restart_reason": self.restart_reason, "sandbox_replaced": self.sandbox_replaced,
+            "notes": list(self.notes),
         }
 
 

@@ -13,6 +13,10 @@ when it can prove the container pristine again (see ``recycle.py``). The session
 runs with one capability fewer than the control shell and the warden, so the agent
 cannot ptrace either of them.
 
+On icplay's own images the root filesystem is read-only and the writable roots are
+sized tmpfs mounts (``disk_limit``), so what an action writes is bounded. A container
+that dies (pid 1 killed, OOM, removed) is replaced at the next action, with a note.
+
 Containers are labelled ``icplay=1`` with the creating process's pid and host, so the
 next icplay start removes what a crashed one left behind, and an ``atexit`` hook removes
 this process's containers on a normal exit.
@@ -21,9 +25,11 @@ this process's containers on a normal exit.
 from __future__ import annotations
 
 import atexit
+import io
 import os
+import re
 import socket
-import struct
+import tarfile
 import threading
 from typing import Any
 
@@ -45,19 +51,54 @@ CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
 _PLAIN = " ".join(SHELL_ARGV)
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
+KILL_SHELL_WAIT = 3.0   # seconds to wait for the warden to kill the session's shell
+GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is gone
 
 # The warden's kill: everything but itself, the session's shell and the control shell.
 _KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
 _READ_CONTROL = f"ctl=; read -r ctl < {CONTROL_PID_FILE} 2>/dev/null; "
+# Stopping the session's command: the shell is frozen first, so that nothing more of the
+# action runs while the warden decides. A shell that ignores or blocks SIGUSR1 (`trap ''
+# USR1`) could not abandon its action: it is killed (the session starts another). Any
+# other shell gets SIGUSR1 (pending until it is thawed), every other process is killed,
+# then the shell is thawed.
+_STOP_SHELL = (
+    'if [ -n "$keep" ] && kill -STOP "$keep" 2>/dev/null; then mask=0; '
+    'while read -r key value; do case "$key" in SigIgn:|SigBlk:) mask=$(( mask | 0x$value ));; esac; '
+    'done < /proc/$keep/status; '
+    'if (( mask & 0x200 )); then kill -KILL "$keep"; keep=; else kill -USR1 "$keep"; fi; fi 2>/dev/null; '
+)
 WARDEN = (
-    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL +
-    '[ -n "$keep" ] && kill -USR1 "$keep" 2>/dev/null; ' + _KILL_ALL_BUT + "' USR2\n"
+    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL + _STOP_SHELL +
+    _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
     "trap 'keep=; " + _READ_CONTROL + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
     "while :; do sleep 2147483647 & wait $!; done\n"
 )
 
 DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "nano_cpus": 1_000_000_000}
+
+# What an action may write, on icplay's own images: the root filesystem is read-only and
+# every writable root is a tmpfs of this size, filled from the image at start. tmpfs lives
+# in the container's memory cgroup, so the memory limit is raised by the same amount: a
+# fill of one root ends in ENOSPC; a fill of several at once ends in the OOM killer, and a
+# container that loses its pid 1 that way is replaced (see ``run``). Every file an action
+# writes (also Docker's bind-mounted /etc/hosts, /etc/hostname, /etc/resolv.conf, which
+# live on the host's disk) is capped by RLIMIT_FSIZE at the same size.
+DEFAULT_DISK_LIMIT = "2g"
+DISK_LIMIT_ENV = "ICPLAY_DISK_LIMIT"   # e.g. 512m, 4g; "off" leaves the root writable and unbounded
+WRITABLE_ROOTS = (*DEFAULT_ROOTS, "/run", "/.git")
+_SIZE = re.compile(r"(\d+)([kmg]?)b?", re.I)
+
+
+def size_bytes(size: str | int) -> int:
+    """"2g", "512m", "100k" or a number of bytes, as bytes; a clear error otherwise."""
+    if isinstance(size, int):
+        return size
+    match = _SIZE.fullmatch(str(size).strip())
+    if not match:
+        raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
+    return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
 
 _created: set[str] = set()
 _created_lock = threading.Lock()
@@ -146,6 +187,59 @@ def _remove_ours() -> None:
         pass
 
 
+_trees: dict[str, tuple[list[str], bytes]] = {}
+_trees_lock = threading.Lock()
+
+
+def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS) -> tuple[list[str], bytes]:
+    """The image's writable roots (those that are folders in it) and one tar of their
+    contents, made once per image and process from a created, never started container."""
+    import docker.errors
+
+    image_id = client.api.inspect_image(image)["Id"]
+    with _trees_lock:
+        if image_id in _trees:
+            return _trees[image_id]
+        created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
+        track(created)
+        try:
+            out = io.BytesIO()
+            found: list[str] = []
+            with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tree:
+                for root in roots:
+                    try:
+                        stream, stat = client.api.get_archive(created, root)
+                    except docker.errors.NotFound:
+                        continue
+                    data = b"".join(stream)
+                    if not (int(stat.get("mode", 0)) & (1 << 31)):   # os.ModeDir: a folder
+                        continue
+                    parent = root.rsplit("/", 1)[0].lstrip("/")
+                    with tarfile.open(fileobj=io.BytesIO(data)) as part:
+                        for member in part.getmembers():
+                            if parent:
+                                member.name = f"{parent}/{member.name}"
+                                if member.islnk():
+                                    member.linkname = f"{parent}/{member.linkname}"
+                            tree.addfile(member, part.extractfile(member) if member.isreg() else None)
+                    found.append(root)
+            _trees[image_id] = (found, out.getvalue())
+        finally:
+            _remove_quietly(client, created)
+        return _trees[image_id]
+
+
+def icplay_image(client: Any, image: str) -> bool:
+    """Whether the image is one of icplay's own (built from docker/, labelled so)."""
+    from icplay.sandbox.images import INPUTS_LABEL
+
+    try:
+        labels = (client.api.inspect_image(image).get("Config") or {}).get("Labels") or {}
+    except Exception:
+        return False
+    return INPUTS_LABEL in labels
+
+
 class DockerSandbox:
     """One episode at a time in its own container of an icplay (or user-named) image."""
 
@@ -153,8 +247,15 @@ class DockerSandbox:
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
-                 recycle: bool = True, trusted: bool = False):
+                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = "default"):
+        """``disk_limit``: the size of each writable root (and of any file) on icplay's
+        images (default: $ICPLAY_DISK_LIMIT, else 2g); None or "off" leaves the root
+        filesystem writable and unbounded, as on other images."""
         self.client = client
+        if disk_limit == "default":
+            disk_limit = os.environ.get(DISK_LIMIT_ENV) or DEFAULT_DISK_LIMIT
+        self.disk_limit = None if disk_limit in (None, "off", "0") else size_bytes(disk_limit)
+        self.bounded = False             # set at start: read-only root, tmpfs roots
         self.image = image
         self.network = network
         self.limits = {**DEFAULT_LIMITS, **(limits or {})}
@@ -180,7 +281,8 @@ class DockerSandbox:
             init += f"; cd {shlex.quote(self.workdir)}"
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
-                         kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell")),
+                         kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
+                         sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout)
 
     def start(self) -> None:
@@ -188,17 +290,33 @@ class DockerSandbox:
         import docker.errors
 
         labels = container_labels("bash")
+        options: dict[str, Any] = dict(self.limits)
+        tree = b""
         try:
+            self.bounded = self.disk_limit is not None and icplay_image(self.client, self.image)
+            if self.bounded:
+                import docker.types
+
+                limit = self.disk_limit
+                roots, tree = image_tree(self.client, self.image)
+                options.update(
+                    read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
+                    ulimits=[docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
+                    log_config=docker.types.LogConfig(type="none"),
+                    mem_limit=size_bytes(options["mem_limit"]) + limit,
+                    memswap_limit=size_bytes(options["memswap_limit"]) + limit)
             self.container = self.client.containers.run(
                 self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges"], hostname="icplay", **self.limits)
+                security_opt=["no-new-privileges"], hostname="icplay", **options)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker could not start a container of {self.image}: {exc.explanation or exc}") from None
         track(self.container.id)
         try:
+            if tree:
+                self._fill(tree)
             self._start_control()
             # the session's shell starts while the control shell takes the pristine copies
             # (nothing runs in the session before start() returns)
@@ -221,12 +339,35 @@ class DockerSandbox:
             self.close()
             raise
 
+    def _fill(self, tree: bytes) -> None:
+        """Unpack the image's writable roots into their (empty) tmpfs mounts."""
+        api = self.client.api
+        created = api.exec_create(self.container.id, ["tar", "-x", "-p", "--numeric-owner", "-f", "-", "-C", "/"],
+                                  stdin=True, stdout=True, stderr=True)
+        sock = api.exec_start(created["Id"], socket=True)
+        transport = _ExecSocketTransport(sock)
+        said = b""
+        try:
+            transport.write(tree)
+            transport.shut_input()
+            while chunk := transport.read():
+                said = (said + chunk)[-1000:]
+        finally:
+            transport.close()
+        code = api.exec_inspect(created["Id"]).get("ExitCode")
+        if code != 0:
+            raise SandboxError(f"could not fill the container's writable folders (tar exit {code}): "
+                               f"{said.decode(errors='replace').strip()[-300:]}")
+
     def _start_control(self) -> None:
         """The control shell: side commands without an exec each, and the recycling proof."""
         control = PersistentShell(
             ShellControl(open=lambda: self._open("control"), kill_command=lambda _pid: None,
                          kill_shell=lambda _pid: self._close_control(), is_alive=lambda _pid: self._is_alive("control")),
-            init_script=f"echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
+            # the session shell's pid file is made here, before the pristine copies: made
+            # later by the session shell (which starts meanwhile), it changed /run after the
+            # pristine mark on a loaded machine, and the recycle failed ("/run changed")
+            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()
@@ -260,23 +401,103 @@ class DockerSandbox:
 
     def run(self, command: str, timeout: float | None = None, on_output: OutputCallback | None = None) -> ShellResult:
         self._settle()
-        return self.shell.run(command, timeout, on_output)
+        replaced: str | None = None
+        if self.shell.pid is None and self._gone() is not None:
+            replaced = self._replace()
+        try:
+            result = self.shell.run(command, timeout, on_output)
+        except Exception as exc:   # the daemon refused the exec (409: not running), or went away
+            if self._gone(settle=GONE_SETTLE) is None:
+                raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
+            replaced = self._replace()
+            result = self.shell.run(command, timeout, on_output)
+        if result.shell_died and self.container is not None and self.shell.pid is None:
+            # Start the next shell now: if Docker refuses, the container itself is dying.
+            try:
+                self.shell.start()
+            except Exception:
+                why = self._gone(settle=GONE_SETTLE)
+                if why is not None:
+                    self._replace()
+                    result.notes.append(f"the container {why}: a new container took its place, with the "
+                                        "task's files as they were at the start")
+                    result.sandbox_replaced = True
+        if replaced is not None:
+            result.notes.insert(0, replaced)
+            result.sandbox_replaced = True
+        return result
+
+    def _gone(self, settle: float = 0.0) -> str | None:
+        """None while the container runs; else what became of it, in a few words.
+
+        ``settle``: a container whose pid 1 just died is still "running" to Docker for a
+        moment (exec already refuses it): ask again until then."""
+        deadline = time.monotonic() + settle
+        while True:
+            why = self._state()
+            if why is not None or time.monotonic() >= deadline:
+                return why
+            time.sleep(0.1)
+
+    def _state(self) -> str | None:
+        import docker.errors
+
+        if self.container is None:
+            return "was closed"
+        try:
+            state = self.client.api.inspect_container(self.container.id).get("State") or {}
+        except docker.errors.NotFound:
+            return "was removed"
+        except Exception as exc:
+            raise SandboxError(f"Docker does not answer: {_docker_message(exc)}") from None
+        if state.get("Running") and not state.get("Paused") and not state.get("Restarting"):
+            return None
+        if state.get("OOMKilled"):
+            return "ran out of memory and stopped"
+        return f"stopped (exit code {state.get('ExitCode')})"
+
+    def _replace(self) -> str:
+        """A new container in place of one that died; the note says so."""
+        why = self._gone() or "stopped"
+        self.close()
+        self.shell = self._new_shell()
+        self.recyclable = False
+        self.start()
+        return (f"the previous container {why}: this command ran in a new container, with the task's "
+                "files as they were at the start")
 
     def interrupt(self) -> None:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
-        """Run a side command (the reward's); through the control shell when it is there."""
+        """Run a side command (the reward's); through the control shell when it is there.
+
+        A container that died is replaced first: it is scored as the new container the
+        agent was told about."""
         self._settle()
+        line = "cd / && " + shlex.join(argv)
         if self.control is not None:
-            result = self.control.run("cd / && " + shlex.join(argv), timeout=timeout)
+            result = self._control_run(line, timeout)
+            if result.exit_code is None and self._gone() is not None:
+                self._replace()
+                result = self._control_run(line, timeout)
             if result.exit_code is not None and not result.truncated_bytes:
                 return result.exit_code, result.output
             if result.exit_code is None:
                 self._close_control()    # killed or stuck: Docker's exec still works
             # (or the output was longer than the shell's cap: Docker's exec has none)
+        elif self._gone() is not None:
+            self._replace()
         code, output = self.container.exec_run(argv, workdir="/", stdin=False)
         return code, (output or b"").decode("utf-8", "replace")
+
+    def _control_run(self, line: str, timeout: float) -> ShellResult:
+        if self.control is None:
+            return ShellResult(output="", exit_code=None)
+        try:
+            return self.control.run(line, timeout=timeout)
+        except Exception:
+            return ShellResult(output="", exit_code=None)
 
     def recycle(self) -> bool:
         """Make this container pristine for another episode, or say it cannot be.
@@ -336,8 +557,25 @@ class DockerSandbox:
     def _kill_command(self, _shell_pid: int) -> None:
         self._signal("SIGUSR2")
 
+    def _sweep(self, shell_pid: int) -> None:
+        """Kill every process but the warden and the two shells, through the control shell
+        (builtins only, so it works while a fork bomb holds every pid)."""
+        if self.control is None or not shell_pid:
+            raise SandboxError("no control shell to sweep with")
+        self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)
+
     def _kill_shell(self, _shell_pid: int) -> None:
+        """Have the warden kill the session's shell, and wait until it is gone: the
+        warden acts on its own time, and a shell started meanwhile would die instead."""
         self._signal("SIGHUP")
+        deadline = time.monotonic() + KILL_SHELL_WAIT
+        while time.monotonic() < deadline:
+            try:
+                if not self._is_alive("shell"):
+                    return
+            except Exception:
+                return
+            time.sleep(0.02)
 
     def _is_alive(self, which: str) -> bool:
         exec_id = self._exec_ids.get(which)
@@ -346,37 +584,56 @@ class DockerSandbox:
         return bool(self.client.api.exec_inspect(exec_id).get("Running"))
 
 
+def _docker_message(exc: BaseException) -> str:
+    text = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())[:300]
+
+
 class _ExecSocketTransport:
-    """An attached exec's socket: raw bytes in; Docker's multiplexed frames out."""
+    """An attached exec's socket: raw bytes in; Docker's multiplexed frames out.
+
+    The socket comes from a client made with a timeout (60 s), which it inherits: an
+    idle shell's read would time out and the session would take the shell for dead.
+    The shell may rightly stay silent for hours, so the socket blocks without a limit
+    (liveness is checked through the API instead).
+    """
 
     def __init__(self, sock: Any):
         self._wrapper = sock
         self._sock = getattr(sock, "_sock", sock)
-        self._buffer = b""
+        self._sock.settimeout(None)
+        self._buffer = bytearray()
 
     def write(self, data: bytes) -> None:
         self._sock.sendall(data)
 
-    def _recv_exactly(self, n: int) -> bytes | None:
-        while len(self._buffer) < n:
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        data, self._buffer = self._buffer[:n], self._buffer[n:]
-        return data
+    def shut_input(self) -> None:
+        """End the command's stdin (the socket's writing half)."""
+        self._sock.shutdown(socket.SHUT_WR)
+
+    def _payloads(self) -> bytes:
+        """Every complete frame's payload in the buffer, joined; the frames dropped.
+        Frame: 1 byte stream id, 3 zero bytes, 4 bytes big-endian payload length."""
+        buf, pos, out = self._buffer, 0, bytearray()
+        while len(buf) - pos >= 8:
+            length = int.from_bytes(buf[pos + 4:pos + 8], "big")
+            if len(buf) - pos - 8 < length:
+                break
+            out += buf[pos + 8:pos + 8 + length]
+            pos += 8 + length
+        if pos:
+            del buf[:pos]
+        return bytes(out)
 
     def read(self) -> bytes:
-        # Frame: 1 byte stream id, 3 zero bytes, 4 bytes big-endian payload length.
         while True:
-            header = self._recv_exactly(8)
-            if header is None:
+            data = self._payloads()
+            if data:
+                return data
+            chunk = self._sock.recv(1 << 18)
+            if not chunk:
                 return b""
-            _, length = struct.unpack(">BxxxL", header)
-            if length == 0:
-                continue
-            payload = self._recv_exactly(length)
-            return payload or b""
+            self._buffer += chunk
 
     def close(self) -> None:
         for closer in (lambda: self._sock.shutdown(socket.SHUT_RDWR), self._sock.close, self._wrapper.close):

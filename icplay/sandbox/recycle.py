@@ -26,14 +26,20 @@ The control shell, using builtins where it matters:
    plus the shell's pid file and git's index (restored from its copy; ``git status``
    rewrites it). Any other change — /etc, /usr, the copies themselves — fails the proof.
 
-What it does not defend against, and why that is acceptable: the tools it runs after the
-kill (find, cp, stat, sleep) come from the container's own filesystem, so an agent that
-deliberately replaced them with lying versions could carry changes into the next
-episode. Containers are never shared between runs or processes, so that agent could
-only affect later episodes of its own run — what it can already do to its own scores
-by replacing ``git``, as under InterCode, which reuses one container for all episodes
-with ``git reset``. A wall-clock step backwards during an episode could also hide
-changes. ``recycle=False`` (``--no-recycle``) gives every episode a new container.
+On icplay's own images the root filesystem is read-only (writable roots are sized tmpfs
+mounts, see ``docker.py``), so nothing outside the restorable roots can change at all,
+and the tools the proof runs (find, cp, stat, sleep from /usr/bin) are out of the agent's
+reach: none of the writable roots is on the control shell's PATH, and the agent cannot
+change that shell's environment.
+
+What it does not defend against, on an image whose root filesystem stays writable (a
+task's own image, or ``disk_limit=None``): the tools it runs after the kill come from the
+container's own filesystem, so an agent that deliberately replaced them with lying
+versions could carry changes into the next episode. Containers are never shared between
+runs or processes, so that agent could only affect later episodes of its own run — what
+it can already do to its own scores by replacing ``git``, as under InterCode, which
+reuses one container for all episodes with ``git reset``. A wall-clock step backwards
+during an episode could also hide changes. ``recycle=False`` (``--no-recycle``) gives every episode a new container.
 """
 
 from __future__ import annotations

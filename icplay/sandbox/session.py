@@ -2,9 +2,9 @@
 
 Both sandboxes (Docker and bubblewrap) start one long-lived ``bash`` and hand this module
 a *transport*: something to write commands into and read output from. Each action is
-sent as ``__ic_run $'<escaped text>' </dev/null`` followed by a ``printf`` of a sentinel
-that carries a fresh random nonce, the exit code and the working directory. Because the
-text travels escaped, an unbalanced quote in the action cannot swallow the sentinel, and
+sent as ``__ic_run $'<escaped text>' </dev/null`` followed by a ``printf`` of a marker
+that carries the shell's random nonce, the exit code and the working directory. Because the
+text travels escaped, an unbalanced quote in the action cannot swallow the marker, and
 because ``__ic_run`` is a shell function that ``eval``s the text in the shell itself,
 ``cd``, ``export``, functions and aliases persist the way a human expects.
 
@@ -18,17 +18,29 @@ while the shell and its state survive. One quirk of running inside a function: a
 What the transport cannot do by itself is supplied by the sandbox as callables: kill the
 command (every process but the shell), kill the shell, and tell whether the shell is
 still alive (background jobs can hold the output stream open after the shell is gone).
+
+icplay's memory stays O(output cap) whatever the action prints: a reader thread parses
+the stream as it arrives into output and end-of-command markers (a per-shell random
+prefix; any other bytes, ``\x1e`` included, are output), keeps at most the cap of
+output per command and only counts the rest, also while no action runs (a background
+job printing between actions). Each byte is looked at a bounded number of times, so the
+cost is linear in the output.
+
+The marker line also checks that the shell is still fit to run the next action: it can
+open files (``ulimit -n``), icplay's functions are there, its resource limits are those
+it started with; ``set -e`` is switched off again. A shell that fails the check, or that
+ignored the stop signal (a trap of its own on USR1), is replaced with a note.
 """
 
 from __future__ import annotations
 
 import codecs
-import queue
 import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
@@ -36,24 +48,33 @@ from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallb
 # Output beyond the cap is still read (and counted) until this multiple of the cap,
 # then the command is stopped: `yes` must not keep a core busy for the whole timeout.
 STOP_AFTER_CAP_FACTOR = 8
-# After killing a command, how long to wait for the shell to print its sentinel
+# After killing a command, how long to wait for the shell to print its marker
 # before concluding the shell itself is stuck (a builtin loop) and replacing it.
 KILL_GRACE = 2.0
 KILL_REPEAT = 0.25
 # How often a silent command checks whether the shell is still alive.
 LIVENESS_EVERY = 0.5
 START_TIMEOUT = 30.0
+# The longest marker body (status fields and a working directory up to PATH_MAX).
+MAX_MARKER = 4096 + 64
 
 SHELL_ARGV = ["bash", "--noprofile", "--norc"]
 RESTART_NOTE = ("started a new shell because the previous one had exited: "
                 "working directory, variables and functions are reset")
+# What the marker's health word means; every one but errexit replaces the shell.
+HEALTH_NOTES = {
+    "files": "the shell could no longer open files (ulimit -n?)",
+    "functions": "icplay's shell functions were removed or renamed",
+    "limits": "the shell's resource limits were changed (ulimit)",
+    "trap": "the shell did not stop when told to (its signal trap was changed)",
+}
+CROWDED_NOTE = ("the sandbox was near its process limit: every process left running in the background "
+                "was stopped")
+ERREXIT_NOTE = "`set -e` was switched off again: with it, any failing command would end the session"
 
-
-def sentinel(nonce: str, status: str) -> tuple[str, re.Pattern[bytes]]:
-    """The shell line that prints the end-of-command marker with ``status`` and the working
-    directory, and the pattern that finds it (groups: status, directory)."""
-    line = f"printf '\\036{nonce} %d %s\\036\\n' {status} \"$PWD\""
-    return line, re.compile(rb"\x1e" + nonce.encode() + rb" (-?\d+) (.*?)\x1e\n", re.S)
+_MARK = b"\x1e"
+_END = b"\x1e\n"
+_BODY = re.compile(rb"(-?\d+) (\d) (\w+) (.*)", re.S)
 
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+=/.,:@%^~")
 
@@ -64,6 +85,27 @@ def ansi_c_quote(text: str) -> str:
     for byte in text.encode("utf-8", "surrogateescape"):
         out.append(chr(byte) if byte in _SAFE else f"\\x{byte:02x}")
     return "$'" + "".join(out) + "'"
+
+
+def marker_line(nonce: str, status: str) -> str:
+    """The shell line that prints the end-of-command marker: status, abort flag, health
+    word and working directory. Builtins only (``\\builtin`` passes aliases and
+    functions of the same name); it first switches ``set -e`` off (noting it)."""
+    return (
+        "case $- in *e*) \\builtin set +e; __ic_h=errexit;; *) __ic_h=;; esac; "
+        "{ \\builtin :; } </dev/null || __ic_h=files; "
+        "[[ $__ic_h == files ]] || \\builtin declare -F __ic_run __ic_status __ic_dbg >/dev/null || __ic_h=functions; "
+        "if [[ $__ic_h != files && $__ic_h != functions ]]; then "
+        "\\builtin mapfile -t __ic_l < /proc/$$/limits; \\builtin printf -v __ic_ls '%s|' \"${__ic_l[@]}\"; "
+        "[[ $__ic_ls == \"$__ic_lim0\" ]] || __ic_h=limits; fi; "
+        # a sandbox (cgroup) near its process limit: something is multiplying in the background
+        "if [[ -z $__ic_h ]]; then for __ic_f in /sys/fs/cgroup/pids.current /sys/fs/cgroup/pids/pids.current; do "
+        "[[ -r $__ic_f ]] || continue; __ic_pc=; __ic_pm=; \\builtin read -r __ic_pc < $__ic_f; "
+        "\\builtin read -r __ic_pm < ${__ic_f%current}max; "
+        "[[ $__ic_pc =~ ^[0-9]+$ && $__ic_pm =~ ^[0-9]+$ ]] && (( __ic_pc * 10 >= __ic_pm * 9 )) && __ic_h=crowded; "
+        "break; done; fi; "
+        f"\\builtin printf '\\036{nonce} %d %d %s %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$PWD\""
+    )
 
 
 class Transport(Protocol):
@@ -86,9 +128,144 @@ class ShellControl:
     kill_command: Callable[[int], None]          # SIGUSR1 the shell, SIGKILL every other process
     kill_shell: Callable[[int], None]            # kill the shell itself
     is_alive: Callable[[int], bool]              # is the shell (pid as the shell reported it) alive?
+    # kill every process but the shell, without telling the shell (nothing of its runs);
+    # returns once they are gone. None: the sandbox cannot, and such sweeps are skipped.
+    sweep: Callable[[int], None] | None = None
 
 
-_EOF = object()
+@dataclass
+class Marker:
+    status: int
+    aborted: bool
+    health: str
+    cwd: str
+
+
+@dataclass
+class _Segment:
+    """Output up to one marker: at most ``cap`` bytes kept, the rest counted."""
+
+    data: bytearray = field(default_factory=bytearray)
+    kept: int = 0          # bytes kept so far (taken ones included)
+    dropped: int = 0       # bytes beyond the cap, counted and thrown away
+    marker: Marker | None = None
+
+
+@dataclass
+class Taken:
+    data: bytes
+    dropped: int
+    marker: Marker | None
+    ended: bool
+
+
+class Inbox:
+    """The reader thread's parse of the shell's stream, bounded: output segments, each
+    closed by an end-of-command marker. ``feed`` is linear in its input; memory is at
+    most ``cap`` per segment plus one marker's length, and segments end only at markers,
+    one per action."""
+
+    def __init__(self, prefix: bytes, cap: int):
+        self.prefix = prefix
+        self.cap = cap
+        self._cond = threading.Condition()
+        self._segments: deque[_Segment] = deque([_Segment()])
+        self._tail = b""
+        self._ended = False
+
+    # -- the reader thread ---------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        buf = self._tail + data if self._tail else data
+        self._tail = b""
+        prefix, pos, n = self.prefix, 0, len(buf)
+        with self._cond:
+            while pos < n:
+                i = buf.find(prefix, pos)
+                if i < 0:
+                    # keep a suffix that may be the start of the prefix
+                    hold = n
+                    j = buf.find(_MARK, max(pos, n - len(prefix) + 1))
+                    while j >= 0:
+                        if prefix.startswith(buf[j:]):
+                            hold = j
+                            break
+                        j = buf.find(_MARK, j + 1)
+                    self._output(buf, pos, hold)
+                    self._tail = bytes(buf[hold:])
+                    break
+                self._output(buf, pos, i)
+                body_at = i + len(prefix)
+                k = buf.find(_END, body_at, body_at + MAX_MARKER + len(_END))
+                if k >= 0:
+                    match = _BODY.fullmatch(buf, body_at + 1, k) if buf[body_at:body_at + 1] == b" " else None
+                    if match:
+                        self._marker(Marker(int(match.group(1)), match.group(2) == b"1",
+                                            match.group(3).decode(), match.group(4).decode(errors="replace")))
+                        pos = k + len(_END)
+                        continue
+                elif n - i < len(prefix) + MAX_MARKER + len(_END):
+                    self._tail = bytes(buf[i:])    # a marker still arriving
+                    break
+                self._output(buf, i, i + 1)       # not a marker after all
+                pos = i + 1
+            self._cond.notify_all()
+
+    def _output(self, buf: bytes, start: int, end: int) -> None:
+        if end <= start:
+            return
+        seg = self._segments[-1]
+        room = self.cap - seg.kept
+        take = min(room, end - start) if room > 0 else 0
+        if take:
+            seg.data += buf[start:start + take]
+            seg.kept += take
+        seg.dropped += end - start - take
+
+    def _marker(self, marker: Marker) -> None:
+        self._segments[-1].marker = marker
+        self._segments.append(_Segment())
+
+    def end(self) -> None:
+        with self._cond:
+            if self._tail:
+                self._output(self._tail, 0, len(self._tail))
+                self._tail = b""
+            self._ended = True
+            self._cond.notify_all()
+
+    # -- the session ------------------------------------------------------------------------
+
+    def take(self, timeout: float) -> Taken | None:
+        """What arrived of the current segment (None if nothing within ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                seg = self._segments[0]
+                ended = self._ended and len(self._segments) == 1
+                if seg.data or seg.dropped or seg.marker is not None or ended:
+                    data, dropped, marker = bytes(seg.data), seg.dropped, seg.marker
+                    seg.data = bytearray()
+                    seg.dropped = 0
+                    if marker is not None:
+                        self._segments.popleft()
+                    return Taken(data, dropped, marker, ended and marker is None)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended and everything in it was taken."""
+        with self._cond:
+            seg = self._segments[0]
+            return self._ended and len(self._segments) == 1 and not seg.data and not seg.dropped
+
+    def held(self) -> int:
+        """Bytes held (kept output and a partial marker): bounded, for tests."""
+        with self._cond:
+            return sum(len(s.data) for s in self._segments) + len(self._tail)
 
 
 class PersistentShell:
@@ -102,9 +279,9 @@ class PersistentShell:
         self.default_timeout = default_timeout
         self.cwd: str | None = None
         self._transport: Transport | None = None
-        self._chunks: queue.Queue = queue.Queue()
+        self._inbox: Inbox | None = None
+        self._nonce = ""
         self._pid: int | None = None
-        self._leftover = b""
         self._interrupt = threading.Event()
         self._lock = threading.Lock()
         self._restart_note: str | None = None
@@ -114,46 +291,43 @@ class PersistentShell:
 
     def start(self) -> None:
         """Start bash and wait until it has run the init script."""
+        self._discard()
         self._transport = self.control.open()
-        self._chunks = queue.Queue()
-        self._leftover = b""
-        transport, chunks = self._transport, self._chunks
-        threading.Thread(target=self._pump, args=(transport, chunks), daemon=True, name="icplay-shell-reader").start()
-        ready_line, pattern = sentinel(secrets.token_hex(8), "$$")
+        self._nonce = secrets.token_hex(8)
+        self._inbox = inbox = Inbox(b"\x1e" + self._nonce.encode(), self.output_cap)
+        transport = self._transport
+        threading.Thread(target=self._pump, args=(transport, inbox), daemon=True, name="icplay-shell-reader").start()
         script = (
             "exec 2>&1\n"
             "export PAGER=cat GIT_PAGER=cat LC_ALL=C.UTF-8 TERM=${TERM:-dumb}\n"
             "shopt -s expand_aliases extdebug\n"
             "set -T\n"
-            "__ic_dbg() { [[ -n $__ic_abort && ${#FUNCNAME[@]} -gt 1 ]] && return 2; return 0; }\n"
-            "trap '__ic_abort=1; trap __ic_dbg DEBUG; return 130 2>/dev/null' USR1\n"
+            "__ic_dbg() { [[ -n ${__ic_abort-} && ${#FUNCNAME[@]} -gt 1 ]] && return 2; return 0; }\n"
             "__ic_status() { return \"$1\"; }\n"
             "__ic_run() { __ic_status \"${__ic_rc:-0}\"; eval \"$1\"; }\n"
+            "mapfile -t __ic_l < /proc/$$/limits; printf -v __ic_lim0 '%s|' \"${__ic_l[@]}\"\n"
             f"{self.init_script}\n"
-            f"{ready_line}\n"
+            f"{marker_line(self._nonce, '$$')}\n"
         )
         transport.write(script.encode())
         deadline = time.monotonic() + START_TIMEOUT
-        buffer = b""
+        seen = b""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._discard()
-                raise SandboxError(f"the shell did not start within {START_TIMEOUT:.0f} s; output so far: {buffer[-500:]!r}")
-            try:
-                chunk = chunks.get(timeout=remaining)
-            except queue.Empty:
+                raise SandboxError(f"the shell did not start within {START_TIMEOUT:.0f} s; output so far: {seen[-500:]!r}")
+            got = inbox.take(remaining)
+            if got is None:
                 continue
-            if chunk is _EOF:
-                self._discard()
-                raise SandboxError(f"the shell exited while starting; it printed: {buffer[-500:].decode(errors='replace')!r}")
-            buffer += chunk
-            match = pattern.search(buffer)
-            if match:
-                self._pid = int(match.group(1))
-                self.cwd = match.group(2).decode(errors="replace")
-                self._leftover = buffer[match.end():]
+            seen = (seen + got.data)[-500:]
+            if got.marker is not None:
+                self._pid = got.marker.status
+                self.cwd = got.marker.cwd
                 break
+            if got.ended:
+                self._discard()
+                raise SandboxError(f"the shell exited while starting; it printed: {seen.decode(errors='replace')!r}")
         if self._ever_started:
             self._restart_note = RESTART_NOTE
         self._ever_started = True
@@ -175,17 +349,21 @@ class PersistentShell:
                 pass
 
     @staticmethod
-    def _pump(transport: Transport, chunks: queue.Queue) -> None:
-        """Reader thread: move the transport's bytes into the queue until it ends."""
+    def _pump(transport: Transport, inbox: Inbox) -> None:
+        """Reader thread: parse the transport's bytes into the inbox until it ends."""
         try:
             while True:
                 data = transport.read()
                 if not data:
                     break
-                chunks.put(data)
+                inbox.feed(data)
         except Exception:
             pass
-        chunks.put(_EOF)
+        inbox.end()
+
+    def held_bytes(self) -> int:
+        """Bytes of output icplay holds for this shell right now (bounded by the cap)."""
+        return self._inbox.held() if self._inbox is not None else 0
 
     # -- running actions ------------------------------------------------------------
 
@@ -197,43 +375,51 @@ class PersistentShell:
         with self._lock:
             return self._run(command, self.default_timeout if timeout is None else timeout, on_output)
 
+    def _script(self, command: str) -> bytes:
+        # The stop trap is armed afresh for every action (an earlier action may have
+        # changed it), and the abort flag cleared (a stop signal that came late).
+        return (f"\\builtin trap - DEBUG; __ic_abort=; "
+                "\\builtin trap '__ic_abort=1; \\builtin trap __ic_dbg DEBUG; \\builtin return 130 2>/dev/null' USR1\n"
+                f"\\__ic_run {ansi_c_quote(command)} </dev/null\n"
+                f"__ic_rc=$?; \\builtin trap - DEBUG; {marker_line(self._nonce, '$__ic_rc')}; __ic_abort=\n").encode()
+
     def _run(self, command: str, timeout: float, on_output: OutputCallback | None) -> ShellResult:
         started = time.monotonic()
         self._interrupt.clear()
+        if self._transport is not None and self._inbox is not None and self._inbox.ended:
+            self._discard()      # the shell's stream ended while no action ran: it is gone
         if self._transport is None:
             self.start()
-        done_line, pattern = sentinel(secrets.token_hex(8), "$__ic_rc")
-        script = (f"__ic_run {ansi_c_quote(command)} </dev/null\n"
-                  f"__ic_rc=$?; trap - DEBUG; __ic_abort=; {done_line}\n")
+        script = self._script(command)
         try:
-            self._transport.write(script.encode())
+            self._transport.write(script)
         except OSError:
             # The shell died between actions (its stream is closed): start another once.
             self._discard()
             self.start()
-            self._transport.write(script.encode())
-        chunks = self._chunks
+            script = self._script(command)
+            self._transport.write(script)
+        inbox = self._inbox
+        assert inbox is not None
         restarted = self._restart_note is not None
         notes: list[str] = [self._restart_note] if restarted else []
         self._restart_note = None
 
         kept = bytearray()       # output before the marker, up to the cap
         total = 0                # all output bytes before the marker
-        pending = self._leftover  # bytes not yet classified (may hold a partial marker)
-        self._leftover = b""
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        exit_code: int | None = None
+        marker: Marker | None = None
         timed_out = interrupted = stopped_for_output = died = False
         killed_at: float | None = None
         last_kill = 0.0
         last_liveness = time.monotonic()
         deadline = started + timeout
 
-        def take(data: bytes) -> None:
+        def take(data: bytes, dropped: int = 0) -> None:
             nonlocal total
-            total += len(data)
+            total += len(data) + dropped
             room = self.output_cap - len(kept)
-            if room > 0:
+            if room > 0 and data:
                 piece = data[:room]
                 kept.extend(piece)
                 if on_output is not None:
@@ -242,19 +428,6 @@ class PersistentShell:
                         on_output(text)
 
         while True:
-            match = pattern.search(pending)
-            if match:
-                take(pending[:match.start()])
-                exit_code = int(match.group(1))
-                self.cwd = match.group(2).decode(errors="replace")
-                self._leftover = pending[match.end():]
-                break
-            # Hand on everything that cannot be the start of the marker.
-            cut = pending.rfind(b"\x1e")
-            safe_end = len(pending) if cut < 0 else cut
-            if safe_end:
-                take(pending[:safe_end])
-                pending = pending[safe_end:]
             if killed_at is None and total > self.output_cap * STOP_AFTER_CAP_FACTOR:
                 stopped_for_output = True
                 killed_at = last_kill = self._kill_command()
@@ -274,30 +447,58 @@ class PersistentShell:
                 died = True
                 break
             wait = 0.05 if killed_at is not None else max(0.0, min(deadline - now, LIVENESS_EVERY))
-            try:
-                chunk = chunks.get(timeout=wait)
-            except queue.Empty:
+            got = inbox.take(wait)
+            if got is None:
                 if time.monotonic() - last_liveness >= LIVENESS_EVERY:
                     last_liveness = time.monotonic()
                     if not self._shell_alive():
                         died = True
                         # Give output already in flight a moment to arrive.
-                        pending += self._drain(chunks, 0.1)
-                        take(pending)
-                        pending = b""
+                        late = inbox.take(0.1)
+                        if late is not None:
+                            take(late.data, late.dropped)
                         break
                 continue
-            if chunk is _EOF:
-                died = True
-                take(pending)
-                pending = b""
+            take(got.data, got.dropped)
+            if got.marker is not None:
+                marker = got.marker
+                self.cwd = marker.cwd
                 break
-            pending += chunk
+            if got.ended:
+                died = True
+                break
 
+        stopped = timed_out or interrupted or stopped_for_output
+        unfit: str | None = None
+        if marker is not None:
+            if marker.health == "errexit":
+                notes.append(ERREXIT_NOTE)
+            elif marker.health == "crowded" and self.control.sweep is not None:
+                try:
+                    self.control.sweep(self._pid or 0)
+                    notes.append(CROWDED_NOTE)
+                except Exception:
+                    pass
+            elif marker.health in HEALTH_NOTES:
+                unfit = marker.health
+            elif stopped and not marker.aborted:
+                unfit = "trap"
         if died:
             self._discard()
-            if not (timed_out or interrupted or stopped_for_output):
+            if not stopped:
                 notes.append("the shell exited; the next command starts a new one")
+        elif unfit is not None:
+            # The shell answers but cannot be trusted with the next action: replace it now.
+            self._kill_shell()
+            self._discard()
+            self._restart_note = None
+            try:
+                self.start()
+                self._restart_note = None
+                notes.append(f"{HEALTH_NOTES[unfit]}: started a new shell; working directory, variables "
+                             "and functions are reset")
+            except SandboxError:
+                notes.append(f"{HEALTH_NOTES[unfit]}: the next command starts a new shell")
         tail = decoder.decode(b"", final=True)
         if tail and on_output is not None:
             on_output(tail)
@@ -310,30 +511,17 @@ class PersistentShell:
             notes.append("command stopped: it kept printing far beyond the output limit")
         if truncated > 0:
             notes.append(f"output truncated: {truncated} more bytes not shown (limit {self.output_cap} bytes)")
-        if died and (timed_out or interrupted or stopped_for_output):
+        if died and stopped:
             notes.append("the shell had to be restarted: working directory, variables and functions are reset")
+        exit_code = marker.status if marker is not None else None
         return ShellResult(
             output=bytes(kept).decode("utf-8", "replace"),
-            exit_code=None if (timed_out or interrupted or stopped_for_output or died) else exit_code,
+            exit_code=None if (stopped or died) else exit_code,
             duration=time.monotonic() - started,
             timed_out=timed_out, interrupted=interrupted, truncated_bytes=max(0, truncated),
-            stopped_for_output=stopped_for_output, shell_died=died, shell_restarted=restarted,
-            cwd=self.cwd, notes=notes,
+            stopped_for_output=stopped_for_output, shell_died=died or unfit is not None, shell_restarted=restarted,
+            cwd=self.cwd, notes=notes, restart_reason=unfit,
         )
-
-    @staticmethod
-    def _drain(chunks: queue.Queue, wait: float) -> bytes:
-        data = b""
-        end = time.monotonic() + wait
-        while time.monotonic() < end:
-            try:
-                chunk = chunks.get(timeout=max(0.0, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if chunk is _EOF:
-                break
-            data += chunk
-        return data
 
     def _kill_command(self) -> float:
         try:

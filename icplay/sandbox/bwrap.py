@@ -43,6 +43,7 @@ but the repository's own: it only ever runs icplay's own git and md5 commands.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import fcntl
@@ -210,7 +211,19 @@ def process_folder() -> Path:
                 (etc / name).write_text(text)
                 (etc / name).chmod(0o644)
             _OWNER[pid] = (folder, fd)
+            atexit.register(_remove_own_folder, pid)
         return _OWNER[pid][0]
+
+
+def _remove_own_folder(pid: int) -> None:
+    """At a normal exit: this process's folder goes (a killed one's is reaped by the next start)."""
+    if os.getpid() != pid or pid not in _OWNER:
+        return
+    folder, fd = _OWNER.pop(pid)
+    for episode in folder.glob("e*"):
+        _unmount(episode / "root")
+    _remove_tree(folder)
+    os.close(fd)
 
 
 def _owner_alive(folder: Path) -> bool:
@@ -323,6 +336,51 @@ def make_root_template(testbed: Path, setup_script: Path | None, into: Path) -> 
     subprocess.run([*git, "-C", str(root), "repack", "-adq"], check=True)
     subprocess.run([*git, "-C", str(root), "prune-packed"], check=True)
     return root
+
+
+def _can_mount_tmpfs() -> bool:
+    if not running_as_root():
+        return False
+    probe = Path(tempfile.mkdtemp(prefix="mount-probe-", dir=process_folder()))
+    try:
+        if not _mount_tmpfs(probe, 1024 * 1024, os.geteuid()):
+            return False
+        _unmount(probe)
+        return True
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def isolation_report(limits: Limits | None = None) -> list[tuple[str, bool, str]]:
+    """(what, ok, detail) lines on how bwrap sandboxes are confined here, for ``icplay doctor``."""
+    limits = limits or Limits.from_env()
+    size = lambda n: f"{n / limits_mod.GIB:g} GiB" if n >= limits_mod.GIB else f"{n // limits_mod.MIB} MiB"
+    lines = []
+    features = _features()
+    if running_as_root():
+        lines.append(("bwrap user", True,
+                      f"icplay is root: each sandbox runs as its own unprivileged host uid ({UID_BASE}+), "
+                      f"uid {INSIDE_UID} inside, no capabilities"
+                      + ("" if "--disable-userns" in features else "; this bwrap is older than 0.8, so the "
+                         "action may make user namespaces of its own (upgrade bubblewrap)")))
+    else:
+        lines.append(("bwrap user", True,
+                      f"actions run as your uid (uid {INSIDE_UID} inside), no capabilities, seeing only /usr, "
+                      "their testbed and a minimal /etc"))
+    whole, detail = limits_mod.describe(limits, running_as_root())
+    lines.append(("bwrap limits", True, detail if whole else f"weaker: {detail}"))
+    if "--size" not in features:
+        lines.append(("bwrap disk", False, "this bwrap is older than 0.5 (no --size): /tmp is not bounded; "
+                      "upgrade bubblewrap"))
+    elif _can_mount_tmpfs():
+        lines.append(("bwrap disk", True, f"testbed and home in a {size(limits.disk)} tmpfs, /tmp "
+                      f"{size(limits.disk)}, /run and /dev/shm {size(limits.small_tmpfs)} (ICPLAY_BWRAP_DISK)"))
+    else:
+        lines.append(("bwrap disk", True, f"weaker: /tmp {size(limits.disk)}, /run and /dev/shm "
+                      f"{size(limits.small_tmpfs)}, but the testbed and home are on the host's disk "
+                      f"({state_root()}), bounded only per file ({size(limits.disk)}): only root may mount "
+                      "a sized tmpfs for them"))
+    return lines
 
 
 class BwrapSandbox:

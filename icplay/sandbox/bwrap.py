@@ -367,7 +367,7 @@ def isolation_report(limits: Limits | None = None) -> list[tuple[str, bool, str]
         lines.append(("bwrap user", True,
                       f"actions run as your uid (uid {INSIDE_UID} inside), no capabilities, seeing only /usr, "
                       "their testbed and a minimal /etc"))
-    whole, detail = limits_mod.describe(limits, running_as_root())
+    whole, detail = limits_mod.describe(limits)
     lines.append(("bwrap limits", True, detail if whole else f"weaker: {detail}"))
     if "--size" not in features:
         lines.append(("bwrap disk", False, "this bwrap is older than 0.5 (no --size): /tmp is not bounded; "
@@ -477,7 +477,7 @@ class BwrapSandbox:
                  "--remount-ro", "/", "--chdir", "/", "--clearenv"]
         for name, value in ENVIRONMENT.items():
             args += ["--setenv", name, value]
-        return args + SHELL_ARGV
+        return args + limits_mod.inside_args(self.limits) + SHELL_ARGV
 
     def _etc_args(self, generated: Path) -> list[str]:
         args = ["--tmpfs", "/etc"]
@@ -498,7 +498,7 @@ class BwrapSandbox:
         self._stop_process()
         tag = f"{process_folder().name}-{self.episode_dir.name}-{next(self._opens)}"
         enforcement = limits_mod.mechanism().enforce(tag, self.limits)
-        rlimits = limits_mod.rlimit_args(self.limits, limits_mod.mechanism().bounds, self.host_uid is not None)
+        rlimits = limits_mod.rlimit_args(self.limits, limits_mod.mechanism().bounds)
         argv = [*enforcement.prefix, *rlimits, *_as_host_uid(self.host_uid), *self._argv()]
         try:
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

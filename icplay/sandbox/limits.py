@@ -11,13 +11,13 @@ What bounds a sandbox depends on what the host lets icplay do, tried in this ord
 3. **cgroup v1** (root on a host with the v1 hierarchies, e.g. many CI VMs): a child of
    icplay's own cgroup in the memory, pids and cpu hierarchies.
 4. **rlimits** only: RLIMIT_DATA (per process, so a bomb of many processes can use
-   pids x memory), RLIMIT_CPU (CPU seconds per process) and RLIMIT_NPROC. NPROC counts
-   every process of a uid, so it is set only when the sandbox has a uid of its own
-   (icplay run as root gives every sandbox a dedicated host uid); for a normal user it
-   would count the user's own processes and is left alone.
+   pids x memory) and RLIMIT_CPU (CPU seconds per process).
 
-RLIMIT_FSIZE (the disk limit) applies to every file in every case, and RLIMIT_NPROC
-whenever the sandbox has a dedicated uid, as a second wall behind a cgroup.
+Two rlimits apply in every case: RLIMIT_FSIZE (no file larger than the disk limit) and
+RLIMIT_NPROC = the pids limit. NPROC counts the processes of a uid *in a user namespace*,
+so it is set inside the sandbox (``prlimit`` starts the shell, after bwrap made the
+sandbox's user namespace): it counts only the sandbox's own processes, whoever runs
+icplay. (Set outside, for a normal user it would count all of that user's processes.)
 
 The limits are set with ``ICPLAY_BWRAP_MEMORY`` (default 2g: processes and the
 sandbox's tmpfs contents together), ``ICPLAY_BWRAP_PIDS`` (256), ``ICPLAY_BWRAP_CPUS``
@@ -300,13 +300,11 @@ def mechanism() -> Mechanism:
     return _CHOSEN
 
 
-def rlimit_args(limits: Limits, bounded: frozenset, dedicated_uid: bool) -> list[str]:
-    """A ``prlimit`` command prefix for what no cgroup bounds (and FSIZE, NPROC always)."""
+def rlimit_args(limits: Limits, bounded: frozenset) -> list[str]:
+    """A ``prlimit`` command prefix for what no cgroup bounds (and FSIZE always)."""
     if shutil.which("prlimit") is None:
         return []
     args = ["prlimit", f"--fsize={limits.disk}"]
-    if dedicated_uid:
-        args.append(f"--nproc={limits.pids}")
     if "memory" not in bounded:
         args.append(f"--data={limits.memory}")
     if "cpu" not in bounded:
@@ -314,7 +312,14 @@ def rlimit_args(limits: Limits, bounded: frozenset, dedicated_uid: bool) -> list
     return [*args, "--"]
 
 
-def describe(limits: Limits, dedicated_uid: bool) -> tuple[bool, str]:
+def inside_args(limits: Limits) -> list[str]:
+    """The prefix of the sandbox's shell: RLIMIT_NPROC, counted in its own user namespace."""
+    if shutil.which("prlimit") is None:
+        return []
+    return ["prlimit", f"--nproc={limits.pids}:{limits.pids}", "--"]
+
+
+def describe(limits: Limits) -> tuple[bool, str]:
     """(whole-sandbox limits in force, one sentence) for ``icplay doctor``."""
     chosen = mechanism()
     size = lambda n: f"{n / GIB:g} GiB" if n >= GIB else f"{n // MIB} MiB"
@@ -324,13 +329,11 @@ def describe(limits: Limits, dedicated_uid: bool) -> tuple[bool, str]:
         parts.append(f"{chosen.name} bounds {bounded} (memory {size(limits.memory)}, {limits.pids} pids, "
                      f"{limits.cpus:g} CPU)")
     else:
-        parts.append(f"no cgroup here (not delegated, no systemd, not root on v1): rlimits only, per process "
-                     f"(data {size(limits.memory)}, {RLIMIT_CPU_SECONDS} CPU s"
-                     + (f", {limits.pids} processes for the sandbox's own uid)" if dedicated_uid
-                        else "; no process limit: run as root for a dedicated uid, or delegate cgroups)"))
+        parts.append(f"no cgroup here (none delegated, no systemd scope, not root on cgroup v1): rlimits only, "
+                     f"per process: data {size(limits.memory)}, {RLIMIT_CPU_SECONDS} CPU s")
     if shutil.which("prlimit") is None:
-        parts.append("prlimit is missing (util-linux), so no file-size rlimit")
+        parts.append("prlimit is missing (util-linux), so no file-size or process-count rlimit")
     else:
-        parts.append(f"files up to {size(limits.disk)}" + (f", {limits.pids} processes per sandbox uid"
-                                                           if dedicated_uid and chosen.bounds else ""))
+        parts.append(f"files up to {size(limits.disk)}, {limits.pids} processes (RLIMIT_NPROC in the sandbox's "
+                     "user namespace)")
     return bool(chosen.bounds), "; ".join(parts)

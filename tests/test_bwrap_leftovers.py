@@ -18,14 +18,14 @@ pytestmark = pytest.mark.bwrap
 HOLDER = r"""
 import json, sys, time
 from pathlib import Path
-from icplay.sandbox.bwrap import BwrapSandbox, make_root_template
-from icplay.sandbox import limits
+from icplay.sandbox.bwrap import BwrapSandbox, make_root_template, template_folder
 src = Path(sys.argv[1]); (src / "tb").mkdir(parents=True, exist_ok=True); (src / "tb" / "f").write_text("x")
-box = BwrapSandbox(make_root_template(src / "tb", None, src))
+template = make_root_template(src / "tb", None, template_folder())   # as BashSandboxes makes it
+box = BwrapSandbox(template)
 box.start()
 box.run("echo data > /testbed/made; sleep 1000 &")
 enf = box._enforcement
-print(json.dumps({"episode": str(box.episode_dir), "cgroups": [str(d) for d in enf.cleanup_dirs],
+print(json.dumps({"episode": str(box.episode_dir), "template": str(template), "cgroups": [str(d) for d in enf.cleanup_dirs],
                   "bwrap": box._process.pid, "uid": box.host_uid}), flush=True)
 time.sleep(1000)
 """
@@ -72,12 +72,14 @@ def test_a_killed_icplay_leaves_a_folder_that_the_next_start_reaps(tmp_path, bwr
         assert _live_processes_of(state["uid"]) == []
     # The leftover is there: the killed process could not clean up.
     assert (episode / "root" / "testbed" / "made").read_text() == "data\n"
+    assert Path(state["template"]).is_dir()
     if os.geteuid() == 0:
         assert os.path.ismount(episode / "root"), "as root the testbed is a sized tmpfs"
     next_start = subprocess.run([sys.executable, "-c", NEXT_START, str(tmp_path / "b")], capture_output=True, text=True,
                                 timeout=120)
     assert next_start.stdout == "started\n", next_start.stderr
     assert not episode.parent.exists(), f"{episode.parent} of the killed icplay was not reaped"
+    assert not Path(state["template"]).exists()
     mounts = Path("/proc/self/mountinfo").read_text()
     assert str(episode) not in mounts
     for cgroup in state["cgroups"]:

@@ -78,7 +78,7 @@ HOST_ENV = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}
 HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
             "os-release", "debian_version", "lsb-release", "protocols", "services", "mime.types",
             "magic", "magic.mime", "ssl", "ca-certificates", "ca-certificates.conf", "terminfo",
-            "inputrc", "gai.conf", "host.conf", "locale.alias", "locale.conf", "perl", "gitconfig",
+            "inputrc", "gai.conf", "host.conf", "locale.alias", "locale.conf", "perl",
             "python3", "python3.9", "python3.10", "python3.11", "python3.12", "python3.13", "fonts")
 GENERATED_ETC = {
     "passwd": (f"root:x:0:0:root:/root:/bin/bash\n{INSIDE_USER}:x:{INSIDE_UID}:{INSIDE_UID}:{INSIDE_USER}:/root:/bin/bash\n"
@@ -305,8 +305,28 @@ def _claim_uid() -> tuple[int, int]:
         except OSError:
             os.close(fd)
             continue
+        if _has_processes(UID_BASE + slot):   # a killed icplay's sandbox still dying
+            os.close(fd)
+            continue
         return UID_BASE + slot, fd
     raise SandboxError(f"all {MAX_SLOTS} sandbox uids are in use: too many bwrap sandboxes at once.")
+
+
+def _has_processes(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def template_folder() -> Path:
+    """A folder for a root template, inside this process's folder so that it is reaped
+    with it when icplay is killed."""
+    return Path(tempfile.mkdtemp(prefix="template-", dir=process_folder()))
 
 
 def _mount_tmpfs(path: Path, size: int, uid: int) -> bool:

@@ -106,3 +106,20 @@ def test_a_normal_exit_leaves_nothing(tmp_path, bwrap_ready):
     assert done.stdout == "started\n", done.stderr
     after = {p.name for p in state_root().glob("p*")}
     assert after <= before
+
+
+def test_a_live_icplay_keeps_its_folder_when_another_starts(tmp_path, bwrap_ready):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "a")], stdout=subprocess.PIPE, text=True)
+    try:
+        state = json.loads(holder.stdout.readline())
+        next_start = subprocess.run([sys.executable, "-c", NEXT_START, str(tmp_path / "b")], capture_output=True,
+                                    text=True, timeout=120)
+        assert next_start.stdout == "started\n", next_start.stderr
+        episode = Path(state["episode"])
+        assert (episode / "root" / "testbed" / "made").read_text() == "data\n"
+        assert Path(state["template"]).is_dir()
+        assert all(Path(cgroup).is_dir() for cgroup in state["cgroups"])
+        os.kill(state["bwrap"], 0)   # its sandbox still runs
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()

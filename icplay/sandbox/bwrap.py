@@ -203,8 +203,11 @@ def process_folder() -> Path:
             reap_leftovers(root)
             folder = root / f"p{pid}"
             folder.mkdir(mode=0o711)
-            fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Locked before it gets its name: another icplay never sees an unlocked lock
+            # file of a live process (it would take it for a dead one and reap the folder).
+            fd = os.open(folder / "lock.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)   # held as long as this process lives
+            os.rename(folder / "lock.new", folder / "lock")
             etc = folder / "etc"
             etc.mkdir(mode=0o755)
             for name, text in GENERATED_ETC.items():

@@ -157,11 +157,10 @@ class Mechanism:
 class _CgroupDirs(Mechanism):
     """A child cgroup in each of ``parents`` (one per hierarchy), joined by a shell wrapper."""
 
-    def __init__(self, name: str, parents: dict[str, Path]):
+    def __init__(self, name: str, parents: dict[str, Path], bounds: frozenset | None = None):
         self.name = name
         self.parents = parents
-        self.bounds = frozenset(k for k in parents if k in ("memory", "pids", "cpu")) or frozenset(
-            {"memory", "pids", "cpu"})
+        self.bounds = bounds if bounds is not None else frozenset(k for k in parents if k in ("memory", "pids", "cpu"))
 
     def _settings(self, key: str, child: Path, limits: Limits) -> list[tuple[str, str]]:
         raise NotImplementedError
@@ -252,7 +251,7 @@ def _try_v2() -> Mechanism | None:
         remove_cgroup(probe)
     except OSError:
         return None
-    return CgroupV2("cgroup v2", {"": parent})
+    return CgroupV2("cgroup v2", {"": parent}, frozenset(c for c in ("memory", "pids", "cpu") if c in available))
 
 
 def _try_systemd() -> Mechanism | None:

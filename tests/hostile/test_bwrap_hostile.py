@@ -380,3 +380,44 @@ def test_the_scoring_side_door_drops_root_too(box):
     box.run("ln -s /etc/shadow /testbed/peek")
     code, output = box.exec(["cat", "testbed/peek"])
     assert code != 0 and "root:" not in output
+
+
+# -- a whole episode through the plain REPL ---------------------------------------------------
+
+HOSTILE_TURNS = [
+    ":(){ :|:& };:; sleep 1",
+    "python3 -c 'x = [bytearray(16 * 2**20) for _ in range(10**6)]'",
+    "dd if=/dev/zero of=/tmp/fill bs=1M count=500; rm -f /tmp/fill",
+    "tr '\\0' '\\n' < /proc/1/environ; env",
+    "mount -o remount,rw,bind /etc; cat /etc/shadow",
+    "exit",
+]
+
+
+def test_a_hostile_episode_is_saved_whole_and_still_scores(tmp_path, bwrap_ready):
+    """Through `icplay play --plain` as a user would: every hostile turn is saved, the
+    secret in icplay's environment appears nowhere, and the task is still solved after."""
+    import json
+    import sys
+
+    from icplay.tasks.registry import load_tasks
+
+    task = load_tasks("bash")[0]
+    lines = [*HOSTILE_TURNS, task.gold, "submit", ":quit"]
+    env = {**os.environ, "OPENAI_API_KEY": SECRET, "ICPLAY_BWRAP_MEMORY": "256m", "ICPLAY_BWRAP_PIDS": "64",
+           "ICPLAY_BWRAP_DISK": "64m", "ICPLAY_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", "play", "bash", "--plain", "--sandbox", "bwrap",
+                           "--task", task.id, "--out", str(tmp_path / "out")], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "reward: 1.00  (solved)" in done.stdout, done.stdout[-3000:]
+    assert SECRET not in done.stdout + done.stderr
+    saved = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("*.json")]
+    solved = [t for t in saved if t["task"]["id"] == task.id]
+    assert len(solved) == 1
+    actions = [turn["action"] for turn in solved[0]["turns"]]
+    assert actions[:len(HOSTILE_TURNS) + 1] == [*HOSTILE_TURNS, task.gold]
+    assert SECRET not in json.dumps(saved)
+    observations = [turn["observation"] for turn in solved[0]["turns"]]
+    assert "MemoryError" in observations[1] or "Killed" in observations[1], observations[1]
+    assert "No space left" in observations[2] or "File size limit" in observations[2], observations[2]

@@ -385,11 +385,13 @@ def test_the_scoring_side_door_drops_root_too(box):
 # -- a whole episode through the plain REPL ---------------------------------------------------
 
 HOSTILE_TURNS = [
-    ":(){ :|:& };:; sleep 1",
     "python3 -c 'x = [bytearray(16 * 2**20) for _ in range(10**6)]'",
     "dd if=/dev/zero of=/tmp/fill bs=1M count=500; rm -f /tmp/fill",
     "tr '\\0' '\\n' < /proc/1/environ; env",
     "mount -o remount,rw,bind /etc; cat /etc/shadow",
+    # A fork bomb left in the background holds the pids limit until an action is stopped
+    # (session policy): `exit` ends the shell, and its sandbox with every bomb process.
+    ":(){ :|:& };:; sleep 1",
     "exit",
 ]
 
@@ -419,5 +421,5 @@ def test_a_hostile_episode_is_saved_whole_and_still_scores(tmp_path, bwrap_ready
     assert actions[:len(HOSTILE_TURNS) + 1] == [*HOSTILE_TURNS, task.gold]
     assert SECRET not in json.dumps(saved)
     observations = [turn["observation"] for turn in solved[0]["turns"]]
-    assert "MemoryError" in observations[1] or "Killed" in observations[1], observations[1]
-    assert "No space left" in observations[2] or "File size limit" in observations[2], observations[2]
+    assert "MemoryError" in observations[0] or "Killed" in observations[0], observations[0]
+    assert "No space left" in observations[1] or "File size limit" in observations[1], observations[1]

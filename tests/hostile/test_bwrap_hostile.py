@@ -58,26 +58,27 @@ def assert_usable(box: BwrapSandbox, keep: str | None = None) -> None:
     assert result.output == expected, result.observation
 
 
-def assert_recovers(box: BwrapSandbox) -> float:
-    """Bombs left running in the background hold the pids limit until an action times
-    out and the session kills every process but the shell: within two actions (each
-    bounded by its timeout) an external command runs cleanly again. Returns the time taken."""
+def stop_leftovers(box: BwrapSandbox) -> float:
+    """Processes an action left in the background (a bomb) run on until some action is
+    stopped: then the session kills every process but the shell. Make one be stopped and
+    return how long that took."""
     started = time.monotonic()
-    for _ in range(3):
-        result = box.run("ls / >/dev/null && echo usable-42", timeout=TIMEOUT)
-        if result.exit_code == 0 and result.output == "usable-42\n":
-            return time.monotonic() - started
-    raise AssertionError(f"still unusable after three actions: {result.observation[-500:]}")
+    result = box.run("sleep 60", timeout=TIMEOUT)
+    assert result.timed_out or result.shell_died, result.observation[-500:]
+    return time.monotonic() - started
 
 
 def host_processes_of(uid: int) -> list[int]:
+    """Live processes of ``uid`` on the host (a killed shell's bwrap init may linger as a
+    zombie until the host's init reaps it: it holds no resource but its pid)."""
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
+                if os.stat(f"/proc/{entry}").st_uid == uid and \
+                        not Path(f"/proc/{entry}/stat").read_text().rsplit(") ", 1)[1].startswith("Z"):
                     pids.append(int(entry))
-            except OSError:
+            except (OSError, IndexError):
                 pass
     return pids
 
@@ -123,25 +124,23 @@ def test_stdin_readers_get_end_of_file(box, reader):
 # -- processes, memory, CPU -----------------------------------------------------------------
 
 def test_fork_bomb_is_contained_and_the_session_recovers(box):
-    started = time.monotonic()
+    result = box.run(":(){ :|:& };:; sleep 60")
+    assert result.timed_out and result.duration < BOUND, result.observation[-500:]
+    # Usable, though not always with its state: bash retrying a fork sleeps through its
+    # stop signal, and the session may replace it after its kill grace (noted in the output).
+    assert_usable(box)
+
+
+def test_background_fork_bomb_is_bounded_then_stopped(box):
     result = box.run(":(){ :|:& };:; sleep 1")
     assert result.duration < BOUND
-    if box.host_uid is not None:
-        assert len(host_processes_of(box.host_uid)) <= SMALL.pids + 2   # + the two bwrap processes
-    assert assert_recovers(box) < 3 * BOUND
-    assert_usable(box)
-    assert time.monotonic() - started < 4 * BOUND
-
-
-def test_background_fork_bomb_does_not_break_the_next_actions(box):
-    result = box.run("bomb() { bomb | bomb & }; bomb &")
-    assert result.duration < BOUND
-    # Bounded by the pids limit while it runs; the next actions still get answers in time.
     time.sleep(1)
     if box.host_uid is not None:
-        assert len(host_processes_of(box.host_uid)) <= SMALL.pids + 2
-    assert assert_recovers(box) < 3 * BOUND
+        assert len(host_processes_of(box.host_uid)) <= SMALL.pids + 2   # + the two bwrap processes
+    assert stop_leftovers(box) < BOUND
     assert_usable(box)
+    if box.host_uid is not None:
+        assert len(host_processes_of(box.host_uid)) <= 3   # bwrap, its init and the shell
 
 
 FORKER = """

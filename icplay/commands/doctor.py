@@ -31,10 +31,15 @@ def checks() -> list[tuple[str, bool, str]]:
                             else f"{state}: run `icplay images build {name}` (or it is built on first use)"))
     except Exception as exc:  # SandboxError carries the one-sentence fix
         results.append(("Docker daemon", False, str(exc)))
-    from icplay.sandbox.bwrap import bwrap_problem
+    from icplay.sandbox.bwrap import bwrap_problem, isolation_report
 
-    problem = bwrap_problem()
-    results.append(("bubblewrap", problem is None, "can create sandboxes" if problem is None else problem))
+    try:
+        problem = bwrap_problem()
+        results.append(("bubblewrap", problem is None, "can create sandboxes" if problem is None else problem))
+        if problem is None:
+            results.extend(isolation_report())   # who the action runs as, its limits and its disk
+    except Exception as exc:  # SandboxError (a bad ICPLAY_BWRAP_* value) carries its own sentence
+        results.append(("bubblewrap", False, str(exc)))
     missing = [tool for tool in BWRAP_TOOLS if shutil.which(tool) is None]
     results.append(("host tools for bwrap", not missing,
                     "all present" if not missing else f"missing {', '.join(missing)}: install them with your package manager "

@@ -10,7 +10,6 @@ added, and the TF-IDF cosine of the agent's last output with the gold's output.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -180,12 +179,12 @@ class BashSandboxes:
             trusted = role == "gold"
             return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle,
                                          trusted=trusted)
-        from icplay.sandbox.bwrap import BwrapSandbox, make_root_template
+        from icplay.sandbox.bwrap import BwrapSandbox, make_root_template, template_folder
 
         if self.image or task.image:
             raise SandboxError("a task that needs its own image runs only on Docker: use --sandbox docker")
         if self._template is None:
-            folder = Path(tempfile.mkdtemp(prefix="icplay-template-"))
+            folder = template_folder()   # reaped with this process's bwrap folder if icplay is killed
             self._template = make_root_template(data_dir() / "bash" / "testbed", data_dir() / "bash" / "setup.sh", folder)
         template, timeout, network = self._template, self.timeout, task.network
         return lambda: BwrapSandbox(template, timeout=timeout, network=network)

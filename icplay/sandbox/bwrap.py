@@ -4,45 +4,156 @@ Each episode gets its own copy of a prepared *root* folder on the host: a git re
 holding ``testbed/`` (bound at ``/testbed``) and ``root/`` (bound at ``/root``, the home),
 committed once when the template is made. So ``git status --short`` in that folder lists
 ``testbed/...`` paths exactly as it does at ``/`` in the Docker image, and the reward reads
-both sandboxes the same way. /tmp is a private tmpfs; there is no network.
+both sandboxes the same way.
 
-``exec`` (the side door for scoring) runs on the host with the episode's root folder as
-the working directory: it only ever runs icplay's own git and md5 commands.
+What the action gets (the same whoever runs icplay):
+
+- **An unprivileged user.** Inside it is ``icplay`` (uid and gid 1000, home /root) with
+  no capabilities (``--cap-drop ALL``), in its own user, pid, mount, ipc, uts, cgroup and
+  network namespaces, with no way to make another user namespace (``--disable-userns``),
+  so no mount, remount or ``unshare -r``. When icplay runs as root, bwrap itself runs as
+  a *dedicated host uid* (``UID_BASE`` + a slot claimed with a lock file, one per live
+  sandbox): the action's files and processes belong to that uid on the host, which owns
+  nothing there, so even a remount would not let it write the host's files. Run by a
+  normal user, the action has that user's uid on the host, and sees only what is bound.
+- **A clean environment**: exactly ``ENVIRONMENT`` below (PATH, HOME=/root, LANG=C.UTF-8,
+  TERM=xterm-256color, USER and LOGNAME=icplay, SHELL=/bin/bash); bwrap and its helpers
+  are started with ``HOST_ENV`` only, so not even /proc/1/environ (bwrap's own init)
+  holds anything of icplay's environment.
+- **A minimal /etc of its own**, read-only: generated passwd, group, hosts, hostname,
+  resolv.conf and nsswitch.conf, plus the few host entries in ``HOST_ETC`` that programs
+  need to run (the loader cache, Debian's alternatives, time zone, certificates, ...);
+  never the host's shadow or the rest of its /etc.
+- **Read-only everything else**: /usr (and the merged-/usr links) bound read-only, /dev
+  minimal and read-only, the sandbox's root read-only.
+- **Bounded disk**: /tmp, /run and /dev/shm are sized tmpfs (``--size``); the testbed and
+  home live in a sized tmpfs mounted on the host when icplay may mount (root), so that
+  the scoring side door sees them and a restarted shell keeps them. RLIMIT_FSIZE bounds
+  any single file in every case. See icplay/sandbox/limits.py for pids, memory and CPU.
+- **No network** unless the task asks for it (``--share-net``).
+
+Leftovers: each icplay process keeps its sandboxes under ``<tmp>/icplay-bwrap.<uid>/p<pid>``
+and holds an flock on its ``lock`` file while it lives; the next start of any icplay
+reaps every folder whose lock is free (unmounting its tmpfs) and the cgroups it left.
+
+``exec`` (the side door for scoring) runs on the host in the episode's root folder,
+as the sandbox's host uid when icplay is root, with ``HOST_ENV`` and no git configuration
+but the repository's own: it only ever runs icplay's own git and md5 commands.
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import errno
+import fcntl
+import itertools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
+from icplay.sandbox import limits as limits_mod
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+from icplay.sandbox.limits import Limits
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
+
+INSIDE_UID = 1000
+INSIDE_USER = "icplay"
+# Dedicated host uids for sandboxes when icplay runs as root: UID_BASE + slot. Far above
+# any login user and the usual subordinate-id ranges (/etc/subuid starts at 100000).
+UID_BASE = 1_500_000_000
+MAX_SLOTS = 4096
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ENVIRONMENT = {"PATH": SANDBOX_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "xterm-256color",
+               "USER": INSIDE_USER, "LOGNAME": INSIDE_USER, "SHELL": "/bin/bash"}
+HOST_ENV = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}
+# Host /etc entries the sandbox sees (read-only, when they exist): what programs need to
+# load and behave, nothing about the host's users, secrets or services.
+HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+            "os-release", "debian_version", "lsb-release", "protocols", "services", "mime.types",
+            "magic", "magic.mime", "ssl", "ca-certificates", "ca-certificates.conf", "terminfo",
+            "inputrc", "gai.conf", "host.conf", "locale.alias", "locale.conf", "perl",
+            "python3", "python3.9", "python3.10", "python3.11", "python3.12", "python3.13", "fonts")
+GENERATED_ETC = {
+    "passwd": (f"root:x:0:0:root:/root:/bin/bash\n{INSIDE_USER}:x:{INSIDE_UID}:{INSIDE_UID}:{INSIDE_USER}:/root:/bin/bash\n"
+               "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"),
+    "group": f"root:x:0:\n{INSIDE_USER}:x:{INSIDE_UID}:\nnogroup:x:65534:\n",
+    "hosts": "127.0.0.1\tlocalhost icplay\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "hostname": "icplay\n",
+    "resolv.conf": "# no network in this sandbox\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
+                     "protocols: files\nservices: files\n",
+    "shells": "/bin/sh\n/bin/bash\n/usr/bin/bash\n",
+}
+
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+_FEATURES: set[str] | None = None
+
+
+def _features() -> set[str]:
+    """Which optional bwrap options this bwrap knows (--size from 0.5, --disable-userns from 0.8)."""
+    global _FEATURES
+    if _FEATURES is None:
+        try:
+            text = subprocess.run([bwrap_path() or "bwrap", "--help"], capture_output=True, text=True).stdout
+        except OSError:
+            text = ""
+        _FEATURES = {name for name in ("--size", "--disable-userns", "--cap-drop") if name in text}
+    return _FEATURES
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
 def bwrap_problem() -> str | None:
     """None when bubblewrap can make a sandbox here, else one sentence on what to do."""
     if bwrap_path() is None:
         return "bubblewrap is not installed: install it (apt-get install bubblewrap) or use --sandbox docker."
-    probe = subprocess.run([bwrap_path(), *_namespace_args(), "--ro-bind", "/usr", "/usr", *_usr_links(), "true"],
-                           capture_output=True, text=True)
+    probe_uid = None
+    if running_as_root():
+        if shutil.which("setpriv") is None:
+            return "icplay runs as root, so it runs bwrap as an unprivileged uid with setpriv, which is missing: install util-linux."
+        probe_uid = UID_BASE + MAX_SLOTS  # never a sandbox's
+    argv = [*_as_host_uid(probe_uid), bwrap_path(), *_namespace_args(), "--ro-bind", "/usr", "/usr", *_usr_links(), "true"]
+    probe = subprocess.run(argv, capture_output=True, text=True, env=HOST_ENV, cwd="/")
     if probe.returncode != 0:
         reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
-        return (f"bubblewrap cannot create namespaces here ({reason}): allow unprivileged user namespaces "
-                "(sysctl kernel.unprivileged_userns_clone=1) or use --sandbox docker.")
+        who = " for an unprivileged uid (icplay never runs an action with root's privileges)" if probe_uid else ""
+        return (f"bubblewrap cannot create namespaces here{who} ({reason}): allow unprivileged user namespaces "
+                "(sysctl user.max_user_namespaces=10000 kernel.unprivileged_userns_clone=1, or the AppArmor "
+                "userns rule for bwrap) or use --sandbox docker.")
     return None
 
 
+def _as_host_uid(uid: int | None) -> list[str]:
+    """Command prefix that drops root to ``uid`` (no groups, no capabilities) before bwrap."""
+    if uid is None:
+        return []
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
 def _namespace_args() -> list[str]:
-    return ["--unshare-all", "--die-with-parent", "--new-session"]
+    args = ["--unshare-all", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
+            "--die-with-parent", "--new-session"]
+    if "--disable-userns" in _features():
+        args.append("--disable-userns")
+    if "--cap-drop" in _features():
+        args += ["--cap-drop", "ALL"]
+    return args
 
 
 def _usr_links() -> list[str]:
@@ -55,6 +166,178 @@ def _usr_links() -> list[str]:
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
+
+
+def _sized(size: int) -> list[str]:
+    return ["--size", str(size)] if "--size" in _features() else []
+
+
+# -- this process's folder, leftovers of dead ones, dedicated uids ---------------------
+
+_OWNER_LOCK = threading.Lock()
+_OWNER: dict = {}   # pid -> (folder, lock fd)
+_EPISODES = itertools.count()
+
+
+def state_root() -> Path:
+    """<tmp>/icplay-bwrap.<uid>: every sandbox folder of every icplay process of this user."""
+    base = Path(os.environ.get("ICPLAY_BWRAP_DIR") or tempfile.gettempdir())
+    root = base / f"icplay-bwrap.{os.geteuid()}"
+    try:
+        os.mkdir(root, 0o711)
+    except FileExistsError:
+        pass
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise SandboxError(f"{root} is not a folder of this user's own: remove it, or set ICPLAY_BWRAP_DIR.")
+    os.chmod(root, 0o711)   # a dedicated uid must pass through to its sandbox's folder
+    return root
+
+
+def process_folder() -> Path:
+    """This process's folder (made, and dead processes' folders reaped, on first use)."""
+    with _OWNER_LOCK:
+        pid = os.getpid()
+        if pid not in _OWNER:
+            root = state_root()
+            reap_leftovers(root)
+            folder = root / f"p{pid}"
+            folder.mkdir(mode=0o711)
+            # Locked before it gets its name: another icplay never sees an unlocked lock
+            # file of a live process (it would take it for a dead one and reap the folder).
+            fd = os.open(folder / "lock.new", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)   # held as long as this process lives
+            os.rename(folder / "lock.new", folder / "lock")
+            etc = folder / "etc"
+            etc.mkdir(mode=0o755)
+            for name, text in GENERATED_ETC.items():
+                (etc / name).write_text(text)
+                (etc / name).chmod(0o644)
+            _OWNER[pid] = (folder, fd)
+            atexit.register(_remove_own_folder, pid)
+        return _OWNER[pid][0]
+
+
+def _remove_own_folder(pid: int) -> None:
+    """At a normal exit: this process's folder goes (a killed one's is reaped by the next start)."""
+    if os.getpid() != pid or pid not in _OWNER:
+        return
+    folder, fd = _OWNER.pop(pid)
+    for episode in folder.glob("e*"):
+        _unmount(episode / "root")
+    _remove_tree(folder)
+    os.close(fd)
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Is the icplay process that made ``folder`` (p<pid>) still running?"""
+    pid = int(folder.name[1:])
+    if pid == os.getpid():
+        return folder == _OWNER.get(pid, (None,))[0]
+    try:
+        fd = os.open(folder / "lock", os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return Path(f"/proc/{pid}").exists()   # being made right now, or half made by a dead one
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def reap_leftovers(root: Path | None = None) -> list[Path]:
+    """Remove the folders (and tmpfs mounts and cgroups) of icplay processes that are gone."""
+    root = root or state_root()
+    reaped = []
+    for folder in sorted(root.glob("p*")):
+        if not folder.name[1:].isdigit() or _owner_alive(folder):
+            continue
+        for episode in folder.glob("e*"):
+            _unmount(episode / "root")
+        _remove_tree(folder)
+        reaped.append(folder)
+    dead_pids = {int(f.name[1:]) for f in reaped}
+    live = {int(f.name[1:]) for f in root.glob("p*") if f.name[1:].isdigit()}
+
+    def is_dead_tag(tag: str) -> bool:
+        owner = tag.split("-", 1)[0]
+        if not owner.startswith("p") or not owner[1:].isdigit():
+            return False
+        pid = int(owner[1:])
+        return pid in dead_pids or (pid not in live and pid != os.getpid() and not Path(f"/proc/{pid}").exists())
+
+    try:
+        limits_mod.mechanism().reap(is_dead_tag)
+    except Exception:
+        pass
+    return reaped
+
+
+def _unmount(path: Path) -> None:
+    if os.path.ismount(path):
+        _libc.umount2(str(path).encode(), MNT_DETACH)
+
+
+def _remove_tree(path: Path) -> None:
+    """rmtree that also gets through folders the action made unreadable (chmod 000)."""
+    def retry(function, name, _exc):
+        try:
+            os.chmod(os.path.dirname(name), 0o700)
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+        except OSError:
+            pass
+    shutil.rmtree(path, onerror=retry)
+
+
+def _claim_uid() -> tuple[int, int]:
+    """A dedicated host uid for one sandbox (root only) and the lock fd that holds it."""
+    slots = state_root() / "uids"
+    slots.mkdir(mode=0o700, exist_ok=True)
+    for slot in range(MAX_SLOTS):
+        fd = os.open(slots / str(slot), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        if _has_processes(UID_BASE + slot):   # a killed icplay's sandbox still dying
+            os.close(fd)
+            continue
+        return UID_BASE + slot, fd
+    raise SandboxError(f"all {MAX_SLOTS} sandbox uids are in use: too many bwrap sandboxes at once.")
+
+
+def _has_processes(uid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def template_folder() -> Path:
+    """A folder for a root template, inside this process's folder so that it is reaped
+    with it when icplay is killed."""
+    return Path(tempfile.mkdtemp(prefix="template-", dir=process_folder()))
+
+
+def _mount_tmpfs(path: Path, size: int, uid: int) -> bool:
+    """Mount a sized tmpfs owned by ``uid`` at ``path`` on the host; False if not allowed."""
+    options = f"size={size},mode=0700,uid={uid},gid={uid}".encode()
+    if _libc.mount(b"icplay-bwrap", str(path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+        return False
+    return True
 
 
 def make_root_template(testbed: Path, setup_script: Path | None, into: Path) -> Path:
@@ -78,18 +361,69 @@ def make_root_template(testbed: Path, setup_script: Path | None, into: Path) -> 
     return root
 
 
+def _can_mount_tmpfs() -> bool:
+    if not running_as_root():
+        return False
+    probe = Path(tempfile.mkdtemp(prefix="mount-probe-", dir=process_folder()))
+    try:
+        if not _mount_tmpfs(probe, 1024 * 1024, os.geteuid()):
+            return False
+        _unmount(probe)
+        return True
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def isolation_report(limits: Limits | None = None) -> list[tuple[str, bool, str]]:
+    """(what, ok, detail) lines on how bwrap sandboxes are confined here, for ``icplay doctor``."""
+    limits = limits or Limits.from_env()
+    size = lambda n: f"{n / limits_mod.GIB:g} GiB" if n >= limits_mod.GIB else f"{n // limits_mod.MIB} MiB"
+    lines = []
+    features = _features()
+    if running_as_root():
+        lines.append(("bwrap user", True,
+                      f"icplay is root: each sandbox runs as its own unprivileged host uid ({UID_BASE}+), "
+                      f"uid {INSIDE_UID} inside, no capabilities"
+                      + ("" if "--disable-userns" in features else "; this bwrap is older than 0.8, so the "
+                         "action may make user namespaces of its own (upgrade bubblewrap)")))
+    else:
+        lines.append(("bwrap user", True,
+                      f"actions run as your uid (uid {INSIDE_UID} inside), no capabilities, seeing only /usr, "
+                      "their testbed and a minimal /etc"))
+    whole, detail = limits_mod.describe(limits)
+    lines.append(("bwrap limits", True, detail if whole else f"weaker: {detail}"))
+    if "--size" not in features:
+        lines.append(("bwrap disk", False, "this bwrap is older than 0.5 (no --size): /tmp is not bounded; "
+                      "upgrade bubblewrap"))
+    elif _can_mount_tmpfs():
+        lines.append(("bwrap disk", True, f"testbed and home in a {size(limits.disk)} tmpfs, /tmp "
+                      f"{size(limits.disk)}, /run and /dev/shm {size(limits.small_tmpfs)} (ICPLAY_BWRAP_DISK)"))
+    else:
+        lines.append(("bwrap disk", True, f"weaker: /tmp {size(limits.disk)}, /run and /dev/shm "
+                      f"{size(limits.small_tmpfs)}, but the testbed and home are on the host's disk "
+                      f"({state_root()}), bounded only per file ({size(limits.disk)}): only root may mount "
+                      "a sized tmpfs for them"))
+    return lines
+
+
 class BwrapSandbox:
     """One episode in bubblewrap, over a private copy of a root template."""
 
     kind = "bwrap"
 
     def __init__(self, root_template: Path, workdir: str = "/testbed", timeout: float = DEFAULT_TIMEOUT,
-                 output_cap: int = DEFAULT_OUTPUT_CAP, network: bool = False):
+                 output_cap: int = DEFAULT_OUTPUT_CAP, network: bool = False, limits: Limits | None = None):
         self.root_template = Path(root_template)
         self.workdir = workdir
         self.network = network
+        self.limits = limits or Limits.from_env()
         self.episode_dir: Path | None = None
+        self.host_uid: int | None = None      # the dedicated uid when icplay is root
+        self.disk_bounded = False             # the testbed lives in a sized tmpfs
+        self._uid_lock: int | None = None
         self._process: subprocess.Popen | None = None
+        self._enforcement: limits_mod.Enforcement | None = None
+        self._opens = itertools.count()
         self._proc_lock = threading.Lock()
         self.shell = PersistentShell(
             ShellControl(open=self._open, kill_command=self._kill_command, kill_shell=self._kill_shell,
@@ -101,11 +435,25 @@ class BwrapSandbox:
     def start(self) -> None:
         if bwrap_path() is None:  # the full probe (bwrap_problem) is for doctor and tests
             raise SandboxError(bwrap_problem())
-        self.episode_dir = Path(tempfile.mkdtemp(prefix="icplay-bwrap-"))
-        root = self.episode_dir / "root"
-        # cp -a keeps timestamps and modes exactly (the testbed's setup fixed them).
-        subprocess.run(["cp", "-a", str(self.root_template), str(root)], check=True)
-        self.shell.start()
+        folder = process_folder()
+        self.episode_dir = folder / f"e{next(_EPISODES)}"
+        self.episode_dir.mkdir(mode=0o711)
+        try:
+            if running_as_root():
+                self.host_uid, self._uid_lock = _claim_uid()
+            root = self.root
+            root.mkdir(mode=0o700)
+            if self.host_uid is not None:
+                self.disk_bounded = _mount_tmpfs(root, self.limits.disk, self.host_uid)
+            # cp -a keeps timestamps and modes exactly (the testbed's setup fixed them).
+            subprocess.run(["cp", "-a", f"{self.root_template}/.", str(root)], check=True, env=HOST_ENV)
+            if self.host_uid is not None:
+                subprocess.run(["chown", "-R", "-h", f"{self.host_uid}:{self.host_uid}", str(root)], check=True,
+                               env=HOST_ENV)
+            self.shell.start()
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def root(self) -> Path:
@@ -119,50 +467,85 @@ class BwrapSandbox:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
-        done = subprocess.run(argv, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout)
+        env = {**HOST_ENV, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+        done = subprocess.run([*_as_host_uid(self.host_uid), *argv], cwd=self.root, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, env=env)
         return done.returncode, done.stdout.decode("utf-8", "replace")
 
     def close(self) -> None:
         self.shell.close()
         self._stop_process()
         if self.episode_dir is not None:
-            shutil.rmtree(self.episode_dir, ignore_errors=True)
+            _unmount(self.episode_dir / "root")
+            _remove_tree(self.episode_dir)
             self.episode_dir = None
+        if self._uid_lock is not None:
+            os.close(self._uid_lock)
+            self._uid_lock = None
 
     # -- the shell's process ------------------------------------------------------------
 
     def _argv(self) -> list[str]:
         root = self.root
-        args = [bwrap_path() or "bwrap", *_namespace_args()]
+        folder = process_folder()
+        args = [bwrap_path() or "bwrap", *_namespace_args(), "--hostname", "icplay"]
         if self.network:
             args.append("--share-net")
-        args += ["--ro-bind", "/usr", "/usr", *_usr_links(), "--ro-bind", "/etc", "/etc",
-                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+        args += ["--ro-bind", "/usr", "/usr", *_usr_links(),
+                 "--proc", "/proc", "--dev", "/dev", *_sized(self.limits.small_tmpfs), "--tmpfs", "/dev/shm",
+                 "--remount-ro", "/dev",
+                 *_sized(self.limits.disk), "--tmpfs", "/tmp", *_sized(self.limits.small_tmpfs), "--tmpfs", "/run",
+                 *self._etc_args(folder / "etc"),
                  "--bind", str(root / "testbed"), "/testbed", "--bind", str(root / "root"), "/root",
-                 "--chdir", "/", "--clearenv",
-                 "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                 "--setenv", "HOME", "/root", "--setenv", "LANG", "C.UTF-8", "--setenv", "USER", "root",
-                 "--setenv", "TERM", "xterm-256color", "--hostname", "icplay"]
-        return args + SHELL_ARGV
+                 "--remount-ro", "/", "--chdir", "/", "--clearenv"]
+        for name, value in ENVIRONMENT.items():
+            args += ["--setenv", name, value]
+        return args + limits_mod.inside_args(self.limits) + SHELL_ARGV
+
+    def _etc_args(self, generated: Path) -> list[str]:
+        args = ["--tmpfs", "/etc"]
+        for name in HOST_ETC:
+            host = Path("/etc") / name
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), f"/etc/{name}"]
+            elif host.exists():
+                args += ["--ro-bind", str(host), f"/etc/{name}"]
+        for name in GENERATED_ETC:
+            if name == "resolv.conf" and self.network and Path("/etc/resolv.conf").exists():
+                args += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+            else:
+                args += ["--ro-bind", str(generated / name), f"/etc/{name}"]
+        return args + ["--remount-ro", "/etc"]
 
     def _open(self):
         self._stop_process()
-        process = subprocess.Popen(self._argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        tag = f"{process_folder().name}-{self.episode_dir.name}-{next(self._opens)}"
+        enforcement = limits_mod.mechanism().enforce(tag, self.limits)
+        rlimits = limits_mod.rlimit_args(self.limits, limits_mod.mechanism().bounds)
+        argv = [*enforcement.prefix, *rlimits, *_as_host_uid(self.host_uid), *self._argv()]
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       start_new_session=True, env=HOST_ENV, cwd="/")
+        except BaseException:
+            enforcement.cleanup()
+            raise
         with self._proc_lock:
             self._process = process
+            self._enforcement = enforcement
         return _PipeTransport(process)
 
     def _stop_process(self) -> None:
         with self._proc_lock:
             process, self._process = self._process, None
+            enforcement, self._enforcement = self._enforcement, None
         if process is not None and process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             process.wait(timeout=5)
+        if enforcement is not None:
+            _empty_cgroups(enforcement)
 
     def _sandbox_processes(self) -> tuple[int | None, list[int]]:
         """(host pid of the shell, host pids of every other process inside the sandbox)."""
@@ -232,6 +615,26 @@ class BwrapSandbox:
             return False
         shell, _ = self._sandbox_processes()
         return shell is not None
+
+
+def _empty_cgroups(enforcement: limits_mod.Enforcement, wait: float = 2.0) -> None:
+    """Kill what is left in the sandbox's cgroups (the pid namespace dies with bwrap, but
+    not at once) and remove them; a cgroup still busy after ``wait`` is left for the reaper."""
+    deadline = time.monotonic() + wait
+    while True:
+        for procs in enforcement.procs_files:
+            try:
+                pids = [int(p) for p in procs.read_text().split()]
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if all(limits_mod.remove_cgroup(d) for d in enforcement.cleanup_dirs) or time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
 
 
 class _PipeTransport:

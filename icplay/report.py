@@ -17,14 +17,11 @@ one table; ``render_curve`` draws success by turn as a terminal chart.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import Trajectory
-from icplay.agents.replay import is_intercode_results
-from icplay.store import TrajectoryFileError, load_trajectory
+from icplay.formats.native import load_logs, run_label  # noqa: F401  (read here by `icplay report`)
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
@@ -240,52 +237,3 @@ def render_curve(summaries: list[Summary], height: int = 10) -> str:
         legend += "   = overlap"
     lines.append("      " + legend)
     return "\n".join(lines)
-
-
-def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
-    """Trajectories from a run folder, a trajectory file or an InterCode results file,
-    plus the run's description (``run.json``) when there is one."""
-    path = Path(path)
-    meta: dict[str, Any] = {}
-    if path.is_dir():
-        run_file = path / "run.json"
-        if run_file.is_file():
-            try:
-                meta = json.loads(run_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                meta = {}
-        trajs = []
-        for file in sorted(path.rglob("*.json")):
-            if file.name == "run.json":
-                continue
-            try:
-                data = json.loads(file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(data, dict) and "turns" in data and "task" in data:
-                try:
-                    trajs.append(Trajectory.from_dict(data))
-                except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                    raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
-            elif is_intercode_results(data):
-                from icplay.agents.replay import intercode_results_to_trajectories
-
-                trajs.extend(intercode_results_to_trajectories(file))
-        if not trajs:
-            raise TrajectoryFileError(f"{path}: holds no trajectory files")
-        return trajs, meta
-    if not path.is_file():
-        raise TrajectoryFileError(f"{path}: no such file or folder")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TrajectoryFileError(f"{path}: not a trajectory or InterCode results file ({exc})") from None
-    if is_intercode_results(data):
-        from icplay.agents.replay import intercode_results_to_trajectories
-
-        return intercode_results_to_trajectories(path), {"label": path.stem}
-    return [load_trajectory(path)], meta
-
-
-def run_label(meta: dict[str, Any], fallback: str) -> str:
-    return str(meta.get("label") or fallback)

@@ -85,6 +85,18 @@ def load_recordings(path: str | Path) -> dict[str, Recorded]:
     return out
 
 
+def by_task_id(recordings: dict[str, Recorded], tasks: list[Task]) -> dict[str, Recorded]:
+    """Recordings keyed by an index into ``tasks`` (InterCode's ``task_id``/``query_idx``)
+    rekeyed by those tasks' ids, unless the key already is a task id."""
+    ids = {t.id for t in tasks}
+    out = {}
+    for key, rec in recordings.items():
+        if key not in ids and key.isdigit() and int(key) < len(tasks):
+            key = tasks[int(key)].id
+        out.setdefault(key, rec)
+    return out
+
+
 class ReplayPolicy:
     """Plays recorded actions for the tasks it has a recording of, then submits."""
 
@@ -93,8 +105,10 @@ class ReplayPolicy:
         self.source = source
 
     @classmethod
-    def from_path(cls, path: str | Path) -> "ReplayPolicy":
-        return cls(load_recordings(path), str(path))
+    def from_path(cls, path: str | Path, tasks: list[Task] | None = None) -> "ReplayPolicy":
+        """Recordings of ``path``; with ``tasks`` (the task file in order), InterCode's
+        episodes, which name their task by its index, are matched to those tasks' ids."""
+        return cls(by_task_id(load_recordings(path), tasks) if tasks else load_recordings(path), str(path))
 
     def covers(self, task: Task) -> bool:
         return task.id in self.recordings

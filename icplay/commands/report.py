@@ -1,7 +1,8 @@
 """``icplay report LOGS...``: success tables over saved trajectories, side by side.
 
 Each LOG is a run folder (``icplay run --out``), a folder of human trajectories, one
-trajectory file, or an InterCode results file; each becomes one column of the table,
+trajectory file, or an InterCode results or per-episode log file (or a folder of
+them); each becomes one column of the table,
 followed by the success-by-turn curve. ``--json`` prints the figures for scripts.
 """
 

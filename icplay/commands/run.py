@@ -154,7 +154,7 @@ def build(args) -> dict:
     elif kind == "replay":
         if not args.replay:
             raise UserError("--policy replay needs --replay FILE_OR_FOLDER")
-        policy = ReplayPolicy.from_path(args.replay)
+        policy = ReplayPolicy.from_path(args.replay, tasks)
         covered = [t for t in tasks if policy.covers(t)]
         if not covered:
             raise UserError(f"{args.replay} holds no episode of a task in {task_set.name}")

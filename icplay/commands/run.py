@@ -43,6 +43,8 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="folder for the trajectories (default ~/.icplay/runs/<run>)")
     p.add_argument("--fresh", action="store_true", help="discard the episodes already in --out")
     p.add_argument("--replay", default=None, help="a trajectory file or folder, or an InterCode results file")
+    p.add_argument("--demos", default=None, metavar="FILE",
+                   help="worked examples for the prompt: a file `icplay export fewshot` wrote")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
     p.add_argument("--context", type=int, default=12000, help="prompt size kept under this many tokens "
@@ -149,6 +151,8 @@ def build(args) -> dict:
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
     turns = args.turns
+    if args.demos and kind != "llm":
+        raise UserError("--demos is for an LLM policy (--model), not --policy " + kind)
     if kind == "gold":
         policy, info, label = GoldPolicy(), {"kind": "gold"}, "gold"
     elif kind == "replay":
@@ -173,9 +177,19 @@ def build(args) -> dict:
                           prices=PriceTable(extra))
         model.client()   # fails now, in one sentence, when there is no key
         strategy = strategy_name(args.strategy)
+        demos = []
+        if args.demos:
+            from icplay.formats.export import ExportError, load_demos
+
+            try:
+                demos = load_demos(args.demos, args.env)
+            except ExportError as exc:
+                raise UserError(str(exc)) from None
         policy = LLMPolicy(model, strategy, args.protocol,
-                           ContextLimits(max_tokens=args.context))
+                           ContextLimits(max_tokens=args.context), demos=demos)
         info = policy.describe()
+        if args.demos:
+            info["demos"] = {"file": str(args.demos), "count": len(demos)}
         if strategy == "single":
             turns = 1
         label = f"{args.model}-{strategy}"

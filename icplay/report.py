@@ -7,6 +7,11 @@ unparsable replies; a human's rejected proposals do not count). Under the ``inte
 protocol an episode is solved at the first turn whose per-turn reward is 1.0; otherwise
 (``agent`` protocol, human play) at the turn count when it was submitted.
 
+Tables are split by env and set (``group_by_set``): one table per (env, set), one column
+per log that has episodes there. A SQL reward can be negative (the right rows in the wrong
+order: IoU times Kendall's tau-b), so the mean best reward can be too; the table counts
+episodes whose final reward is below 0, and ``icplay report`` says so under SQL tables.
+
 The author mix counts every episode's turns by who made them (agent, edited by a human,
 human, rejected proposals, unparsable replies) and the agent episodes a human stepped
 into (``Trajectory.intervened``); it is shown when any turn was not the agent's alone.
@@ -68,6 +73,7 @@ class Summary:
     authors: dict[str, int] = field(default_factory=dict)            # turns by kind: agent, edited, human, ...
     intervened: int = 0                                              # agent episodes a human stepped into
     agent_episodes: int = 0
+    negative: int = 0                                                # episodes whose final reward is below 0
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -129,8 +135,10 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
             s.agent_episodes += 1
             s.intervened += int(t.intervened)
     s.cost = cost if s.calls and s.unpriced_calls < s.calls else (None if s.calls else 0.0)
+    s.negative = sum(1 for t in done if t.reward is not None and t.reward < 0)
     kinds = sorted({str(t.policy.get("kind", "?")) for t in trajs})
-    s.info = {"policy": kinds}
+    s.info = {"policy": kinds, "env": sorted({str(t.env) for t in trajs}),
+              "set": sorted({str(t.task.get("set", "")) for t in trajs})}
     return s
 
 
@@ -174,6 +182,8 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
             rows.append((f"  {h}", cells))
     rows.append(("mean turns", [f"{s.mean_turns:.2f}" for s in summaries]))
     rows.append(("mean best reward", [f"{s.mean_reward:.3f}" for s in summaries]))
+    if any(s.negative for s in summaries):
+        rows.append(("  final reward < 0", [str(s.negative) for s in summaries]))
     n = max((s.max_turns for s in summaries), default=0)
     for k in range(1, n + 1):
         rows.append((f"solved by turn {k}", [_pct(s.by_turn[k - 1]) if k <= len(s.by_turn) else "-"
@@ -206,6 +216,18 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
     for name, cells in rows:
         lines.append(f"{name:<{left}}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths)))
     return "\n".join(line.rstrip() for line in lines)
+
+
+SQL_NEGATIVE_NOTE = ("SQL rewards run from -1 to 1: the right rows in the wrong order score below 0 "
+                     "(IoU times Kendall's tau-b; docs/rewards.md).")
+
+
+def group_by_set(trajectories: Iterable[Trajectory]) -> dict[tuple[str, str], list[Trajectory]]:
+    """Episodes by (env, set): one table each."""
+    groups: dict[tuple[str, str], list[Trajectory]] = {}
+    for t in trajectories:
+        groups.setdefault((str(t.env), str(t.task.get("set", ""))), []).append(t)
+    return groups
 
 
 MARKS = "*o+x#@%&"

@@ -98,3 +98,15 @@ def test_a_log_without_its_task_index_is_one_sentence(tmp_path):
     bad.write_text(json.dumps({"0": {"environment": "ic_sql", "trajectory": [{"action": "SELECT 1"}]}}))
     done = cli("rescore", str(bad), "--tasks", "sql", "--sandbox", "sqlite")
     assert done.returncode == 1 and "Traceback" not in done.stderr and "query_idx" in done.stderr
+
+
+def test_trajectory_folders_lists_sessions_and_runs(tmp_path):
+    from icplay.formats.native import runs_root, sessions_root, trajectory_folders
+    from icplay.session import Session
+
+    session = Session("mine", home=tmp_path)
+    assert session.root.parent == sessions_root(tmp_path)
+    (runs_root(tmp_path) / "sql-run").mkdir(parents=True)
+    session.root.mkdir(parents=True)
+    (sessions_root(tmp_path) / ".locks").mkdir()
+    assert trajectory_folders(tmp_path) == [session.root, runs_root(tmp_path) / "sql-run"]

@@ -13,8 +13,6 @@ import os
 import sys
 from pathlib import Path
 
-from icplay.paths import home_dir
-
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate an LLM (or the gold / a replay policy) on a task set, headless",
@@ -75,7 +73,9 @@ def run(args) -> int:
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
     tasks, policy, info, label = setup["tasks"], setup["policy"], setup["info"], setup["label"]
-    out = Path(args.out) if args.out else home_dir() / "runs" / safe_name(label)
+    from icplay.formats.native import runs_root
+
+    out = Path(args.out) if args.out else runs_root() / safe_name(label)
     identity = {"label": label, "env": args.env, "tasks": setup["set"], "policy": info,
                 "protocol": args.protocol, "max_turns": setup["turns"], "sandbox": setup["sandbox"]}
     try:

@@ -2,6 +2,11 @@
 at ``TrajectoryStore.task_path``: ``<root>/<set>/<id>.json``), a run folder of them with
 its ``run.json``, and any folder of them.
 
+Where they live: a task's file is ``TrajectoryStore.task_path`` (the one place that builds
+it); sessions are ``$ICPLAY_HOME/trajectories/<name>`` (``icplay.session``) and runs
+default to ``$ICPLAY_HOME/runs/<label>`` (``runs_root``); ``trajectory_folders`` lists
+them all (for a browser over everything saved).
+
 ``load_logs`` reads whatever a user points at — a run folder, a trajectory file, or an
 InterCode file or folder (``icplay.formats.intercode``) — as trajectories.
 """
@@ -18,6 +23,29 @@ from icplay.store import TrajectoryFileError, load_trajectory
 from icplay.tasks.model import TaskFileError
 
 RUN_FILE = "run.json"
+
+
+def runs_root(home: str | Path | None = None) -> Path:
+    """Where ``icplay run`` saves a run by default (one folder per run label)."""
+    from icplay.paths import home_dir
+
+    return Path(home or home_dir()) / "runs"
+
+
+def sessions_root(home: str | Path | None = None) -> Path:
+    """Where sessions keep their trajectories (``icplay.session.Session``)."""
+    from icplay.paths import home_dir
+
+    return Path(home or home_dir()) / "trajectories"
+
+
+def trajectory_folders(home: str | Path | None = None) -> list[Path]:
+    """Every session and run folder under the home, sessions first."""
+    out = []
+    for root in (sessions_root(home), runs_root(home)):
+        if root.is_dir():
+            out += sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return out
 
 
 def is_trajectory(data: Any) -> bool:

@@ -159,6 +159,13 @@ def test_export_preference_of_a_watched_episode_gives_one_pair_per_edit_and_reje
     # the context of the rejection holds the edited turn as it ran, and its output
     assert [m["role"] for m in reject["prompt"]] == ["system", "user", "assistant", "user"]
     assert look in reject["prompt"][2]["content"] and "Poetry" in reject["prompt"][3]["content"]
+    # as chat data the same episode is what ran (the edit, the human's query), then submit
+    chat = tmp_path / "chat.jsonl"
+    done = cli("export", "chat", str(folder), "--out", str(chat))
+    assert done.returncode == 0, done.stderr
+    messages = check_chat_line(chat.read_text().splitlines()[0])["messages"]
+    replies = [m["content"] for m in messages if m["role"] == "assistant"]
+    assert replies == [fenced(look), fenced(gold), "submit"]
     # the --author filter: this episode is mixed, neither human nor agent alone
     done = cli("export", "preference", str(folder), "--out", str(out), "--author", "agent")
     assert done.returncode == 1 and "Traceback" not in done.stderr and "filters" in done.stderr
@@ -199,3 +206,12 @@ def test_export_csv_has_one_row_per_episode_and_the_filters_apply(gold_run, tmp_
     assert all(r["solved"] == "1" and r["author"] == "agent" and r["policy"] == "gold" for r in rows)
     done = cli("export", "csv", str(gold_run), "--out", str(out), "--author", "human")
     assert done.returncode == 1 and "none of the 44 episodes passes the filters" in done.stderr
+
+
+def test_bad_export_input_is_one_sentence(gold_run, tmp_path):
+    for args, words in ((["chat", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")], "no such file"),
+                        (["chat", str(gold_run), "--out", "/proc/no/such/dir/x"], "cannot write"),
+                        (["chat", str(gold_run), "--out", str(tmp_path / "x"), "--strategy", "bogus"],
+                         "unknown strategy")):
+        done = cli("export", *args)
+        assert done.returncode == 1 and "Traceback" not in done.stderr and words in done.stderr, done.stderr

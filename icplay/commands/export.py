@@ -62,7 +62,10 @@ def run(args) -> int:
     else:
         from pathlib import Path
 
-        atomic_write_text(Path(args.out), text)
+        try:
+            atomic_write_text(Path(args.out), text)
+        except OSError as exc:
+            raise UserError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
           + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
     return 0

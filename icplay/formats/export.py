@@ -309,8 +309,8 @@ def csv_text(trajs: list[Trajectory]) -> str:
 def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None) -> tuple[str, int]:
     """The file text of ``fmt`` over ``trajs`` and how many records it holds."""
     if fmt == "chat":
-        lines = [json.dumps({"messages": chat_messages(t, strategy, protocol)}, ensure_ascii=False) for t in trajs
-                 if len(chat_messages(t, strategy, protocol)) > 2]
+        chats = [chat_messages(t, strategy, protocol) for t in trajs]
+        lines = [json.dumps({"messages": m}, ensure_ascii=False) for m in chats if len(m) > 2]
         return "".join(line + "\n" for line in lines), len(lines)
     if fmt == "preference":
         pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol)]

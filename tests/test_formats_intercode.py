@@ -110,3 +110,24 @@ def test_trajectory_folders_lists_sessions_and_runs(tmp_path):
     session.root.mkdir(parents=True)
     (sessions_root(tmp_path) / ".locks").mkdir()
     assert trajectory_folders(tmp_path) == [session.root, runs_root(tmp_path) / "sql-run"]
+
+
+def test_replay_of_a_folder_of_per_episode_logs_keeps_their_observations(tmp_path):
+    from icplay.agents.replay import ReplayPolicy
+
+    tasks = load_tasks("sql")
+    folder = tmp_path / "logs_ic_sql"
+    folder.mkdir()
+    no_code = "No SQL code was found in your last response."
+    (folder / "log_1.json").write_text(json.dumps({
+        "environment": "ic_sql", "query_idx": 2, "query": tasks[2].query, "reward": 0.0, "trajectory": [
+            {"action": "hello", "observation": no_code}, {"action": "SELECT 1", "observation": "(1,)"},
+            {"action": "blocked", "observation": ""}, {"action": "SELECT 2", "observation": "(2,)"}]}))
+    policy = ReplayPolicy.from_path(folder, tasks)
+    rec = policy.recordings[tasks[2].id]
+    assert rec.actions == [None, "SELECT 1"]               # no code: an invalid turn; blocked ends it
+    assert rec.observations[0] == no_code and policy.check(tasks[2]) is None
+    # an icplay trajectory's task ids are never taken for indexes
+    from icplay.agents.replay import Recorded, by_task_id
+
+    assert by_task_id({"2": Recorded(["SELECT 1"])}, tasks) == {"2": Recorded(["SELECT 1"])}

@@ -35,6 +35,7 @@ class Recorded:
     rewards: list[float | None] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     source: str = ""
+    indexed: bool = False    # InterCode's: keyed by the task's index in its file, not its id
 
 
 def recorded_from_intercode(ep: intercode.RecordedEpisode) -> Recorded:
@@ -46,17 +47,27 @@ def recorded_from_intercode(ep: intercode.RecordedEpisode) -> Recorded:
             break
         replay.append(None if ep.no_code(i) else str(action))
     return Recorded(replay, ep.query, list(ep.rewards), ["" if o is None else str(o) for o in ep.observations],
-                    ep.source)
+                    ep.source, indexed=True)
 
 
 def recorded_from_trajectory(traj: Trajectory, source: str = "") -> Recorded:
+    """The replayable actions of an icplay trajectory (or of an InterCode episode read as one,
+    from a folder: then its observations are kept and a ``blocked`` action ends it)."""
+    from_intercode = str(traj.policy.get("kind", "")).startswith("intercode-")
     actions: list[str | None] = []
+    observations: list[str] = []
     for turn in traj.turns:
+        if from_intercode and turn.action == "blocked":
+            break
         if turn.info.get("invalid"):
             actions.append(None)
         elif turn.action:
             actions.append(turn.action)
-    return Recorded(actions, traj.task.get("query"), [t.reward for t in traj.turns], [], source)
+        else:
+            continue
+        observations.append(turn.observation if from_intercode else "")
+    return Recorded(actions, traj.task.get("query"), [t.reward for t in traj.turns],
+                    observations if from_intercode else [], source, indexed=from_intercode)
 
 
 def load_intercode_results(path: str | Path) -> dict[str, Recorded]:
@@ -91,7 +102,7 @@ def by_task_id(recordings: dict[str, Recorded], tasks: list[Task]) -> dict[str, 
     ids = {t.id for t in tasks}
     out = {}
     for key, rec in recordings.items():
-        if key not in ids and key.isdigit() and int(key) < len(tasks):
+        if rec.indexed and key not in ids and key.isdigit() and int(key) < len(tasks):
             key = tasks[int(key)].id
         out.setdefault(key, rec)
     return out

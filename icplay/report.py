@@ -7,6 +7,11 @@ unparsable replies; a human's rejected proposals do not count). Under the ``inte
 protocol an episode is solved at the first turn whose per-turn reward is 1.0; otherwise
 (``agent`` protocol, human play) at the turn count when it was submitted.
 
+Tables are split by env and set (``group_by_set``): one table per (env, set), one column
+per log that has episodes there. A SQL reward can be negative (the right rows in the wrong
+order: IoU times Kendall's tau-b), so the mean best reward can be too; the table counts
+episodes whose final reward is below 0, and ``icplay report`` says so under SQL tables.
+
 The author mix counts every episode's turns by who made them (agent, edited by a human,
 human, rejected proposals, unparsable replies) and the agent episodes a human stepped
 into (``Trajectory.intervened``); it is shown when any turn was not the agent's alone.
@@ -17,14 +22,11 @@ one table; ``render_curve`` draws success by turn as a terminal chart.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import Trajectory
-from icplay.agents.replay import is_intercode_results
-from icplay.store import TrajectoryFileError, load_trajectory
+from icplay.formats.native import load_logs, run_label  # noqa: F401  (read here by `icplay report`)
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
@@ -71,6 +73,7 @@ class Summary:
     authors: dict[str, int] = field(default_factory=dict)            # turns by kind: agent, edited, human, ...
     intervened: int = 0                                              # agent episodes a human stepped into
     agent_episodes: int = 0
+    negative: int = 0                                                # episodes whose final reward is below 0
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -132,8 +135,10 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
             s.agent_episodes += 1
             s.intervened += int(t.intervened)
     s.cost = cost if s.calls and s.unpriced_calls < s.calls else (None if s.calls else 0.0)
+    s.negative = sum(1 for t in done if t.reward is not None and t.reward < 0)
     kinds = sorted({str(t.policy.get("kind", "?")) for t in trajs})
-    s.info = {"policy": kinds}
+    s.info = {"policy": kinds, "env": sorted({str(t.env) for t in trajs}),
+              "set": sorted({str(t.task.get("set", "")) for t in trajs})}
     return s
 
 
@@ -177,6 +182,8 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
             rows.append((f"  {h}", cells))
     rows.append(("mean turns", [f"{s.mean_turns:.2f}" for s in summaries]))
     rows.append(("mean best reward", [f"{s.mean_reward:.3f}" for s in summaries]))
+    if any(s.negative for s in summaries):
+        rows.append(("  final reward < 0", [str(s.negative) for s in summaries]))
     n = max((s.max_turns for s in summaries), default=0)
     for k in range(1, n + 1):
         rows.append((f"solved by turn {k}", [_pct(s.by_turn[k - 1]) if k <= len(s.by_turn) else "-"
@@ -211,6 +218,18 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+SQL_NEGATIVE_NOTE = ("SQL rewards run from -1 to 1: the right rows in the wrong order score below 0 "
+                     "(IoU times Kendall's tau-b; docs/rewards.md).")
+
+
+def group_by_set(trajectories: Iterable[Trajectory]) -> dict[tuple[str, str], list[Trajectory]]:
+    """Episodes by (env, set): one table each."""
+    groups: dict[tuple[str, str], list[Trajectory]] = {}
+    for t in trajectories:
+        groups.setdefault((str(t.env), str(t.task.get("set", ""))), []).append(t)
+    return groups
+
+
 MARKS = "*o+x#@%&"
 
 
@@ -240,52 +259,3 @@ def render_curve(summaries: list[Summary], height: int = 10) -> str:
         legend += "   = overlap"
     lines.append("      " + legend)
     return "\n".join(lines)
-
-
-def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
-    """Trajectories from a run folder, a trajectory file or an InterCode results file,
-    plus the run's description (``run.json``) when there is one."""
-    path = Path(path)
-    meta: dict[str, Any] = {}
-    if path.is_dir():
-        run_file = path / "run.json"
-        if run_file.is_file():
-            try:
-                meta = json.loads(run_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                meta = {}
-        trajs = []
-        for file in sorted(path.rglob("*.json")):
-            if file.name == "run.json":
-                continue
-            try:
-                data = json.loads(file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(data, dict) and "turns" in data and "task" in data:
-                try:
-                    trajs.append(Trajectory.from_dict(data))
-                except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                    raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
-            elif is_intercode_results(data):
-                from icplay.agents.replay import intercode_results_to_trajectories
-
-                trajs.extend(intercode_results_to_trajectories(file))
-        if not trajs:
-            raise TrajectoryFileError(f"{path}: holds no trajectory files")
-        return trajs, meta
-    if not path.is_file():
-        raise TrajectoryFileError(f"{path}: no such file or folder")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TrajectoryFileError(f"{path}: not a trajectory or InterCode results file ({exc})") from None
-    if is_intercode_results(data):
-        from icplay.agents.replay import intercode_results_to_trajectories
-
-        return intercode_results_to_trajectories(path), {"label": path.stem}
-    return [load_trajectory(path)], meta
-
-
-def run_label(meta: dict[str, Any], fallback: str) -> str:
-    return str(meta.get("label") or fallback)

@@ -437,6 +437,7 @@ class LLMPolicy:
     protocol: str = "agent"
     context: ContextLimits = field(default_factory=ContextLimits)
     max_plan_steps: int = 10
+    demos: list[str] = field(default_factory=list)   # worked examples for the system message (run --demos)
 
     def __post_init__(self):
         self.strategy = strategy_name(self.strategy)
@@ -464,13 +465,14 @@ class LLMPolicy:
         if self.strategy == "plan":
             plan = find_plan(trajectory)
             if plan is None:
-                done = self.model.complete(plan_request_messages(task, trajectory, self.max_plan_steps), cancel,
+                done = self.model.complete(plan_request_messages(task, trajectory, self.max_plan_steps, self.demos), cancel,
                                            on_delta, on_retry)
                 usage = add_usage(usage, done.usage())
                 plan = parse_plan(done.text, self.max_plan_steps)
                 info["plan"] = plan
                 info["plan_raw"] = done.text
-        messages = build_messages(task, trajectory, self.strategy, self.protocol, self.context, plan=plan)
+        messages = build_messages(task, trajectory, self.strategy, self.protocol, self.context, plan=plan,
+                                  demos=self.demos)
         done = self.model.complete(messages, cancel, on_delta, on_retry)
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage})

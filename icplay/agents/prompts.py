@@ -100,8 +100,22 @@ def fill(template: str, language: str, **extra) -> str:
                            **extra)
 
 
-def system_prompt(language: str, strategy: str, protocol: str, sandbox: str | None = None) -> str:
-    """The system message for one episode."""
+DEMOS_INTRO = "Worked examples of solved tasks, in the reply format above (each reply, then the output it got):"
+
+
+def demos_block(demos: list[str] | None) -> str | None:
+    """Demonstrations (``icplay export fewshot``, ``icplay run --demos``) for the system message."""
+    if not demos:
+        return None
+    parts = [DEMOS_INTRO]
+    for i, demo in enumerate(demos, start=1):
+        parts += ["", f"Example {i}:", demo.strip()]
+    return "\n".join(parts)
+
+
+def system_prompt(language: str, strategy: str, protocol: str, sandbox: str | None = None,
+                  demos: list[str] | None = None) -> str:
+    """The system message for one episode; ``demos`` (texts) go last, as worked examples."""
     parts = [fill(ROLE, language), "", "Rules:", LANGUAGE_NOTES.get(language, "")]
     if language == "sql" and sandbox in SQL_BACKENDS:
         parts.append("- " + SQL_BACKENDS[sandbox])
@@ -111,6 +125,9 @@ def system_prompt(language: str, strategy: str, protocol: str, sandbox: str | No
         if language in ("python", "ctf") and protocol != "intercode":
             proto = proto.replace("reply with `submit` alone", "reply with `submit <answer>` as the rules say")
         parts += ["", fill(proto, language)]
+    block = demos_block(demos)
+    if block:
+        parts += ["", block]
     return "\n".join(p for p in parts if p is not None).strip()
 
 

@@ -1,7 +1,8 @@
 """Policies that need no model: replay recorded actions, or play the gold solution.
 
 ``ReplayPolicy`` plays, turn by turn, the actions of a saved icplay trajectory or of an
-episode in an InterCode results file (``turn_history``), then submits. A recorded turn
+episode in an InterCode results file (``turn_history``) or per-episode log (read by
+``icplay.formats``), then submits. A recorded turn
 whose reply held no code (InterCode's "No SQL code was found..." observation, or an
 icplay turn marked invalid) is replayed as an invalid turn: nothing runs, the turn is used
 up and, under the ``intercode`` protocol, scores 0 — exactly as it was recorded.
@@ -12,16 +13,17 @@ bundled set must reach 100% on.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icplay.episode import AGENT, Proposal, Trajectory, Turn
+from icplay.episode import Proposal, Trajectory
+from icplay.formats import intercode
+from icplay.formats.native import load_logs
 from icplay.store import TrajectoryFileError
-from icplay.tasks.model import Task
+from icplay.tasks.model import Task, TaskFileError
 
-INTERCODE_NO_CODE = ("No SQL code", "No Bash code", "No bash code", "No sql code", "No Python code", "No python code")
+INTERCODE_NO_CODE = intercode.NO_CODE
 
 
 @dataclass
@@ -33,91 +35,77 @@ class Recorded:
     rewards: list[float | None] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     source: str = ""
+    indexed: bool = False    # InterCode's: keyed by the task's index in its file, not its id
 
 
-def is_intercode_results(data: Any) -> bool:
-    """Whether parsed JSON is InterCode's results format ({task_id: {turn_history, ...}})."""
-    return isinstance(data, dict) and bool(data) and all(
-        isinstance(v, dict) and "turn_history" in v for v in list(data.values())[:5])
-
-
-def load_intercode_results(path: str | Path) -> dict[str, Recorded]:
-    """InterCode's results file (``{task_id: {query, turn_history, summary, ...}}``), by task id."""
-    path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not is_intercode_results(data):
-        raise TrajectoryFileError(f"{path}: not an InterCode results file (no turn_history)")
-    out = {}
-    for key, episode in data.items():
-        history = episode.get("turn_history") or {}
-        actions, observations = list(history.get("actions") or []), list(history.get("observations") or [])
-        rewards = list(history.get("rewards") or [])
-        replay: list[str | None] = []
-        for i, action in enumerate(actions):
-            obs = observations[i] if i < len(observations) else ""
-            if action == "blocked":
-                break
-            replay.append(None if str(obs).startswith(INTERCODE_NO_CODE) else str(action))
-        task_id = str(episode.get("task_id", key))
-        out[task_id] = Recorded(replay, episode.get("query"), rewards, [str(o) for o in observations], str(path))
-    return out
-
-
-def intercode_results_to_trajectories(path: str | Path, env: str = "sql", set_name: str = "spider",
-                                      max_turns: int | None = None) -> list[Trajectory]:
-    """InterCode's recorded episodes as icplay trajectories (for ``icplay report``)."""
-    path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not is_intercode_results(data):
-        raise TrajectoryFileError(f"{path}: not an InterCode results file (no turn_history)")
-    env = next(iter(data.values())).get("environment", env).removeprefix("ic_")
-    out = []
-    for key, ep in data.items():
-        history = ep.get("turn_history") or {}
-        summary = ep.get("summary") or {}
-        turns = []
-        for i, action in enumerate(history.get("actions") or []):
-            obs = str((history.get("observations") or [""] * (i + 1))[i] if i < len(history.get("observations") or []) else "")
-            reward = (history.get("rewards") or [None] * (i + 1))[i] if i < len(history.get("rewards") or []) else None
-            invalid = obs.startswith(INTERCODE_NO_CODE)
-            turns.append(Turn(index=i, author=AGENT, action="" if invalid else str(action), observation=obs,
-                              reward=reward, info={"invalid": True, "raw": str(action)} if invalid else {}))
-        rewards = [r for r in (history.get("rewards") or []) if r is not None]
-        best = summary.get("max_reward", max(rewards) if rewards else None)
-        task = {"id": str(ep.get("task_id", key)), "set": set_name, "env": env, "query": ep.get("query", ""),
-                "gold": "", "hardness": ep.get("hardness")}
-        out.append(Trajectory(task=task, env=env, sandbox="mysql" if env == "sql" else "docker",
-                              policy={"kind": "intercode-results", "protocol": "intercode", "source": str(path),
-                                      "max_turns": max_turns or summary.get("turns_max")},
-                              turns=turns, status="submitted", reward=rewards[-1] if rewards else None,
-                              best_reward=best))
-    return out
+def recorded_from_intercode(ep: intercode.RecordedEpisode) -> Recorded:
+    """The replayable actions of an InterCode episode: stops at a ``blocked`` action; a
+    reply with no code (InterCode's policy message) is an invalid turn."""
+    replay: list[str | None] = []
+    for i, action in enumerate(ep.actions):
+        if action == "blocked":
+            break
+        replay.append(None if ep.no_code(i) else str(action))
+    return Recorded(replay, ep.query, list(ep.rewards), ["" if o is None else str(o) for o in ep.observations],
+                    ep.source, indexed=True)
 
 
 def recorded_from_trajectory(traj: Trajectory, source: str = "") -> Recorded:
+    """The replayable actions of an icplay trajectory (or of an InterCode episode read as one,
+    from a folder: then its observations are kept and a ``blocked`` action ends it)."""
+    from_intercode = str(traj.policy.get("kind", "")).startswith("intercode-")
     actions: list[str | None] = []
+    observations: list[str] = []
     for turn in traj.turns:
+        if from_intercode and turn.action == "blocked":
+            break
         if turn.info.get("invalid"):
             actions.append(None)
         elif turn.action:
             actions.append(turn.action)
-    return Recorded(actions, traj.task.get("query"), [t.reward for t in traj.turns], [], source)
+        else:
+            continue
+        observations.append(turn.observation if from_intercode else "")
+    return Recorded(actions, traj.task.get("query"), [t.reward for t in traj.turns],
+                    observations if from_intercode else [], source, indexed=from_intercode)
+
+
+def load_intercode_results(path: str | Path) -> dict[str, Recorded]:
+    """An InterCode results or log file (or folder), by task id (the task's index)."""
+    try:
+        episodes = intercode.read_results(path)
+    except TaskFileError as exc:
+        raise TrajectoryFileError(str(exc)) from None
+    return {str(ep.task_index): recorded_from_intercode(ep) for ep in episodes}
 
 
 def load_recordings(path: str | Path) -> dict[str, Recorded]:
-    """Recorded episodes by task id: an InterCode results file, a trajectory file or a folder of them."""
-    from icplay.report import load_logs
-
+    """Recorded episodes by task id: InterCode results or logs, a trajectory file or a folder of them."""
     path = Path(path)
     if path.is_file():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TrajectoryFileError(f"{path}: not a trajectory or InterCode results file ({exc})") from None
-        if is_intercode_results(data):
+            data = intercode.load_json_or_jsonl(path)
+        except TaskFileError:
+            data = None
+        if intercode.is_intercode(data):
             return load_intercode_results(path)
     trajectories, _ = load_logs(path)
-    return {str(t.task.get("id")): recorded_from_trajectory(t, str(path)) for t in trajectories}
+    out: dict[str, Recorded] = {}
+    for t in trajectories:
+        out[str(t.task.get("id"))] = recorded_from_trajectory(t, str(path))
+    return out
+
+
+def by_task_id(recordings: dict[str, Recorded], tasks: list[Task]) -> dict[str, Recorded]:
+    """Recordings keyed by an index into ``tasks`` (InterCode's ``task_id``/``query_idx``)
+    rekeyed by those tasks' ids, unless the key already is a task id."""
+    ids = {t.id for t in tasks}
+    out = {}
+    for key, rec in recordings.items():
+        if rec.indexed and key not in ids and key.isdigit() and int(key) < len(tasks):
+            key = tasks[int(key)].id
+        out.setdefault(key, rec)
+    return out
 
 
 class ReplayPolicy:
@@ -128,8 +116,10 @@ class ReplayPolicy:
         self.source = source
 
     @classmethod
-    def from_path(cls, path: str | Path) -> "ReplayPolicy":
-        return cls(load_recordings(path), str(path))
+    def from_path(cls, path: str | Path, tasks: list[Task] | None = None) -> "ReplayPolicy":
+        """Recordings of ``path``; with ``tasks`` (the task file in order), InterCode's
+        episodes, which name their task by its index, are matched to those tasks' ids."""
+        return cls(by_task_id(load_recordings(path), tasks) if tasks else load_recordings(path), str(path))
 
     def covers(self, task: Task) -> bool:
         return task.id in self.recordings

@@ -137,10 +137,11 @@ def plan_instruction(k: int, plan: list[str], task: Task, protocol: str) -> str:
 
 
 def build_messages(task: Task, trajectory: Trajectory, strategy: str, protocol: str,
-                   limits: ContextLimits | None = None, plan: list[str] | None = None) -> list[dict]:
-    """The chat to send for the next action."""
+                   limits: ContextLimits | None = None, plan: list[str] | None = None,
+                   demos: list[str] | None = None) -> list[dict]:
+    """The chat to send for the next action (``demos``: worked examples for the system message)."""
     limits = limits or ContextLimits()
-    system = prompts.system_prompt(task.env, strategy, protocol, trajectory.sandbox)
+    system = prompts.system_prompt(task.env, strategy, protocol, trajectory.sandbox, demos)
     head = [{"role": "system", "content": system}, {"role": "user", "content": prompts.task_message(task)}]
     exs = exchanges(trajectory, task, strategy, limits)
     tail: list[dict] = []
@@ -155,8 +156,10 @@ def build_messages(task: Task, trajectory: Trajectory, strategy: str, protocol: 
     return fit(head, exs, tail, limits)
 
 
-def plan_request_messages(task: Task, trajectory: Trajectory, max_steps: int) -> list[dict]:
-    system = prompts.system_prompt(task.env, "plan", trajectory.policy.get("protocol", "agent"), trajectory.sandbox)
+def plan_request_messages(task: Task, trajectory: Trajectory, max_steps: int,
+                          demos: list[str] | None = None) -> list[dict]:
+    system = prompts.system_prompt(task.env, "plan", trajectory.policy.get("protocol", "agent"), trajectory.sandbox,
+                                   demos)
     request = prompts.fill(prompts.PLAN_REQUEST, task.env, steps=max_steps)
     return [{"role": "system", "content": system},
             {"role": "user", "content": prompts.task_message(task) + "\n\n" + request}]

@@ -1,8 +1,9 @@
 """``icplay report LOGS...``: success tables over saved trajectories, side by side.
 
 Each LOG is a run folder (``icplay run --out``), a folder of human trajectories, one
-trajectory file, or an InterCode results file; each becomes one column of the table,
-followed by the success-by-turn curve. ``--json`` prints the figures for scripts.
+trajectory file, or an InterCode results or per-episode log file (or a folder of
+them); each becomes one column of the table, followed by the success-by-turn curve.
+Episodes of several envs or sets get one table each. ``--json`` prints the figures for scripts.
 """
 
 from __future__ import annotations
@@ -24,26 +25,48 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from icplay.cli import UserError
-    from icplay.report import load_logs, render_curve, render_table, run_label, summarize
+    from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
+                               summarize)
     from icplay.store import TrajectoryFileError
 
     if args.label and len(args.label) != len(args.logs):
         raise UserError(f"give one --label per log ({len(args.logs)} logs, {len(args.label)} labels)")
-    summaries = []
+    logs = []       # (label, path, {(env, set): trajectories})
     for i, log in enumerate(args.logs):
         try:
             trajs, meta = load_logs(log)
         except TrajectoryFileError as exc:
             raise UserError(str(exc)) from None
         label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
-        summary = summarize(trajs, label, args.turns)
-        summary.info["path"] = str(log)
-        summaries.append(summary)
+        logs.append((label, str(log), group_by_set(trajs)))
+    keys: list[tuple[str, str]] = []
+    for _, _, groups in logs:
+        keys += [k for k in groups if k not in keys]
+    keys.sort()
+    split = len(keys) > 1
+    tables = []     # ((env, set), [Summary])
+    for key in keys:
+        summaries = []
+        for label, path, groups in logs:
+            if key in groups:
+                summary = summarize(groups[key], label, args.turns)
+                summary.info["path"] = path
+                summaries.append(summary)
+        tables.append((key, summaries))
     if args.json:
-        print(json.dumps({"runs": [s.to_dict() for s in summaries]}, indent=1))
+        runs = []
+        for (env, set_name), summaries in tables:
+            for s in summaries:
+                runs.append({**s.to_dict(), **({"env": env, "set": set_name} if split else {})})
+        print(json.dumps({"runs": runs}, indent=1))
         return 0
-    print(render_table(summaries))
-    if not args.no_curve:
-        print()
-        print(render_curve(summaries))
+    for n, ((env, set_name), summaries) in enumerate(tables):
+        if n:
+            print()
+        print(render_table(summaries, title=f"== {env} · {set_name} ==" if split else None))
+        if env == "sql":
+            print(SQL_NEGATIVE_NOTE)
+        if not args.no_curve:
+            print()
+            print(render_curve(summaries))
     return 0

@@ -16,7 +16,8 @@ from pathlib import Path
 def register(sub) -> None:
     p = sub.add_parser("rescore", help="replay InterCode's recorded SQL episodes and recompute their rewards",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
-    p.add_argument("results", help="an InterCode results file (turn_history), a log file or a folder of logs")
+    p.add_argument("results", help="an InterCode results file (turn_history), a per-episode log file (one "
+                   "episode, a list, JSONL, or an object keyed by task index) or a folder of them")
     p.add_argument("--tasks", required=True, help="the task file the episodes index into (a set name or a path)")
     p.add_argument("--databases", help="the databases' MySQL dump (default: the set's, or the .sql beside the task file)")
     p.add_argument("--sandbox", choices=("mysql", "sqlite"), default="mysql",

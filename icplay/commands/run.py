@@ -13,8 +13,6 @@ import os
 import sys
 from pathlib import Path
 
-from icplay.paths import home_dir
-
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate an LLM (or the gold / a replay policy) on a task set, headless",
@@ -43,6 +41,8 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="folder for the trajectories (default ~/.icplay/runs/<run>)")
     p.add_argument("--fresh", action="store_true", help="discard the episodes already in --out")
     p.add_argument("--replay", default=None, help="a trajectory file or folder, or an InterCode results file")
+    p.add_argument("--demos", default=None, metavar="FILE",
+                   help="worked examples for the prompt: a file `icplay export fewshot` wrote")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
     p.add_argument("--context", type=int, default=12000, help="prompt size kept under this many tokens "
@@ -73,7 +73,9 @@ def run(args) -> int:
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
     tasks, policy, info, label = setup["tasks"], setup["policy"], setup["info"], setup["label"]
-    out = Path(args.out) if args.out else home_dir() / "runs" / safe_name(label)
+    from icplay.formats.native import runs_root
+
+    out = Path(args.out) if args.out else runs_root() / safe_name(label)
     identity = {"label": label, "env": args.env, "tasks": setup["set"], "policy": info,
                 "protocol": args.protocol, "max_turns": setup["turns"], "sandbox": setup["sandbox"]}
     try:
@@ -149,12 +151,14 @@ def build(args) -> dict:
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
     turns = args.turns
+    if args.demos and kind != "llm":
+        raise UserError("--demos is for an LLM policy (--model), not --policy " + kind)
     if kind == "gold":
         policy, info, label = GoldPolicy(), {"kind": "gold"}, "gold"
     elif kind == "replay":
         if not args.replay:
             raise UserError("--policy replay needs --replay FILE_OR_FOLDER")
-        policy = ReplayPolicy.from_path(args.replay)
+        policy = ReplayPolicy.from_path(args.replay, tasks)
         covered = [t for t in tasks if policy.covers(t)]
         if not covered:
             raise UserError(f"{args.replay} holds no episode of a task in {task_set.name}")
@@ -173,9 +177,19 @@ def build(args) -> dict:
                           prices=PriceTable(extra))
         model.client()   # fails now, in one sentence, when there is no key
         strategy = strategy_name(args.strategy)
+        demos = []
+        if args.demos:
+            from icplay.formats.export import ExportError, load_demos
+
+            try:
+                demos = load_demos(args.demos, args.env)
+            except ExportError as exc:
+                raise UserError(str(exc)) from None
         policy = LLMPolicy(model, strategy, args.protocol,
-                           ContextLimits(max_tokens=args.context))
+                           ContextLimits(max_tokens=args.context), demos=demos)
         info = policy.describe()
+        if args.demos:
+            info["demos"] = {"file": str(args.demos), "count": len(demos)}
         if strategy == "single":
             turns = 1
         label = f"{args.model}-{strategy}"

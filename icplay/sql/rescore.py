@@ -9,7 +9,10 @@ server: it says which recorded numbers still hold. Two InterCode formats are rea
   by submitting right after that action;
 - the per-episode logs InterCode's env writes (``logs_ic_sql/log_*.json``): one object
   with ``query_idx``, a ``trajectory`` of ``{action, observation}`` and the final
-  ``reward`` (a file, a folder of them, a JSON list or JSONL).
+  ``reward`` (a file, a folder of them, a JSON list, JSONL, or an object of them keyed by
+  task index); only the final reward is compared, with the reward after the last action.
+
+Both are read by ``icplay.formats.intercode`` (``read_results``).
 
 Each episode starts on a pristine database (InterCode never reset it) and runs its
 actions in order; after each one the last observation is scored against the gold rows
@@ -20,29 +23,15 @@ is a message of InterCode's policy rather than of the database ("No SQL code was
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from icplay.formats.intercode import RecordedEpisode, read_results  # noqa: F401  (the one reader)
 from icplay.sql.base import ERROR_PREFIX, SqlBackendError
 from icplay.tasks.model import Task, TaskFileError
 
 AGREE_WITHIN = 0.01
-
-
-@dataclass
-class RecordedEpisode:
-    """One recorded episode: which task, and per turn what ran, was seen and scored."""
-
-    key: str
-    task_index: int
-    actions: list[str]
-    observations: list[str | None]
-    rewards: list[float | None]      # None where the format recorded no per-turn reward
-    final_reward: float | None = None
-    executed: list[bool] | None = None   # None: tell from the observations
-    joined_rows: bool = False        # logs wrote a rows list as ''.join(map(str, rows))
 
 
 @dataclass
@@ -99,81 +88,6 @@ def _is_database_observation(observation: str | None) -> bool:
     if observation is None:
         return True
     return observation.startswith(("[", ERROR_PREFIX)) or observation == "None"
-
-
-def _from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
-    history = record.get("turn_history")
-    if not isinstance(history, dict) or not isinstance(history.get("actions"), list):
-        raise TaskFileError(where, "expected turn_history with an actions list", field=f"{key}.turn_history")
-    actions = [str(a) for a in history["actions"]]
-    observations = list(history.get("observations") or [])
-    rewards = list(history.get("rewards") or [])
-    observations += [None] * (len(actions) - len(observations))
-    rewards += [None] * (len(actions) - len(rewards))
-    index = record.get("task_id", key)
-    try:
-        task_index = int(index)
-    except (TypeError, ValueError):
-        raise TaskFileError(where, f"task_id {index!r} is not an index", field=f"{key}.task_id") from None
-    return RecordedEpisode(str(key), task_index, actions, observations[:len(actions)],
-                           [None if r is None else float(r) for r in rewards[:len(actions)]])
-
-
-def _from_trajectory(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
-    trajectory = record.get("trajectory")
-    if not isinstance(trajectory, list):
-        raise TaskFileError(where, "expected a trajectory list", field="trajectory")
-    actions = [str(t.get("action", "")) for t in trajectory]
-    observations = [t.get("observation") for t in trajectory]
-    final = record.get("reward")
-    if final is None and isinstance(record.get("info"), dict):
-        final = record["info"].get("reward")
-    rewards: list[float | None] = [None] * len(actions)
-    if actions and final is not None:
-        rewards[-1] = float(final)
-    return RecordedEpisode(str(key), int(record["query_idx"]), actions, observations, rewards,
-                           None if final is None else float(final), executed=[True] * len(actions),
-                           joined_rows=True)
-
-
-def read_results(path: str | Path) -> list[RecordedEpisode]:
-    """Every recorded episode of an InterCode results file, log file or folder of logs."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
-        episodes = []
-        for file in files:
-            episodes.extend(read_results(file))
-        if not episodes:
-            raise TaskFileError(path, "no InterCode results or logs in this folder")
-        return episodes
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaskFileError(path, f"cannot read: {exc}") from None
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(path, f"not JSON or JSONL: {exc.msg}") from None
-    where = str(path)
-    if isinstance(data, dict) and "trajectory" in data and "query_idx" in data:
-        return [_from_trajectory(path.stem, data, where)]
-    if isinstance(data, dict):
-        return [_from_turn_history(k, v, where) for k, v in data.items() if isinstance(v, dict)]
-    if isinstance(data, list):
-        out = []
-        for i, item in enumerate(data):
-            if isinstance(item, dict) and "trajectory" in item:
-                out.append(_from_trajectory(f"{path.stem}:{i}", item, where))
-            elif isinstance(item, dict) and "turn_history" in item:
-                out.append(_from_turn_history(str(item.get("task_id", i)), item, where))
-            else:
-                raise TaskFileError(where, "neither a turn_history episode nor a trajectory log", record=i)
-        return out
-    raise TaskFileError(where, "not an InterCode results file")
 
 
 # --- re-executing -----------------------------------------------------------------------

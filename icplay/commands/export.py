@@ -1,0 +1,71 @@
+"""``icplay export FORMAT PATHS... --out FILE``: saved episodes as training data.
+
+FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations for
+``icplay run --demos``), ``preference`` (chosen/rejected pairs from human edits and
+rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
+``csv`` (one row per episode). PATHS are run folders, sessions, trajectory files or
+InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    from icplay.formats.export import AUTHORS, FORMATS
+
+    p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("format", choices=FORMATS, help="the output format")
+    p.add_argument("paths", nargs="+", help="run folders, session folders, trajectory files or InterCode files")
+    p.add_argument("--out", required=True, help="the file to write ('-' for stdout)")
+    p.add_argument("--solved-only", action="store_true", help="only episodes that reached reward 1.0")
+    p.add_argument("--author", choices=AUTHORS, default="any",
+                   help="human: no agent turn; agent: no human step-in; mixed: both (default any)")
+    p.add_argument("--min-reward", type=float, default=None, help="only episodes whose best reward is at least X")
+    p.add_argument("--strategy", default="tryagain",
+                   help="prompt format of chat, fewshot and preference data: tryagain, react, plan or single")
+    p.add_argument("--protocol", choices=["intercode", "agent"], default=None,
+                   help="system prompt's protocol (default: each episode's own)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from icplay.agents.strategies import strategy_name
+    from icplay.cli import UserError
+    from icplay.formats import load_logs
+    from icplay.formats.export import ExportError, render, select
+    from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
+
+    try:
+        strategy = strategy_name(args.strategy)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    trajs = []
+    for path in args.paths:
+        try:
+            trajs.extend(load_logs(path)[0])
+        except TrajectoryFileError as exc:
+            raise UserError(str(exc)) from None
+    chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward)
+    if not chosen:
+        raise UserError(f"none of the {len(trajs)} episodes passes the filters")
+    try:
+        text, count = render(args.format, chosen, strategy, args.protocol)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
+    if args.format != "csv":
+        text = escape_surrogates(text)
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        from pathlib import Path
+
+        try:
+            atomic_write_text(Path(args.out), text)
+        except OSError as exc:
+            raise UserError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
+          + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
+    return 0

@@ -1,0 +1,326 @@
+"""Saved episodes out as training data: ``chat``, ``fewshot``, ``preference``,
+``intercode`` and ``csv`` (docs/export.md shows each with an example).
+
+Every format is built from icplay trajectories (``icplay.formats.load_logs`` reads a run
+folder, a session, a trajectory file or InterCode's files). ``select`` filters episodes
+(solved only, by author, by reward). Actions are written in the reply format of a
+prompting strategy (``icplay.agents.strategies``): a fenced block, or Thought/Action for
+``react``; observations as the ``Output:`` message the policy sends back.
+
+Who an episode is by (``episode_author``): ``human`` when no agent turn ran (human play),
+``agent`` when no human stepped in (no edit, rejection or human turn), ``mixed`` otherwise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from icplay.agents import prompts
+from icplay.agents.context import cut_middle
+from icplay.agents.strategies import fenced
+from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
+                            Trajectory, Turn)
+from icplay.tasks.model import Task
+
+FORMATS = ("chat", "fewshot", "preference", "intercode", "csv")
+AUTHORS = ("any", "human", "agent", "mixed")
+FEWSHOT_FORMAT = "icplay-fewshot/1"
+OBSERVATION_CHARS = 4000       # per observation in chat and preference data
+DEMO_OBSERVATION_CHARS = 800   # per observation in a few-shot demonstration
+
+
+class ExportError(ValueError):
+    """Episodes that cannot be written in the asked format; the message says why."""
+
+
+# --- choosing episodes ---------------------------------------------------------------------
+
+
+def episode_author(traj: Trajectory) -> str:
+    mix = traj.author_mix()
+    if not (mix[KIND_AGENT] or mix[KIND_EDITED] or mix[KIND_INVALID] or mix[KIND_REJECTED]):
+        return "human"
+    if not (mix[KIND_EDITED] or mix[KIND_HUMAN] or mix[KIND_REJECTED]):
+        return "agent"
+    return "mixed"
+
+
+def best_reward(traj: Trajectory) -> float | None:
+    return traj.best_reward if traj.best_reward is not None else traj.reward
+
+
+def select(trajs: Iterable[Trajectory], solved_only: bool = False, author: str = "any",
+           min_reward: float | None = None) -> list[Trajectory]:
+    """The episodes that pass the filters (errored ones and ones with no turn never do)."""
+    out = []
+    for t in trajs:
+        if t.status == "error" or not t.turns:
+            continue
+        if solved_only and not t.solved:
+            continue
+        if author != "any" and episode_author(t) != author:
+            continue
+        if min_reward is not None and (best_reward(t) is None or best_reward(t) < min_reward):
+            continue
+        out.append(t)
+    return out
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+def task_of(traj: Trajectory) -> Task:
+    d = dict(traj.task)
+    d.setdefault("env", traj.env)
+    d.setdefault("gold", "")
+    d.setdefault("query", "")
+    d.setdefault("id", "?")
+    return Task.from_dict(d)
+
+
+def protocol_of(traj: Trajectory, protocol: str | None = None) -> str:
+    return protocol or str(traj.policy.get("protocol") or "agent")
+
+
+def reply(action: str, language: str, strategy: str, thought: str | None = None) -> str:
+    """An action as the strategy asks the model to write it."""
+    if strategy == "react":
+        return f"Thought: {(thought or '').strip()}\nAction: {fenced(action, language)}"
+    return fenced(action, language)
+
+
+def output_message(turn: Turn, limit: int = OBSERVATION_CHARS) -> str:
+    text = "Output:\n" + cut_middle(turn.observation or "", limit)
+    if turn.exit_code not in (None, 0):
+        text += f"\n(exit code {turn.exit_code})"
+    if turn.reward is not None:
+        text += f"\nReward: {turn.reward:g}"
+    return text
+
+
+def executed(traj: Trajectory) -> list[Turn]:
+    """Turns whose action ran (rejected proposals and unparsable replies left out)."""
+    return [t for t in traj.turns if t.action and not t.info.get("invalid") and not t.info.get("rejected")]
+
+
+def _head(traj: Trajectory, strategy: str, protocol: str | None) -> list[dict[str, str]]:
+    task = task_of(traj)
+    system = prompts.system_prompt(task.env, strategy, protocol_of(traj, protocol), traj.sandbox)
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompts.task_message(task)}]
+
+
+def _ends_by_submit(traj: Trajectory, protocol: str | None) -> bool:
+    return traj.status == "submitted" and protocol_of(traj, protocol) != "intercode"
+
+
+def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> list[dict[str, str]]:
+    """One conversation: the system prompt, the task, then each executed action (assistant)
+    and its output (user); ``submit`` last when the episode was submitted under the agent
+    protocol. A trailing output with no reply after it is left out (a chat ends with the
+    assistant)."""
+    language = traj.env
+    messages = _head(traj, strategy, protocol)
+    for turn in executed(traj):
+        messages.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
+        messages.append({"role": "user", "content": output_message(turn)})
+    if _ends_by_submit(traj, protocol) and len(messages) > 2:
+        messages.append({"role": "assistant", "content": "submit"})
+    elif messages[-1]["role"] == "user" and len(messages) > 2:
+        messages.pop()
+    return messages
+
+
+def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
+                     protocol: str | None = None) -> list[dict[str, Any]]:
+    """One pair per edited or rejected proposal: ``prompt`` = the conversation up to it,
+    ``rejected`` = the agent's proposal, ``chosen`` = what the human ran instead. A rejection
+    pairs the next human action when no other action ran in between; else it is left out."""
+    language = traj.env
+    head = _head(traj, strategy, protocol)
+    history: list[dict[str, str]] = []
+    pairs = []
+    turns = traj.turns
+    for i, turn in enumerate(turns):
+        chosen: Turn | None = None
+        kind = None
+        if turn.author == AGENT_EDITED and turn.action and turn.proposed is not None:
+            chosen, kind = turn, "edit"
+        elif turn.info.get("rejected") and turn.proposed and turn.proposed != "submit":
+            for later in turns[i + 1:]:
+                if later.info.get("rejected") or not later.action or later.info.get("invalid"):
+                    continue
+                if later.author in (HUMAN, AGENT_EDITED):
+                    chosen, kind = later, "reject"
+                break
+        if chosen is not None:
+            proposed = turn.proposed or ""
+            pairs.append({
+                "prompt": head + list(history),
+                "chosen": [{"role": "assistant", "content": reply(chosen.action, language, strategy)}],
+                "rejected": [{"role": "assistant", "content": reply(proposed, language, strategy, turn.thought)}],
+                "kind": kind, "comment": turn.comment, "task": traj.task_key, "turn": turn.index,
+                "episode": traj.id,
+            })
+        if turn.action and not turn.info.get("invalid") and not turn.info.get("rejected"):
+            history.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
+            history.append({"role": "user", "content": output_message(turn)})
+    return pairs
+
+
+def demonstration(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> str:
+    """One solved episode as text in the strategy's reply format, for a system prompt."""
+    task = task_of(traj)
+    lines = [prompts.task_message(task)]
+    for turn in executed(traj):
+        lines.append(reply(turn.action, task.env, strategy, turn.thought))
+        lines.append(output_message(turn, DEMO_OBSERVATION_CHARS))
+    if _ends_by_submit(traj, protocol):
+        lines.append("submit")
+    return "\n".join(lines)
+
+
+def fewshot_file(trajs: list[Trajectory], strategy: str, protocol: str | None) -> dict[str, Any]:
+    return {"format": FEWSHOT_FORMAT, "strategy": strategy,
+            "demos": [{"env": t.env, "task": t.task_key, "query": t.task.get("query", ""),
+                       "text": demonstration(t, strategy, protocol)} for t in trajs]}
+
+
+def load_demos(path: str | Path, env: str) -> list[str]:
+    """The demonstrations for ``env`` in a file ``icplay export fewshot`` wrote."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{path}: not a demonstrations file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FEWSHOT_FORMAT or not isinstance(data.get("demos"), list):
+        raise ExportError(f"{path}: not a demonstrations file (write one with `icplay export fewshot`)")
+    demos = [str(d.get("text", "")) for d in data["demos"] if isinstance(d, dict) and d.get("env") == env]
+    if not demos:
+        raise ExportError(f"{path}: holds no demonstration for {env}")
+    return demos
+
+
+# --- InterCode's results format ------------------------------------------------------------
+
+
+def intercode_observation(turn: Turn) -> str:
+    """The observation as InterCode recorded it: icplay's ``[icplay: ...]`` notes dropped.
+    """
+    lines = (turn.observation or "").split("\n")
+    while lines and lines[-1].startswith("[icplay: "):
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _no_code(language: str) -> str:
+    name = {"sql": "SQL", "bash": "Bash", "python": "Python", "ctf": "Bash"}.get(language, language)
+    return f"No {name} code was found in your last response.\n\nYour response should be a {name} command."
+
+
+def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
+    """Each episode's task index within its set (InterCode names tasks by index)."""
+    from icplay.tasks.registry import find_set
+
+    out: dict[tuple[str, str], int] = {}
+    for set_name in sorted({str(t.task.get("set", "")) for t in trajs}):
+        env = next(t.env for t in trajs if str(t.task.get("set", "")) == set_name)
+        try:
+            tasks = find_set(set_name, env).load()
+        except Exception:
+            tasks = []
+        for i, task in enumerate(tasks):
+            out[(set_name, task.id)] = i
+    for t in trajs:
+        key = (str(t.task.get("set", "")), str(t.task.get("id", "")))
+        if key not in out:
+            index = t.task.get("index", t.task.get("id"))
+            if not str(index).isdigit():
+                raise ExportError(f"{t.task_key}: its task set is not known here, so its task index is not either")
+            out[key] = int(index)
+    return out
+
+
+def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
+    """InterCode's results file (``turn_history``) of icplay episodes. Counted turns only:
+    an unparsable reply is InterCode's no-code turn; a turn's reward is its recorded
+    per-turn reward, or for the last turn the final reward."""
+    indexes = task_indexes(trajs)
+    out: dict[str, Any] = {}
+    for n, t in enumerate(trajs):
+        counted = [turn for turn in t.turns if turn.counts]
+        actions, observations, rewards, valid = [], [], [], []
+        for turn in counted:
+            invalid = bool(turn.info.get("invalid"))
+            actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
+            observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
+            rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
+            valid.append(not invalid)
+        if rewards and rewards[-1] is None and t.reward is not None:
+            rewards[-1] = t.reward
+        scored = [r for r in rewards if r is not None]
+        best = max(scored) if scored else None
+        out[str(n)] = {
+            "environment": f"ic_{t.env}", "dataset": str(t.task.get("set", "")),
+            "task_id": indexes[(str(t.task.get("set", "")), str(t.task.get("id", "")))],
+            "query": t.task.get("query", ""), "gold": t.task.get("gold", ""),
+            "turn_history": {"actions": actions, "observations": observations, "rewards": rewards,
+                             "valid_action": valid},
+            "summary": {"max_reward": best, "max_reward_idx": rewards.index(best) if best is not None else None,
+                        "turns_taken": len(actions), "turns_max": t.policy.get("max_turns")},
+            "hardness": t.task.get("hardness"), "set": str(t.task.get("set", "")), "icplay_id": t.id,
+        }
+    return out
+
+
+# --- CSV -----------------------------------------------------------------------------------
+
+CSV_COLUMNS = ("set", "task", "env", "episode", "who", "author", "policy", "model", "strategy", "protocol",
+               "status", "turns", "agent_turns", "edited_turns", "human_turns", "rejected", "invalid",
+               "final_reward", "best_reward", "solved", "time_worked", "tokens", "cost", "started_at", "query")
+
+
+def csv_text(trajs: list[Trajectory]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for t in trajs:
+        mix = t.author_mix()
+        p = t.policy
+        who = p.get("model") or p.get("kind", "human")
+        writer.writerow([t.task.get("set", ""), t.task.get("id", ""), t.env, t.id, who, episode_author(t),
+                         p.get("kind", "human"), p.get("model", ""), p.get("strategy", ""), p.get("protocol", ""),
+                         t.status, t.turns_taken, mix[KIND_AGENT], mix[KIND_EDITED], mix[KIND_HUMAN],
+                         mix[KIND_REJECTED], mix[KIND_INVALID], "" if t.reward is None else t.reward,
+                         "" if best_reward(t) is None else best_reward(t), int(t.solved), round(t.time_worked, 3),
+                         t.tokens, "" if t.cost is None else round(t.cost, 6), round(t.started_at, 3),
+                         t.task.get("query", "")])
+    return buf.getvalue()
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None) -> tuple[str, int]:
+    """The file text of ``fmt`` over ``trajs`` and how many records it holds."""
+    if fmt == "chat":
+        chats = [chat_messages(t, strategy, protocol) for t in trajs]
+        lines = [json.dumps({"messages": m}, ensure_ascii=False) for m in chats if len(m) > 2]
+        return "".join(line + "\n" for line in lines), len(lines)
+    if fmt == "preference":
+        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol)]
+        return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
+    if fmt == "fewshot":
+        data = fewshot_file(trajs, strategy, protocol)
+        return json.dumps(data, ensure_ascii=False, indent=1) + "\n", len(data["demos"])
+    if fmt == "intercode":
+        data = intercode_results(trajs)
+        return json.dumps(data, ensure_ascii=False, indent=1) + "\n", len(data)
+    if fmt == "csv":
+        return csv_text(trajs), len(trajs)
+    raise ExportError(f"unknown format {fmt!r} (one of: {', '.join(FORMATS)})")

@@ -1,0 +1,211 @@
+"""InterCode's formats, read (and written) in one place.
+
+Two shapes come out of InterCode, both JSON:
+
+- **results** (``experiments/eval_n_turn.py``, ``results/sql/...``): an object keyed by
+  episode, each value ``{environment, dataset, task_id, query, turn_history: {actions,
+  observations, rewards, valid_action}, summary: {max_reward, turns_max, ...}, hardness}``;
+  the reward at turn k is what InterCode got by submitting right after action k;
+- **per-episode logs** (what InterCode's env logging writes, ``logs_ic_sql/...``): one
+  episode ``{environment, query_idx, query, gold, reward, trajectory: [{action,
+  observation}, ...]}`` with only the final ``reward`` — alone in a file, in a list, one per
+  line (JSONL), or several in one object keyed by task index.
+
+``read_results`` turns any of them (a file or a folder of files) into ``RecordedEpisode``
+records; ``to_trajectories`` makes icplay trajectories of them (``report``, ``view``) and
+``icplay.agents.replay`` replays their actions. ``write_results`` writes icplay
+trajectories back as a results file (``icplay export intercode``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from icplay.episode import AGENT, Trajectory, Turn
+from icplay.tasks.model import TaskFileError
+
+# Observations InterCode's policy wrote when a reply held no code: nothing was executed.
+NO_CODE = ("No SQL code", "No Bash code", "No bash code", "No sql code", "No Python code", "No python code")
+
+
+@dataclass
+class RecordedEpisode:
+    """One recorded episode: which task, and per turn what ran, was seen and scored."""
+
+    key: str
+    task_index: int
+    actions: list[str]
+    observations: list[str | None]
+    rewards: list[float | None]      # None where the format recorded no per-turn reward
+    final_reward: float | None = None
+    executed: list[bool] | None = None   # None: tell from the observations
+    joined_rows: bool = False        # logs wrote a rows list as ''.join(map(str, rows))
+    query: str | None = None
+    gold: str | None = None
+    env: str = "sql"
+    hardness: str | None = None
+    max_turns: int | None = None
+    best_reward: float | None = None   # the summary's max_reward, when recorded
+    set_name: str | None = None
+    source: str = ""
+    kind: str = "results"            # results | log
+
+    def no_code(self, turn: int) -> bool:
+        """Whether turn ``turn`` was a reply with no code (InterCode's policy message)."""
+        obs = self.observations[turn] if turn < len(self.observations) else None
+        return str(obs or "").startswith(NO_CODE)
+
+
+def _env_name(record: dict[str, Any], default: str = "sql") -> str:
+    env = str(record.get("environment") or default)
+    return env.removeprefix("ic_")
+
+
+def _index(value: Any, where: str, fld: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise TaskFileError(where, f"task index {value!r} is not an index", field=fld) from None
+
+
+def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
+    history = record.get("turn_history")
+    if not isinstance(history, dict) or not isinstance(history.get("actions"), list):
+        raise TaskFileError(where, "expected turn_history with an actions list", field=f"{key}.turn_history")
+    actions = [str(a) for a in history["actions"]]
+    observations = list(history.get("observations") or [])
+    rewards = list(history.get("rewards") or [])
+    observations += [None] * (len(actions) - len(observations))
+    rewards += [None] * (len(actions) - len(rewards))
+    task_index = _index(record.get("task_id", key), where, f"{key}.task_id")
+    summary = record.get("summary") if isinstance(record.get("summary"), dict) else {}
+    rewards = [None if r is None else float(r) for r in rewards[:len(actions)]]
+    scored = [r for r in rewards if r is not None]
+    return RecordedEpisode(str(key), task_index, actions, observations[:len(actions)], rewards,
+                           final_reward=scored[-1] if scored else None, query=record.get("query"),
+                           gold=record.get("gold"), env=_env_name(record), hardness=record.get("hardness"),
+                           max_turns=summary.get("turns_max"), best_reward=summary.get("max_reward"),
+                           set_name=record.get("set"), source=where, kind="results")
+
+
+def from_log(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
+    trajectory = record.get("trajectory")
+    if not isinstance(trajectory, list) or not all(isinstance(t, dict) for t in trajectory):
+        raise TaskFileError(where, "expected a trajectory list of {action, observation}", field=f"{key}.trajectory")
+    actions = [str(t.get("action", "")) for t in trajectory]
+    observations = [t.get("observation") for t in trajectory]
+    final = record.get("reward")
+    if final is None and isinstance(record.get("info"), dict):
+        final = record["info"].get("reward")
+    rewards: list[float | None] = [None] * len(actions)
+    if actions and final is not None:
+        rewards[-1] = float(final)
+    if "query_idx" not in record:
+        raise TaskFileError(where, "expected query_idx (the task's index)", field=f"{key}.query_idx")
+    task_index = _index(record["query_idx"], where, f"{key}.query_idx")
+    return RecordedEpisode(str(key), task_index, actions, observations, rewards,
+                           None if final is None else float(final), executed=[True] * len(actions),
+                           joined_rows=True, query=record.get("query"), gold=record.get("gold"),
+                           env=_env_name(record), hardness=record.get("hardness"),
+                           set_name=record.get("set"), source=where, kind="log")
+
+
+def _is_results_record(v: Any) -> bool:
+    return isinstance(v, dict) and "turn_history" in v
+
+
+def _is_log_record(v: Any) -> bool:
+    return isinstance(v, dict) and "trajectory" in v and ("query_idx" in v or "environment" in v)
+
+
+def is_intercode(data: Any) -> bool:
+    """Whether parsed JSON is one of InterCode's formats (results or logs)."""
+    if _is_log_record(data):
+        return True
+    if isinstance(data, dict) and data:
+        head = list(data.values())[:5]
+        return all(_is_results_record(v) for v in head) or all(_is_log_record(v) for v in head)
+    if isinstance(data, list) and data:
+        return all(_is_results_record(v) or _is_log_record(v) for v in data[:5])
+    return False
+
+
+def parse(data: Any, where: str, stem: str) -> list[RecordedEpisode]:
+    """Episodes of parsed JSON in any InterCode shape (``TaskFileError`` if none)."""
+    if isinstance(data, dict) and _is_log_record(data):
+        return [from_log(stem, data, where)]
+    if isinstance(data, dict):
+        out = []
+        for k, v in data.items():
+            if not isinstance(v, dict):
+                continue
+            out.append(from_log(k, v, where) if _is_log_record(v) and "turn_history" not in v
+                       else from_turn_history(k, v, where))
+        return out
+    if isinstance(data, list):
+        out = []
+        for i, item in enumerate(data):
+            if _is_log_record(item):
+                out.append(from_log(f"{stem}:{i}", item, where))
+            elif _is_results_record(item):
+                out.append(from_turn_history(str(item.get("task_id", i)), item, where))
+            else:
+                raise TaskFileError(where, "neither a turn_history episode nor a trajectory log", record=i)
+        return out
+    raise TaskFileError(where, "not an InterCode results or log file")
+
+
+def load_json_or_jsonl(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskFileError(path, f"cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(path, f"not JSON or JSONL: {exc.msg}") from None
+
+
+def read_results(path: str | Path) -> list[RecordedEpisode]:
+    """Every recorded episode of an InterCode results file, log file or folder of them."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
+        episodes = []
+        for file in files:
+            episodes.extend(read_results(file))
+        if not episodes:
+            raise TaskFileError(path, "no InterCode results or logs in this folder")
+        return episodes
+    if not path.exists():
+        raise TaskFileError(path, "no such file or folder")
+    return parse(load_json_or_jsonl(path), str(path), path.stem)
+
+
+def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
+    """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
+    turns = []
+    for i, action in enumerate(ep.actions):
+        obs = str(ep.observations[i]) if i < len(ep.observations) and ep.observations[i] is not None else ""
+        reward = ep.rewards[i] if i < len(ep.rewards) else None
+        invalid = ep.no_code(i)
+        turns.append(Turn(index=i, author=AGENT, action="" if invalid else action, observation=obs,
+                          reward=reward, info={"invalid": True, "raw": action} if invalid else {}))
+    scored = [r for r in ep.rewards if r is not None]
+    best = ep.best_reward if ep.best_reward is not None else (max(scored) if scored else None)
+    task = {"id": str(ep.task_index), "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
+            "gold": ep.gold or "", "hardness": ep.hardness, "index": ep.task_index}
+    return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",
+                      policy={"kind": f"intercode-{ep.kind}", "protocol": "intercode", "source": ep.source,
+                              "max_turns": ep.max_turns},
+                      turns=turns, status="submitted", reward=ep.final_reward, best_reward=best)
+
+
+def to_trajectories(episodes: Iterable[RecordedEpisode], set_name: str = "spider") -> list[Trajectory]:
+    return [to_trajectory(ep, set_name) for ep in episodes]

@@ -26,11 +26,14 @@ fail() { echo "wheel-smoke: FAIL: $*" >&2; exit 1; }
 step() { printf '\n--- wheel-smoke: %s\n' "$*"; }
 
 step "build the wheel"
-"$PYTHON" -m pip wheel --no-deps -q -w "$WORK/dist" "$REPO" > "$WORK/pip-wheel.log" 2>&1 \
+# From a copy without build leftovers (a stale build/lib would slip old files into the wheel).
+mkdir -p "$WORK/src"
+tar -C "$REPO" --exclude=./.git --exclude=./.venv --exclude=./build --exclude='*.egg-info' \
+    --exclude=__pycache__ --exclude=.pytest_cache -cf - . | tar -C "$WORK/src" -xf -
+"$PYTHON" -m pip wheel --no-deps -q -w "$WORK/dist" "$WORK/src" > "$WORK/pip-wheel.log" 2>&1 \
     || { tail -30 "$WORK/pip-wheel.log"; fail "pip wheel"; }
 WHEEL=$(ls "$WORK"/dist/icplay-*.whl)
 echo "$WHEEL"
-# The build must not leave files in the checkout other than git-ignored ones.
 
 step "install it into a fresh venv outside the checkout"
 "$PYTHON" -m venv "$WORK/venv"

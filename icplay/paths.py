@@ -27,7 +27,8 @@ def checkout_root() -> Path | None:
     """The source checkout this package runs from (editable install, ``python -m`` in
     the repository), or None for an installed wheel."""
     folder = Path(__file__).resolve().parents[1]
-    if (folder / "docker").is_dir() and (folder / "data").is_dir():
+    # site-packages holds a docker/ (the Docker SDK), and maybe a stray data/: look for ours
+    if (folder / "docker" / "bash.Dockerfile").is_file() and (folder / "data" / "sql").is_dir():
         return folder
     return None
 

@@ -56,6 +56,9 @@ def register(sub) -> None:
     p.add_argument("--run-cost", type=float, default=None, help="dollar limit for the whole run")
     p.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
                    help="price of a model in dollars per million tokens (adds to ~/.icplay/prices.json)")
+    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                   help="run the episodes on a Ray cluster (ADDRESS: auto, the default, ray://HOST:PORT, or "
+                        "'local' for a one-machine Ray); -j actors spread over its nodes (pip install 'icplay[ray]')")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -95,23 +98,39 @@ def run(args) -> int:
     progress = None if args.quiet else Progress(len(tasks), sys.stderr)
     if not args.quiet:
         print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
-    runner = Runner(tasks, env_factory, policy, info, TrajectoryStore(out), protocol=args.protocol,
-                    limits=limits, jobs=args.jobs, budget=budget, progress=progress)
+    if args.ray:
+        from icplay.ray_executor import EnvSpec, RayRunner, policy_spec_from_args
+
+        runner = RayRunner(tasks, env_factory, policy, info, TrajectoryStore(out), protocol=args.protocol,
+                           limits=limits, jobs=args.jobs, budget=budget, progress=progress,
+                           address=None if args.ray == "local" else args.ray,
+                           env_spec=EnvSpec(args.env, sandbox, args.image, recycle=not args.no_recycle),
+                           policy_spec=policy_spec_from_args(args, setup["kind"]))
+    else:
+        runner = Runner(tasks, env_factory, policy, info, TrajectoryStore(out), protocol=args.protocol,
+                        limits=limits, jobs=args.jobs, budget=budget, progress=progress)
     try:
         result = runner.run()
     except AgentError as exc:
         raise UserError(str(exc)) from None
+    except RuntimeError as exc:
+        if args.ray and "Ray" in str(exc):
+            raise UserError(str(exc)) from None
+        raise
     from icplay.report import render_table
 
     summary = result.summary(label, setup["turns"])
     if args.json:
         print(json.dumps({"out": str(out), "resumed": result.resumed, "played": result.played,
-                          "stopped": result.stopped, "elapsed": round(result.elapsed, 3), **summary.to_dict()},
+                          "stopped": result.stopped, "elapsed": round(result.elapsed, 3), **summary.to_dict(),
+                          **({"nodes": runner.nodes} if args.ray else {})},
                          indent=1))
     elif result.trajectories or not result.stopped:
         print(render_table([summary], title=f"{label}  ({out})"))
         if result.resumed:
             print(f"({result.resumed} episode(s) finished in an earlier run were not replayed)")
+    if args.ray and not args.quiet:
+        print(f"icplay: episodes per Ray node: {runner.nodes}", file=sys.stderr)
     if result.stopped:
         missing = len(tasks) - len(result.trajectories)
         print(f"icplay: stopped: {result.stopped}; {missing} episode(s) left — rerun the same command to "
@@ -198,5 +217,5 @@ def build(args) -> dict:
     label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"
     info = {k: v for k, v in info.items() if v is not None}
     return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
-            "sandbox": sandbox, "turns": turns}
+            "sandbox": sandbox, "turns": turns, "kind": kind}
 

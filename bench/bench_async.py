@@ -1,0 +1,68 @@
+"""The async API: episodes per second at 1, 8 and 64 episodes in flight.
+
+Run: .venv/bin/python bench/bench_async.py [--env sql|bash] [--sandbox S] [--episodes 256]
+     [--levels 1,8,64] [--workers 16]
+
+Each episode: reset to a task of the bundled set, run its gold, submit (the reward is
+checked to be 1.0). ``--episodes`` episodes run at each level with that many in flight at
+once, all from one event loop over one ``AsyncEnvs`` (one thread pool of ``--workers``,
+one warm pool); a warm-up round runs first. Printed: episodes/s per level and the ratio
+to 1 in flight, all measured in this one run. Defaults: SQL on SQLite; Bash on Docker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from icplay.aio import AsyncEnvs
+
+
+async def episode(envs: AsyncEnvs, task) -> None:
+    env = envs.make()
+    try:
+        await env.reset(task)
+        await env.step(task.gold)
+        step = await env.step("submit")
+        if step.reward != 1.0:
+            raise SystemExit(f"{task.key}: gold scored {step.reward}")
+    finally:
+        await env.close()
+
+
+async def level(envs: AsyncEnvs, in_flight: int, episodes: int) -> float:
+    tasks = envs.tasks
+    gate = asyncio.Semaphore(in_flight)
+
+    async def gated(i: int) -> None:
+        async with gate:
+            await episode(envs, tasks[i % len(tasks)])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(gated(i) for i in range(episodes)))
+    return episodes / (time.perf_counter() - started)
+
+
+async def main(args) -> None:
+    levels = [int(x) for x in args.levels.split(",")]
+    sandbox = args.sandbox or ("sqlite" if args.env == "sql" else "docker")
+    async with AsyncEnvs(args.env, sandbox=sandbox, max_workers=args.workers) as envs:
+        await level(envs, max(levels), min(args.episodes, max(levels)))  # warm-up: caches, images, pools
+        rates = {n: await level(envs, n, args.episodes) for n in levels}
+    print(f"async API, {args.env} on {sandbox}, {args.episodes} episodes per level, {args.workers} worker threads")
+    print(f"{'in flight':>10} {'episodes/s':>11} {'vs 1':>6}")
+    base = rates.get(1)
+    for n, rate in rates.items():
+        ratio = f"{rate / base:5.2f}x" if base else "  -"
+        print(f"{n:>10} {rate:>11.1f} {ratio:>6}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="sql", choices=("sql", "bash"))
+    parser.add_argument("--sandbox")
+    parser.add_argument("--episodes", type=int, default=256)
+    parser.add_argument("--levels", default="1,8,64")
+    parser.add_argument("--workers", type=int, default=16)
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,123 @@
+"""An asyncio API for trainers: many episodes in flight from one event loop.
+
+    async with AsyncEnvs("sql", sandbox="sqlite") as envs:
+        env = envs.make()
+        query = await env.reset("bookshop-01")          # a task id of the set, or a Task
+        step = await env.step("SELECT title FROM books")
+        step = await env.step("submit")                  # step.reward, step.info["breakdown"]
+        await env.close()
+
+How it scales: an idle episode (one waiting for its policy) holds no thread. The blocking
+parts (a sandbox command, a query, a reset, scoring) run on one bounded thread pool
+shared by every env of an ``AsyncEnvs`` (``max_workers``, default 16), so 1000 episodes
+in flight cost 16 threads. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
+pools and gold runs (``icplay.envs.EnvFactory``): a Bash container recycled after one
+episode serves the next. Each env is one episode at a time; its calls are serialised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from icplay.envs import EnvFactory
+from icplay.library import EpisodeRunner, find_task, load_task_list
+from icplay.tasks.model import Task
+
+DEFAULT_WORKERS = 16
+
+
+class AsyncStep(NamedTuple):
+    observation: str
+    reward: float
+    done: bool
+    info: dict[str, Any]
+
+
+class AsyncEnvs:
+    """A family of async envs over one language, sandbox kind, thread pool and warm pool."""
+
+    def __init__(self, env_name: str, sandbox: str | None = None, *, tasks: str | Path | list[Task] | None = None,
+                 image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
+                 max_workers: int = DEFAULT_WORKERS, **env_options: Any):
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        self.env_name, self.protocol = env_name, protocol
+        self.save_dir = save_dir
+        self.factory = EnvFactory(env_name, sandbox, image=image, **env_options)
+        self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"icplay-aio-{env_name}")
+        self._tasks_source = tasks if tasks is not None else env_name
+        self._tasks: list[Task] | None = None
+        self._envs: set[AsyncEnv] = set()
+        self._closed = False
+
+    @property
+    def tasks(self) -> list[Task]:
+        """The default task set (loaded on first use)."""
+        if self._tasks is None:
+            self._tasks = load_task_list(self._tasks_source, self.env_name)
+        return self._tasks
+
+    def make(self) -> "AsyncEnv":
+        if self._closed:
+            raise RuntimeError("these AsyncEnvs are closed")
+        env = AsyncEnv(self)
+        self._envs.add(env)
+        return env
+
+    async def run(self, fn, *args, **kwargs):
+        """Run a blocking call on the shared pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+
+    async def aclose(self) -> None:
+        """Close every env made here, the warm pool, then the thread pool."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.gather(*(env.close() for env in list(self._envs)))
+        await self.run(self.factory.close)
+        self.executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> "AsyncEnvs":
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+
+class AsyncEnv:
+    """One async episode at a time; made by ``AsyncEnvs.make()``."""
+
+    def __init__(self, family: AsyncEnvs):
+        self.family = family
+        self.runner = EpisodeRunner(family.env_name, family.factory.sandbox, protocol=family.protocol,
+                                    save_dir=family.save_dir, env_factory=family.factory)
+        self._lock = asyncio.Lock()
+        self.task: Task | None = None
+
+    @property
+    def trajectory(self):
+        return self.runner.trajectory
+
+    async def reset(self, task: Task | str) -> str:
+        """A pristine sandbox for ``task`` (a Task, or an id in the family's task set); the query."""
+        if not isinstance(task, Task):
+            task = find_task(self.family.tasks, str(task))
+        async with self._lock:
+            self.task = task
+            await self.family.run(self.runner.stop)
+            return await self.family.run(self.runner.reset, task)
+
+    async def step(self, action: str) -> AsyncStep:
+        async with self._lock:
+            outcome = await self.family.run(self.runner.step, action)
+        return AsyncStep(outcome.observation, outcome.reward, outcome.terminated, outcome.info)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self.family.run(self.runner.close)
+        self.family._envs.discard(self)

@@ -221,7 +221,9 @@ def test_leftover_containers_are_reaped(docker_client, bash_image):
         labels={"icplay": "1", "icplay.pid": str(__import__("os").getpid()), "icplay.host": socket.gethostname()})
     try:
         assert reap_leftovers(docker_client) >= 1
-        ids = {c.id for c in docker_client.containers.list(all=True, filters={"label": "icplay=1"})}
+        # the low-level list reads labels in one call; the high-level one inspects each
+        # container and fails when another icplay process removes one meanwhile
+        ids = {c["Id"] for c in docker_client.api.containers(all=True, filters={"label": "icplay=1"})}
         assert orphan.id not in ids
         assert live.id in ids
     finally:

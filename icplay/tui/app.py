@@ -1,14 +1,13 @@
 """The icplay playground: a Textual app where a human solves Bash and SQL tasks.
 
-``PlayApp`` owns what outlives one screen: the environments (one per language, made on
-first use in a worker, closed when the app ends), a lock per environment, the baseline
-session, the command history and the config. Screens: the task picker and the play
+``PlayApp`` owns what outlives one screen: the sandbox pool (each play screen leases its
+own env from it and gives it back when left; envs are kept for the next screen and
+closed when the app ends), the baseline session, the command history and the config. Screens: the task picker and the play
 screen (icplay.tui.screens), plus dialogs.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -27,11 +26,10 @@ from icplay.tui.config import DARK_THEME, LIGHT_THEME, Config
 from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
+from icplay.tui.sandbox import EnvFactory, SandboxPool
 from icplay.tui.screens.play import PlayScreen
 from icplay.tui.widgets.command import History
 
-# (language, sandbox or None for the default, image or None, progress callback) -> Env
-EnvFactory = Callable[[str, "str | None", "str | None", Callable[[str], None]], Env]
 
 
 @dataclass
@@ -126,9 +124,7 @@ class PlayApp(App):
         self.start_task_id = task
         self.start_set = self.catalog.default_set(env, tasks, from_catalog=catalog is not None)
         self.env_factory = env_factory or default_env_factory
-        self.envs: dict[str, Env] = {}
-        self._envs_lock = threading.Lock()
-        self._env_locks: dict[str, threading.Lock] = {k: threading.Lock() for k in SANDBOXES}
+        self.pool = SandboxPool(self.env_factory, self.sandbox_for, image)
         self._histories: dict[str, History] = {}
         if self.config.theme in self.available_themes:
             self.theme = self.config.theme
@@ -152,45 +148,9 @@ class PlayApp(App):
             return self.sandbox
         return None
 
-    def get_env(self, kind: str) -> Env:
-        """The env for a language, made on first use. Call from a worker: it may block."""
-        with self._envs_lock:
-            if kind not in self.envs:
-                self.envs[kind] = self.env_factory(kind, self.sandbox_for(kind), self.image, self._progress)
-            return self.envs[kind]
-
-    def _progress(self, line: str) -> None:
-        """Progress of slow set-up (an image build, a database conversion), from a worker."""
-        def show() -> None:
-            screen = self.screen_stack[-1] if self.screen_stack else None
-            for candidate in reversed(self.screen_stack):
-                if isinstance(candidate, PlayScreen):
-                    candidate.show_progress(line)
-                    return
-            if screen is not None:
-                self.notify(line, timeout=3)
-
-        try:
-            self.call_from_thread(show)
-        except RuntimeError:      # called on the UI thread, or the app is closing
-            pass
-
-    def env_lock(self, kind: str) -> threading.Lock:
-        return self._env_locks.setdefault(kind, threading.Lock())
-
     def close_envs(self, wait: float = 15.0) -> None:
         """After the app has exited: let a running step finish (it saves its turn), then close."""
-        for kind, env in list(self.envs.items()):
-            lock = self.env_lock(kind)
-            acquired = lock.acquire(timeout=wait)
-            try:
-                env.close()
-            except Exception:
-                pass
-            finally:
-                if acquired:
-                    lock.release()
-        self.envs.clear()
+        self.pool.close(wait)
 
     def history_for(self, kind: str) -> History:
         if kind not in self._histories:

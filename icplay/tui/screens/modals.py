@@ -19,7 +19,7 @@ from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
     "app": "Everywhere", "picker": "Task list", "play": "Working on a task",
-    "bash": "Bash command line", "sql": "SQL editor",
+    "bash": "Bash command line", "sql": "SQL editor", "watch": "Watching an agent (icplay watch)",
 }
 
 

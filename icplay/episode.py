@@ -1,15 +1,18 @@
-"""The episode loop: a policy proposes, a gate decides, the env executes, the turn is saved.
+"""An episode's record and its primitive steps: act, reject, score, submit, stop.
 
-One loop serves every mode. Human play is the loop with the human as the only source of
-actions (``Episode.act``); an agent run (``icplay.agents.protocols.play``) asks its Policy
-for a proposal and passes it through a Gate (``AutoGate`` lets it through; the TUI's gate
-can approve, edit, reject with a comment, or take over). Every turn keeps what was proposed, what ran and who decided,
-and the trajectory is written to disk after every turn, so a killed process loses no
-completed turn.
+``Episode`` runs one action at a time and saves the trajectory after every turn, so a
+killed process loses no completed turn. The loop around it — a policy proposes, a gate
+decides, the env executes — is ``icplay.driver.Driver``, used by ``run``, ``play``,
+``watch`` and the REPLs. Every turn keeps what was proposed, what ran and who decided.
+
+One definition of "turns taken" (``Turn.counts`` / ``Trajectory.turns_taken``: executed
+actions plus unparsable replies; rejected proposals do not count) and of token totals
+(``usage_tokens`` / ``Trajectory.tokens``) serves the driver, the report and the TUI.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -21,6 +24,16 @@ from icplay.tasks.model import Task
 TRAJECTORY_VERSION = 1
 
 HUMAN, AGENT, AGENT_EDITED = "human", "agent", "agent-edited-by-human"
+
+# what a turn was, for sidebars and the report's author mix
+KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_REJECTED, KIND_INVALID = "agent", "edited", "human", "rejected", "invalid"
+TURN_KINDS = (KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_REJECTED, KIND_INVALID)
+
+
+def usage_tokens(usage: dict[str, Any] | None) -> int:
+    """Prompt plus completion tokens of a usage dict (one call's or a sum)."""
+    usage = usage or {}
+    return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
 
 
 @dataclass
@@ -44,6 +57,22 @@ class Turn:
     def from_dict(cls, d: dict[str, Any]) -> "Turn":
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+    @property
+    def counts(self) -> bool:
+        """Whether this turn used up one of the episode's turns (an action ran, or the reply was unparsable)."""
+        return bool(self.action) or bool(self.info.get("invalid"))
+
+    @property
+    def kind(self) -> str:
+        """agent | edited | human | rejected | invalid."""
+        if self.info.get("rejected"):
+            return KIND_REJECTED
+        if self.info.get("invalid"):
+            return KIND_INVALID
+        if self.author == AGENT_EDITED:
+            return KIND_EDITED
+        return KIND_HUMAN if self.author == HUMAN else KIND_AGENT
 
 
 @dataclass
@@ -76,6 +105,42 @@ class Trajectory:
         best = self.best_reward if self.best_reward is not None else self.reward
         return best is not None and best >= 1.0
 
+    @property
+    def turns_taken(self) -> int:
+        """The turns used up (see ``Turn.counts``): what limits, reports and screens count."""
+        return sum(1 for t in self.turns if t.counts)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The policy's summed usage (tokens, cost, calls); {} for human play."""
+        return self.policy.get("usage") or {}
+
+    @property
+    def tokens(self) -> int:
+        return usage_tokens(self.usage)
+
+    @property
+    def cost(self) -> float | None:
+        """Dollars spent; None when calls were made that no price covers."""
+        usage = self.usage
+        if usage.get("cost") is None and usage.get("calls"):
+            return None
+        return usage.get("cost") or 0.0
+
+    def author_mix(self) -> dict[str, int]:
+        """Turns by kind (agent, edited, human, rejected, invalid)."""
+        mix = {k: 0 for k in TURN_KINDS}
+        for t in self.turns:
+            mix[t.kind] += 1
+        return mix
+
+    @property
+    def intervened(self) -> bool:
+        """Whether a human stepped into an agent's episode (edited, rejected, or acted)."""
+        if self.policy.get("kind", "human") == "human":
+            return False
+        return any(t.kind in (KIND_EDITED, KIND_HUMAN, KIND_REJECTED) for t in self.turns)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -97,18 +162,69 @@ class Proposal:
     info: dict[str, Any] = field(default_factory=dict)   # tokens, cost, model, ...
 
 
+class Cancelled(Exception):
+    """A policy's ``propose`` gave up because its cancel event was set (no turn is recorded)."""
+
+
 class Policy(Protocol):
-    def propose(self, task: Task, trajectory: Trajectory) -> Proposal: ...
+    def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None) -> Proposal:
+        """The next proposal. When ``cancel`` is set the policy stops (also mid-request) and
+        raises ``Cancelled``; the driver records nothing for it."""
+        ...
 
 
-@dataclass
+# Decision kinds (``icplay.driver`` explains each)
+RUN, EDIT, REJECT, TAKE_OVER, HAND_BACK, SUBMIT, STOP = "run", "edit", "reject", "take_over", "hand_back", "submit", "stop"
+DECISION_KINDS = (RUN, EDIT, REJECT, TAKE_OVER, HAND_BACK, SUBMIT, STOP)
+
+
+@dataclass(frozen=True)
 class Decision:
-    """A gate's verdict on a proposal."""
+    """A verdict on a proposal, or a human's move.
 
-    kind: str                        # run | reject | submit | stop
+    ``run``: run the proposal as is (or, answering a request for a human action, run
+    ``action`` as the human's turn); ``edit``: run ``action`` instead of the proposal
+    (recorded ``agent-edited-by-human``, the proposal kept); ``reject``: do not run it, tell
+    the model ``comment``; ``take_over`` / ``hand_back``: the human acts / the agent acts
+    again; ``submit``: end and score the episode (``action`` is submit's argument, if any);
+    ``stop``: end the episode unscored (status ``stopped``, resumable).
+    """
+
+    kind: str
     action: str | None = None
-    author: str = AGENT
     comment: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in DECISION_KINDS:
+            raise ValueError(f"unknown decision {self.kind!r} (one of: {', '.join(DECISION_KINDS)})")
+
+    @classmethod
+    def run(cls, action: str | None = None) -> "Decision":
+        return cls(RUN, action)
+
+    @classmethod
+    def edit(cls, action: str, comment: str | None = None) -> "Decision":
+        return cls(EDIT, action, comment)
+
+    @classmethod
+    def reject(cls, comment: str | None = None) -> "Decision":
+        return cls(REJECT, None, comment)
+
+    @classmethod
+    def submit(cls, arg: str | None = None) -> "Decision":
+        return cls(SUBMIT, arg)
+
+    @classmethod
+    def stop(cls) -> "Decision":
+        return cls(STOP)
+
+    @classmethod
+    def take_over(cls) -> "Decision":
+        return cls(TAKE_OVER)
+
+    @classmethod
+    def hand_back(cls) -> "Decision":
+        return cls(HAND_BACK)
 
 
 class Gate(Protocol):
@@ -120,8 +236,8 @@ class AutoGate:
 
     def decide(self, proposal: Proposal, trajectory: Trajectory) -> Decision:
         if proposal.action is None:
-            return Decision("submit")
-        return Decision("run", proposal.action, AGENT)
+            return Decision(SUBMIT)
+        return Decision(RUN)
 
 
 Saver = Callable[[Trajectory], None]
@@ -135,12 +251,15 @@ class Episode:
         self.env = env
         self.task = task
         self._save = save
+        self.before_save: Callable[[Trajectory], None] | None = None   # e.g. the driver notes the time worked
         self.trajectory = trajectory or Trajectory(task=task.to_dict(), env=env.name, sandbox=env.sandbox_kind,
                                                    policy=policy or {"kind": "human"})
         self.query = env.reset(task)
 
     def save(self) -> None:
         self.trajectory.updated_at = time.time()
+        if self.before_save is not None:
+            self.before_save(self.trajectory)
         if self._save is not None:
             self._save(self.trajectory)
 
@@ -159,10 +278,25 @@ class Episode:
 
     def reject(self, proposal: Proposal, comment: str | None) -> Turn:
         """Record a proposal a human turned down; the comment goes back to the policy."""
+        info = {"rejected": True, **proposal.info}
+        if proposal.raw is not None:
+            info.setdefault("raw", proposal.raw)
         turn = Turn(index=len(self.trajectory.turns), author=HUMAN, action="", observation="",
-                    started_at=time.time(), proposed=proposal.action, thought=proposal.thought, comment=comment,
-                    info={"rejected": True, **proposal.info})
+                    started_at=time.time(), proposed=proposal.action if proposal.action is not None else "submit",
+                    thought=proposal.thought, comment=comment, info=info)
         self.trajectory.turns.append(turn)
+        self.save()
+        return turn
+
+    def record_invalid(self, proposal: Proposal, reward: float | None = None) -> Turn:
+        """Record a reply with no parsable action: it uses up a turn, nothing runs."""
+        turn = Turn(index=len(self.trajectory.turns), author=AGENT, action="",
+                    observation=proposal.info.get("retry_message") or "", started_at=time.time(),
+                    thought=proposal.thought, info=dict(proposal.info), reward=reward)
+        self.trajectory.turns.append(turn)
+        if reward is not None:
+            best = self.trajectory.best_reward
+            self.trajectory.best_reward = reward if best is None else max(best, reward)
         self.save()
         return turn
 

@@ -26,7 +26,7 @@ HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
 
 def counted_turns(traj: Trajectory) -> int:
-    return len([t for t in traj.turns if t.action or t.info.get("invalid")])
+    return traj.turns_taken
 
 
 def solved_at(traj: Trajectory) -> int | None:
@@ -35,7 +35,7 @@ def solved_at(traj: Trajectory) -> int | None:
         return None
     n = 0
     for turn in traj.turns:
-        if turn.action or turn.info.get("invalid"):
+        if turn.counts:
             n += 1
             if turn.reward is not None and turn.reward >= 1.0:
                 return n

@@ -137,9 +137,8 @@ class Progress:
         with self._lock:
             for t in trajs:
                 self.solved += int(t.solved)
-                usage = t.policy.get("usage") or {}
-                self.tokens += (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-                self.cost += usage.get("cost") or 0.0
+                self.tokens += t.tokens
+                self.cost += t.usage.get("cost") or 0.0
 
     def close(self) -> None:
         self._stop.set()
@@ -197,6 +196,7 @@ class Runner:
         self._stop_reason: str | None = None
         self._lock = threading.Lock()
         self._envs: list[Env] = []
+        self._drivers: set = set()       # episodes under way, stopped mid-call by stop()
         self._local = threading.local()
 
     # -- stopping -------------------------------------------------------------
@@ -204,7 +204,10 @@ class Runner:
         with self._lock:
             if self._stop_reason is None:
                 self._stop_reason = reason
+            drivers = list(self._drivers)
         self._stop.set()
+        for driver in drivers:    # cancel model calls under way (a command runs to its end)
+            driver.cancel_call()
 
     def _should_stop(self) -> bool:
         if self._stop.is_set():
@@ -246,8 +249,8 @@ class Runner:
         def on_turn(traj: Trajectory) -> None:
             if progress is None:
                 return
-            usage = traj.policy.get("usage") or {}
-            tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+            usage = traj.usage
+            tokens = traj.tokens
             cost = usage.get("cost")
             progress.add_usage(tokens - seen["tokens"], None if cost is None and usage.get("calls") else
                                (cost or 0.0) - seen["cost"])
@@ -259,10 +262,19 @@ class Runner:
             holder["traj"] = traj
             self.store.save(traj)
 
+        mine: list = []
+
+        def register(driver) -> None:
+            mine.append(driver)
+            with self._lock:
+                self._drivers.add(driver)
+            if self._stop.is_set():
+                driver.cancel_call()
+
         try:
             traj = play(env, task, self.policy, self.protocol, self.limits, save=save,
                         policy_info=self.policy_info, budget=self.budget, should_stop=self._should_stop,
-                        on_turn=on_turn)
+                        on_turn=on_turn, on_driver=register)
             on_turn(traj)
             return traj
         except Exception as exc:
@@ -285,6 +297,9 @@ class Runner:
                                   status="error", error=message)
                 self.store.save(traj)
             return traj
+        finally:
+            with self._lock:
+                self._drivers.difference_update(mine)
 
     def _worker(self, tasks: "queue.Queue[tuple[int, Task]]", results: dict[int, Trajectory],
                 errors: list[str]) -> None:

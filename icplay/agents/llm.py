@@ -7,6 +7,13 @@ exponential backoff and jitter, honouring ``Retry-After``. What retrying cannot 
 a bad key, an unknown model, a server that never answers, an exhausted quota — becomes an
 ``AgentError`` with one sentence saying what to do.
 
+Streaming: when the caller wants the reply as it is written (``on_delta``), the request
+asks for ``stream=True`` and passes each text delta on; a server that answers with a
+plain JSON body instead, or refuses streaming (400), is read the ordinary way from then
+on, quietly. Cancelling: with a ``cancel`` event the request runs on a helper thread and
+``complete`` raises ``Cancelled`` as soon as the event is set — mid-request (an open
+stream is closed; a non-streamed answer that comes later is thrown away) or mid-backoff.
+
 ``LLMPolicy`` turns the task and trajectory into chat messages with a strategy, calls the
 model, and parses the reply into a ``Proposal`` (an action, ``None`` for submit, or an
 *invalid* proposal carrying the retry message when the reply held no command).
@@ -14,6 +21,7 @@ model, and parses the reply into a ``Proposal`` (an action, ``None`` for submit,
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -26,7 +34,7 @@ from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
-from icplay.episode import Proposal, Trajectory
+from icplay.episode import Cancelled, Proposal, Trajectory
 from icplay.tasks.model import Task
 
 
@@ -119,7 +127,7 @@ class ChatModel:
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
                  temperature: float = 0.0, max_tokens: int = 1024, timeout: float = 60.0, retries: int = 6,
                  backoff: float = 1.0, max_backoff: float = 60.0, prices: PriceTable | None = None,
-                 client: Any = None, sleep: Callable[[float], None] = time.sleep):
+                 client: Any = None, sleep: Callable[[float], None] | None = None, stream: bool = True):
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -130,9 +138,11 @@ class ChatModel:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.prices = prices or PriceTable()
-        self._sleep = sleep
+        self._sleep = sleep             # None: wait (cancellably) for real
         self._client = client
         self._lock = threading.Lock()
+        self.stream = stream            # stream replies when a caller wants deltas
+        self.streams_ok: bool | None = None   # learnt: does the server stream? (None: not tried)
 
     @property
     def endpoint(self) -> str:
@@ -191,20 +201,25 @@ class ChatModel:
             delay = max(delay, min(after, self.max_backoff))
         return delay
 
-    def complete(self, messages: list[dict], should_stop: Callable[[], bool] | None = None) -> Completion:
-        """One chat completion, retried as needed."""
+    def complete(self, messages: list[dict], cancel: threading.Event | None = None,
+                 on_delta: Callable[[str], None] | None = None,
+                 on_retry: Callable[[int, float, str], None] | None = None) -> Completion:
+        """One chat completion, retried as needed; ``Cancelled`` when ``cancel`` is set.
+
+        ``on_delta(text)`` receives the reply as it streams; ``on_retry(attempt, delay,
+        why)`` is told before each wait between attempts (a UI counts down)."""
         import openai
 
         client = self.client()
         started = time.monotonic()
         last: Exception | None = None
         for attempt in range(self.retries + 1):
-            if attempt and should_stop is not None and should_stop():
-                break
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
             try:
-                response = client.chat.completions.create(model=self.model, messages=messages,
-                                                          temperature=self.temperature, max_tokens=self.max_tokens)
-                text, finish = self._text(response)
+                text, finish, prompt, completion, model = self._call(client, messages, cancel, on_delta)
+            except Cancelled:
+                raise
             except openai.APIError as exc:
                 fatal = self._fatal(exc)
                 if fatal is not None:
@@ -218,18 +233,135 @@ class ChatModel:
             except ValueError as exc:   # a body that is not JSON, or JSON of the wrong shape
                 last = _MalformedReply(f"unreadable body: {str(exc)[:80]}")
             else:
-                usage = getattr(response, "usage", None)
-                prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-                completion = getattr(usage, "completion_tokens", None) if usage is not None else None
-                model = getattr(response, "model", None) or self.model
+                model = model or self.model
                 cost = self.prices.cost(self.model, prompt, completion)
                 if cost is None and model != self.model:
                     cost = self.prices.cost(model, prompt, completion)
                 return Completion(text, str(model), prompt, completion, cost, time.monotonic() - started,
                                   attempt + 1, finish)
             if attempt < self.retries:
-                self._sleep(self._delay(attempt, last))
+                delay = self._delay(attempt, last)
+                if on_retry is not None:
+                    on_retry(attempt + 1, delay, self._why(last))
+                self._wait(delay, cancel)
         raise self._gave_up(last)
+
+    def _wait(self, delay: float, cancel: threading.Event | None) -> None:
+        if self._sleep is not None:
+            self._sleep(delay)
+        elif cancel is not None:
+            cancel.wait(delay)
+        else:
+            time.sleep(delay)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+
+    @staticmethod
+    def _why(exc: Exception | None) -> str:
+        import openai
+
+        if isinstance(exc, openai.RateLimitError):
+            return "rate-limited (429)"
+        if isinstance(exc, openai.APITimeoutError):
+            return "no answer in time"
+        if isinstance(exc, openai.APIConnectionError):
+            return "cannot reach the server"
+        if isinstance(exc, _MalformedReply):
+            return f"unusable reply ({exc})"
+        status = getattr(exc, "status_code", None)
+        return f"server error ({status})" if status else "failed"
+
+    def _call(self, client: Any, messages: list[dict], cancel: threading.Event | None,
+              on_delta: Callable[[str], None] | None) -> tuple[str, str | None, int | None, int | None, str | None]:
+        """One attempt; with ``cancel``, on a helper thread so that a cancel returns at once."""
+        if cancel is None:
+            return self._request(client, messages, on_delta, {}, None)
+        box: dict[str, Any] = {}
+        handle: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = self._request(client, messages, on_delta, handle, cancel)
+            except BaseException as exc:   # handed to the waiting thread
+                box["error"] = exc
+            finally:
+                done.set()
+                if cancel.is_set():        # nobody waits for this answer any more
+                    _close_quietly(handle.get("stream"))
+
+        threading.Thread(target=work, name="icplay-model-call", daemon=True).start()
+        while not done.wait(0.05):
+            if cancel.is_set():
+                _close_quietly(handle.get("stream"))
+                raise Cancelled()
+        if "error" in box:
+            raise box["error"]
+        if cancel.is_set():
+            raise Cancelled()
+        return box["value"]
+
+    def _request(self, client: Any, messages: list[dict], on_delta: Callable[[str], None] | None,
+                 handle: dict[str, Any], cancel: threading.Event | None):
+        import openai
+
+        kwargs = dict(model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
+        if on_delta is not None and self.stream and self.streams_ok is not False:
+            try:
+                raw = client.chat.completions.with_raw_response.create(
+                    **kwargs, stream=True, stream_options={"include_usage": True})
+            except openai.BadRequestError:
+                self.streams_ok = False     # e.g. a server that knows no stream_options: ask plainly
+            else:
+                content_type = str(raw.headers.get("content-type", ""))
+                if "event-stream" in content_type:
+                    self.streams_ok = True
+                    return self._read_stream(raw.parse(), on_delta, handle, cancel)
+                self.streams_ok = False     # the server answered in one piece
+                body = raw.http_response.read()
+                try:
+                    data = json.loads(body)
+                except ValueError as exc:
+                    raise _MalformedReply(f"unreadable body: {str(exc)[:80]}") from None
+                return self._unpack(_Obj(data) if isinstance(data, dict) else data)
+        return self._unpack(client.chat.completions.create(**kwargs))
+
+    def _unpack(self, response: Any):
+        text, finish = self._text(response)
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+        return text, finish, prompt, completion, getattr(response, "model", None)
+
+    @staticmethod
+    def _read_stream(stream: Any, on_delta: Callable[[str], None], handle: dict[str, Any],
+                     cancel: threading.Event | None):
+        handle["stream"] = stream
+        parts: list[str] = []
+        finish = model = None
+        prompt = completion = None
+        try:
+            for chunk in stream:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled()
+                model = getattr(chunk, "model", None) or model
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    prompt = getattr(usage, "prompt_tokens", None)
+                    completion = getattr(usage, "completion_tokens", None)
+                for choice in getattr(chunk, "choices", None) or []:
+                    if getattr(choice, "index", 0) != 0:
+                        continue
+                    piece = getattr(getattr(choice, "delta", None), "content", None)
+                    if piece:
+                        parts.append(piece)
+                        on_delta(piece)
+                    finish = getattr(choice, "finish_reason", None) or finish
+        finally:
+            _close_quietly(stream)
+        if not parts and finish is None:
+            raise _MalformedReply("the stream ended without a reply")
+        return "".join(parts), finish, prompt, completion, model
 
     def _gave_up(self, exc: Exception | None) -> AgentError:
         import openai
@@ -270,6 +402,32 @@ class _MalformedReply(Exception):
     pass
 
 
+class _Obj:
+    """Attribute access over a JSON reply (a non-streamed answer to a streamed request)."""
+
+    def __init__(self, data: Any):
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        if not isinstance(self._data, dict) or name not in self._data:
+            return None
+        value = self._data[name]
+        if isinstance(value, dict):
+            return _Obj(value)
+        if isinstance(value, list):
+            return [_Obj(v) if isinstance(v, dict) else v for v in value]
+        return value
+
+
+def _close_quietly(stream: Any) -> None:
+    if stream is None:
+        return
+    try:
+        stream.close()
+    except Exception:
+        pass
+
+
 @dataclass
 class LLMPolicy:
     """Asks a chat model for the next action with a prompting strategy."""
@@ -292,20 +450,28 @@ class LLMPolicy:
                 "base_url": self.model.base_url, "temperature": self.model.temperature,
                 "max_tokens": self.model.max_tokens}
 
-    def propose(self, task: Task, trajectory: Trajectory, should_stop: Callable[[], bool] | None = None) -> Proposal:
+    def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None,
+                notify: Callable[[str, dict], None] | None = None) -> Proposal:
+        """The next action; ``notify("delta", {"text"})`` streams the reply, ``notify("retry",
+        {"attempt", "delay", "message"})`` announces a wait; ``Cancelled`` when ``cancel`` is set."""
+        on_delta = (lambda text: notify("delta", {"text": text})) if notify is not None else None
+        on_retry = ((lambda attempt, delay, why: notify("retry", {"attempt": attempt, "delay": delay, "message": why,
+                                                                    "until": time.time() + delay}))
+                    if notify is not None else None)
         usage: dict[str, Any] = {}
         info: dict[str, Any] = {}
         plan = None
         if self.strategy == "plan":
             plan = find_plan(trajectory)
             if plan is None:
-                done = self.model.complete(plan_request_messages(task, trajectory, self.max_plan_steps), should_stop)
+                done = self.model.complete(plan_request_messages(task, trajectory, self.max_plan_steps), cancel,
+                                           on_delta, on_retry)
                 usage = add_usage(usage, done.usage())
                 plan = parse_plan(done.text, self.max_plan_steps)
                 info["plan"] = plan
                 info["plan_raw"] = done.text
         messages = build_messages(task, trajectory, self.strategy, self.protocol, self.context, plan=plan)
-        done = self.model.complete(messages, should_stop)
+        done = self.model.complete(messages, cancel, on_delta, on_retry)
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage})
         parsed = parse_reply(done.text, task.env)

@@ -120,10 +120,6 @@ def load_recordings(path: str | Path) -> dict[str, Recorded]:
     return {str(t.task.get("id")): recorded_from_trajectory(t, str(path)) for t in trajectories}
 
 
-def _position(trajectory: Trajectory) -> int:
-    return len([t for t in trajectory.turns if t.action or t.info.get("invalid")])
-
-
 class ReplayPolicy:
     """Plays recorded actions for the tasks it has a recording of, then submits."""
 
@@ -150,9 +146,9 @@ class ReplayPolicy:
     def describe(self) -> dict[str, Any]:
         return {"kind": "replay", "source": self.source}
 
-    def propose(self, task: Task, trajectory: Trajectory) -> Proposal:
+    def propose(self, task: Task, trajectory: Trajectory, cancel=None, notify=None) -> Proposal:
         rec = self.recordings.get(task.id)
-        pos = _position(trajectory)
+        pos = trajectory.turns_taken
         if rec is None or pos >= len(rec.actions):
             return Proposal(None, info={"replay": pos})
         action = rec.actions[pos]
@@ -170,8 +166,8 @@ class GoldPolicy:
     def describe(self) -> dict[str, Any]:
         return {"kind": "gold"}
 
-    def propose(self, task: Task, trajectory: Trajectory) -> Proposal:
-        played = _position(trajectory)
+    def propose(self, task: Task, trajectory: Trajectory, cancel=None, notify=None) -> Proposal:
+        played = trajectory.turns_taken
         if task.env == "ctf":
             return Proposal(f"submit {task.gold}")
         if task.env == "python" and played >= 1:

@@ -46,7 +46,7 @@ def strategy_name(name: str) -> str:
 
 def counted_turns(trajectory: Trajectory) -> list[Turn]:
     """The turns that used up a turn of the budget: executed actions and unparsable replies."""
-    return [t for t in trajectory.turns if t.action or t.info.get("invalid")]
+    return [t for t in trajectory.turns if t.counts]
 
 
 def find_plan(trajectory: Trajectory) -> list[str] | None:

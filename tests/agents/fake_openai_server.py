@@ -1,7 +1,9 @@
 """A local OpenAI-compatible chat server with scripted replies, for tests and benchmarks.
 
 It speaks just enough of the API for the real ``openai`` client: ``POST
-/v1/chat/completions`` (non-streaming) and ``GET /v1/models``. What it answers is decided
+/v1/chat/completions`` (plain, or streamed as server-sent events when the request says
+``stream: true`` — a server made with ``streaming=False`` ignores that and answers in one
+piece, as some local servers do) and ``GET /v1/models``. What it answers is decided
 by a *responder*, a function of the request body returning a :class:`Reply` (or a plain
 string, the reply's content). A reply can also be an HTTP error (429 with Retry-After,
 500, ...), a delay longer than the client's timeout, or a malformed body.
@@ -39,6 +41,10 @@ class Reply:
     error: dict[str, Any] | None = None  # the "error" object of an error body
     usage: bool = True                 # include a usage block
     finish_reason: str = "stop"
+    chunk_delay: float = 0.0           # streamed: seconds between chunks
+    chunk_size: int = 4                # streamed: characters per chunk
+    hold: threading.Event | None = None  # answer only once this is set (a model "thinking" until the test says)
+    hold_after: int = 0                # streamed: the chunks sent before holding (0: hold before the headers)
 
 
 def rate_limited(retry_after: float | None = 0.01) -> Reply:
@@ -148,8 +154,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, json.dumps({"error": {"message": "invalid JSON"}}))
             return
-        with fake._lock:
+        with fake._cond:
             fake.requests.append(request)
+            fake._cond.notify_all()
         if fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
             self._send(401, json.dumps({"error": {"message": "Incorrect API key provided.",
                                                   "type": "invalid_request_error", "code": "invalid_api_key"}}))
@@ -165,6 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         delay = fake.latency + reply.delay
         if delay:
             time.sleep(delay)
+        if reply.hold is not None and not (request.get("stream") and fake.streaming and reply.hold_after):
+            reply.hold.wait(30)
         if reply.body is not None:
             self._send(reply.status, reply.body, reply.headers)
             return
@@ -182,9 +191,57 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.usage:
             body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                              "total_tokens": prompt_tokens + completion_tokens}
+        if request.get("stream") and fake.streaming:
+            include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+            self._stream(body, reply, include_usage)
+            return
         with fake._lock:
             fake.served += 1
         self._send(200, json.dumps(body), reply.headers)
+
+    def _stream(self, body: dict, reply: Reply, include_usage: bool) -> None:
+        """The reply as server-sent events, ``chunk_size`` characters a chunk (chunked encoding)."""
+        fake = self.server.fake
+        content = reply.content or ""
+        size = max(1, reply.chunk_size)
+        pieces = [content[i:i + size] for i in range(0, len(content), size)] or [""]
+        base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"], "model": body["model"]}
+        events = []
+        for n, piece in enumerate(pieces):
+            delta = {"role": "assistant", "content": piece} if n == 0 else {"content": piece}
+            events.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
+        if include_usage and reply.usage:
+            events.append({**base, "choices": [], "usage": body["usage"]})
+        delay = reply.chunk_delay if reply.chunk_delay else fake.chunk_delay
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            for n, event in enumerate(events):
+                if n and delay:
+                    time.sleep(delay)
+                if reply.hold is not None and reply.hold_after and n == reply.hold_after:
+                    reply.hold.wait(30)
+                self._chunk(f"data: {json.dumps(event)}\n\n")
+            with fake._lock:       # counted before the end, so a client that has read it all sees it
+                fake.served += 1
+                fake.streamed += 1
+            self._chunk("data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with fake._lock:
+                fake.disconnects += 1
+            self.close_connection = True
+
+    def _chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
 
 class FakeOpenAIServer:
@@ -198,17 +255,28 @@ class FakeOpenAIServer:
             pass
 
     def __init__(self, responder: Responder | None = None, api_key: str | None = None,
-                 models: list[str] | None = None, latency: float = 0.0, port: int = 0):
+                 models: list[str] | None = None, latency: float = 0.0, port: int = 0,
+                 streaming: bool = True, chunk_delay: float = 0.0):
         self.responder = responder or Script(["submit"])
         self.api_key = api_key
         self.models = models
         self.latency = latency
         self.requests: list[dict] = []
         self.served = 0
+        self.streaming = streaming          # False: answer stream requests in one JSON piece
+        self.chunk_delay = chunk_delay      # seconds between streamed chunks (all replies)
+        self.streamed = 0                   # replies sent as a stream, to the end
+        self.disconnects = 0                # streams the client hung up on
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._http = self._HTTP(("127.0.0.1", port), _Handler)
         self._http.fake = self
         self._thread: threading.Thread | None = None
+
+    def wait_requests(self, n: int, timeout: float = 10.0) -> bool:
+        """Block until ``n`` requests have arrived (a test's way to know the model is "thinking")."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.requests) >= n, timeout)
 
     @property
     def port(self) -> int:

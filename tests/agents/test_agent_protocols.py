@@ -14,7 +14,7 @@ class Scripted:
     def __init__(self, actions, tokens=100, cost=0.01):
         self.actions, self.tokens, self.cost = list(actions), tokens, cost
 
-    def propose(self, task, trajectory):
+    def propose(self, task, trajectory, cancel=None, notify=None):
         i = len([t for t in trajectory.turns if t.action or t.info.get("invalid")])
         usage = {"prompt_tokens": self.tokens - 10, "completion_tokens": 10, "cost": self.cost, "calls": 1}
         action = self.actions[i] if i < len(self.actions) else None
@@ -81,10 +81,10 @@ def test_a_gate_can_reject_with_a_comment_and_edit(table_env):
         def decide(self, proposal, trajectory):
             self.n += 1
             if self.n == 1:
-                return Decision("reject", comment="look first")
+                return Decision.reject("look first")
             if self.n == 2:
-                return Decision("run", RIGHT, "agent-edited-by-human", "fixed it")
-            return Decision("submit")
+                return Decision.edit(RIGHT, "fixed it")
+            return Decision.submit()
 
     traj = play(table_env, make_task(1), Scripted([WRONG, WRONG, WRONG]), "agent", gate=Reviewer())
     assert traj.turns[0].info["rejected"] and traj.turns[0].comment == "look first"

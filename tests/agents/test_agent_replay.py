@@ -40,7 +40,7 @@ class _Script:
     def __init__(self, actions):
         self.actions = actions
 
-    def propose(self, task, trajectory):
+    def propose(self, task, trajectory, cancel=None, notify=None):
         from icplay.episode import Proposal
 
         i = len([t for t in trajectory.turns if t.action or t.info.get("invalid")])

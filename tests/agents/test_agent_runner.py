@@ -29,7 +29,7 @@ class Solver:
         self.calls = 0
         self.lock = threading.Lock()
 
-    def propose(self, task, trajectory):
+    def propose(self, task, trajectory, cancel=None, notify=None):
         with self.lock:
             self.calls += 1
         n = len(trajectory.turns)
@@ -84,7 +84,7 @@ def test_a_rerun_skips_finished_episodes(tmp_path):
 
 def test_a_fatal_model_error_stops_the_run_in_one_sentence(tmp_path):
     class NoKey:
-        def propose(self, task, trajectory):
+        def propose(self, task, trajectory, cancel=None, notify=None):
             raise AgentError("the model server at x rejected the API key (401)")
 
     result = runner(tmp_path, NoKey(), jobs=2).run()
@@ -95,7 +95,7 @@ def test_a_fatal_model_error_stops_the_run_in_one_sentence(tmp_path):
 
 def test_episode_errors_are_recorded_and_a_broken_env_stops_early(tmp_path):
     class Flaky:
-        def propose(self, task, trajectory):
+        def propose(self, task, trajectory, cancel=None, notify=None):
             if task.id == "3":
                 raise AgentError("refused (400)", fatal=False)
             return Proposal(task.gold if not trajectory.turns else None)

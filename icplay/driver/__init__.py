@@ -1,0 +1,19 @@
+"""The episode driver and its broker: one steppable loop for run, play, watch and the REPLs.
+
+- ``Driver`` (``driver.py``): propose / decide / apply / score / finish over an existing
+  ``Episode``; ``run()`` loops; events for views; ``stop()`` / ``interrupt()`` from any thread;
+- ``Broker`` (``broker.py``): the mode (auto / confirm / human), pause and single-step,
+  and the decisions waiting for a human as request-id → future.
+
+See docs/driver.md. Nothing here imports textual.
+"""
+
+from icplay.driver.broker import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
+                                  SUBMIT_PROPOSAL, Broker, Request)
+from icplay.driver.driver import PROTOCOLS, Budget, Driver, Event, Limits
+from icplay.episode import (DECISION_KINDS, EDIT, HAND_BACK, REJECT, RUN, STOP, SUBMIT, TAKE_OVER, Cancelled,
+                            Decision)
+
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "Broker", "Request", "AUTO", "CONFIRM", "HUMAN_MODE",
+           "MODES", "PROPOSAL", "SUBMIT_PROPOSAL", "ACTION", "PAUSED", "INVALID", "FAILED", "Decision",
+           "DECISION_KINDS", "RUN", "EDIT", "REJECT", "TAKE_OVER", "HAND_BACK", "SUBMIT", "STOP", "Cancelled"]

@@ -1,0 +1,474 @@
+"""The steppable episode driver: propose, decide, apply, score, finish — one loop for every front end.
+
+``Driver`` takes an existing ``Episode`` (new, or resumed with its turns replayed) and a
+policy (None: the human is the only source of actions). Each ``step()`` is: wait while
+paused (``Broker.checkpoint``); in human mode ask the human (no model call); otherwise
+``propose()`` (the policy, cancellable mid-request), ``decide()`` (the broker, or a plain
+Gate), ``apply()`` (run / edit / reject / submit / stop / take over / hand back) and, under
+the ``intercode`` protocol, ``score()``. ``finish()`` ends and scores the episode;
+``run()`` loops until it ends.
+
+Everything that happens is an ``Event`` passed to the ``on_event`` callbacks (from the
+driver's thread): state changes, streamed text, proposals, waiting requests, command
+output, turns, scores, retries, failures, the end. A UI keeps no episode state of its own.
+
+Thread-safety: ``run()``/``step()`` belong to one thread (the driver's). ``stop()``,
+``interrupt()`` and every ``Broker`` method may be called from any other thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
+from icplay.envs.base import SubmitResult, parse_submit
+from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
+                            Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
+
+PROTOCOLS = ("intercode", "agent")
+
+# states (Event STATE's "state")
+IDLE, THINKING, WAITING, RUNNING, SCORING, PAUSED, DONE = (
+    "idle", "thinking", "waiting", "running", "scoring", "paused", "done")
+
+# event kinds
+STATE = "state"          # {"state": ...}
+DELTA = "delta"          # {"text": ...} a piece of the model's reply as it streams
+PROPOSAL = "proposal"    # {"proposal": Proposal}
+REQUEST = "request"      # {"request": Request} a decision waits
+ANSWERED = "answered"    # {"request": Request} answered or withdrawn
+MODE = "mode"            # {"mode": ...}
+OUTPUT = "output"        # {"text": ...} a command's output as it comes
+TURN = "turn"            # {"turn": Turn}
+SCORE = "score"          # {"result": SubmitResult}
+RETRY = "retry"          # {"attempt", "delay", "message"} the model call is retried after delay seconds
+ERROR = "error"          # {"message", "fatal"} a failure (the episode goes on unless stopped)
+CANCELLED = "cancelled"  # {} a model call was cancelled; no turn recorded
+FINISHED = "finished"    # {"trajectory": Trajectory} submitted, stopped or errored
+
+
+@dataclass
+class Event:
+    kind: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Limits:
+    max_turns: int | None = 10         # None: no limit (human play)
+    max_tokens: int | None = None      # per episode, prompt + completion
+    max_cost: float | None = None      # per episode, dollars
+    max_seconds: float | None = None   # wall time per episode
+
+
+class Budget:
+    """Tokens and dollars for a whole run, shared by its episodes (thread-safe)."""
+
+    def __init__(self, max_tokens: int | None = None, max_cost: float | None = None):
+        self.max_tokens, self.max_cost = max_tokens, max_cost
+        self.tokens = 0
+        self.cost = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, usage: dict[str, Any]) -> None:
+        with self._lock:
+            self.tokens += usage_tokens(usage)
+            self.cost += usage.get("cost") or 0.0
+
+    def exhausted(self) -> str | None:
+        with self._lock:
+            if self.max_tokens is not None and self.tokens >= self.max_tokens:
+                return f"the run's token limit ({self.max_tokens:,}) is reached"
+            if self.max_cost is not None and self.cost >= self.max_cost:
+                return f"the run's cost limit (${self.max_cost:g}) is reached"
+        return None
+
+
+class Driver:
+    """Drives one episode step by step; see the module docstring."""
+
+    def __init__(self, episode: Episode, policy: Policy | None = None, protocol: str = "agent",
+                 limits: Limits | None = None, broker: Broker | Gate | None = None, budget: Budget | None = None,
+                 should_stop: Callable[[], bool] | None = None,
+                 on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None = None,
+                 on_turn: Callable[[Trajectory], None] | None = None, on_failure: str = "raise",
+                 track_time: bool = False):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {protocol!r} (one of: {', '.join(PROTOCOLS)})")
+        if on_failure not in ("raise", "ask"):
+            raise ValueError("on_failure is 'raise' (headless) or 'ask' (a human decides)")
+        self.episode = episode
+        self.policy = policy
+        self.protocol = protocol
+        self.limits = limits or Limits()
+        if isinstance(broker, Broker) or broker is None:
+            self.broker, self._gate = broker or Broker(AUTO), None
+        else:   # a plain Gate: it decides proposals; the mode stays auto
+            self.broker, self._gate = Broker(AUTO), broker
+        self.budget = budget
+        self.should_stop = should_stop
+        self.listeners: list[Callable[[Event], None]] = (
+            list(on_event) if isinstance(on_event, list) else [on_event] if on_event else [])
+        self.on_turn = on_turn
+        self.on_failure = on_failure
+        self.max_turns = self.limits.max_turns
+        cap = getattr(policy, "max_turns", None)
+        if cap:
+            self.max_turns = cap if self.max_turns is None else min(self.max_turns, cap)
+        traj = episode.trajectory
+        if policy is not None:
+            traj.policy.setdefault("usage", {})
+            traj.policy.update({"protocol": protocol, "max_turns": self.max_turns})
+        self.state = IDLE
+        self.last_score: SubmitResult | None = None
+        self._scored_state = False     # last_score describes the current state (nothing ran since)
+        self._stop = threading.Event()
+        self._stop_reason: str | None = None
+        self._cancel: threading.Event | None = None
+        self._running_command = False
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._worked_before = traj.time_worked or 0.0
+        self._ended = False
+        if track_time:
+            episode.before_save = self._note_time
+        self.broker.listeners.append(self._on_broker)
+
+    # -- reading ------------------------------------------------------------------------
+    @property
+    def trajectory(self) -> Trajectory:
+        return self.episode.trajectory
+
+    @property
+    def task(self):
+        return self.episode.task
+
+    @property
+    def mode(self) -> str:
+        return self.broker.mode
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    # -- events -------------------------------------------------------------------------
+    def _emit(self, kind: str, **data: Any) -> None:
+        event = Event(kind, data)
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception:   # a broken view must not break the episode
+                pass
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self._emit(STATE, state=state)
+
+    def _on_broker(self, what: str, payload: object) -> None:
+        if what == "mode":
+            if payload == HUMAN_MODE:
+                self.cancel_call()     # a human turn costs no model call
+            self._emit(MODE, mode=payload)
+        elif what == "request":
+            self._set_state(PAUSED if getattr(payload, "kind", "") == "paused" else WAITING)
+            self._emit(REQUEST, request=payload)
+        elif what == "answered":
+            self._emit(ANSWERED, request=payload)
+
+    def _note_time(self, traj: Trajectory) -> None:
+        traj.time_worked = self._worked_before + (time.monotonic() - self._started)
+
+    # -- control from any thread --------------------------------------------------------
+    def stop(self, reason: str | None = None) -> None:
+        """End the episode unscored (``stopped``, resumable): cancels a model call, interrupts a
+        command, withdraws waiting requests. The driver's thread saves it."""
+        with self._lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+            self._stop.set()
+            running = self._running_command
+        self.cancel_call()
+        self.broker.withdraw_all()
+        if running:
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """Interrupt the running command (the turn is kept, marked interrupted)."""
+        try:
+            self.episode.env.interrupt()
+        except Exception:
+            pass
+
+    def cancel_call(self) -> None:
+        with self._lock:
+            cancel = self._cancel
+        if cancel is not None:
+            cancel.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- limits -------------------------------------------------------------------------
+    def limit_reached(self) -> str | None:
+        """Which episode limit is reached (turns, tokens, cost, time), else None."""
+        traj = self.trajectory
+        usage = traj.usage
+        if self.max_turns is not None and traj.turns_taken >= self.max_turns:
+            return "turns"
+        if self.limits.max_tokens is not None and usage_tokens(usage) >= self.limits.max_tokens:
+            return "tokens"
+        if self.limits.max_cost is not None and (usage.get("cost") or 0) >= self.limits.max_cost:
+            return "cost"
+        if self.limits.max_seconds is not None and time.monotonic() - self._started >= self.limits.max_seconds:
+            return "time"
+        return None
+
+    # -- the steps ----------------------------------------------------------------------
+    def propose(self) -> Proposal | None:
+        """Ask the policy (cancellable); None when the call was cancelled. Usage is summed."""
+        from icplay.agents.llm import add_usage
+
+        if self.policy is None:
+            raise RuntimeError("this driver has no policy: the human is the only source of actions")
+        cancel = threading.Event()
+        with self._lock:
+            self._cancel = cancel
+            if self._stop.is_set():
+                cancel.set()
+        self._set_state(THINKING)
+        try:
+            proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
+        except Cancelled:
+            self._emit(CANCELLED)
+            return None
+        finally:
+            with self._lock:
+                self._cancel = None
+        call_usage = proposal.info.get("usage") or {}
+        if call_usage:
+            traj = self.trajectory
+            traj.policy["usage"] = add_usage(traj.usage, call_usage)
+            if self.budget is not None:
+                self.budget.add(call_usage)
+        if cancel.is_set():    # stopped or taken over as the reply arrived: drop it
+            self._emit(CANCELLED)
+            return None
+        self._emit(PROPOSAL, proposal=proposal)
+        return proposal
+
+    def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "delta":
+            self._emit(DELTA, text=data.get("text", ""))
+        elif kind == "retry":
+            self._emit(RETRY, **data)
+
+    def decide(self, proposal: Proposal) -> Decision:
+        """The gate's verdict on ``proposal`` in the current mode (may wait for a human)."""
+        if self._gate is not None:
+            if proposal.info.get("invalid"):
+                return Decision(RUN)
+            return self._gate.decide(proposal, self.trajectory)
+        return self.broker.decide(proposal, self.trajectory)
+
+    def apply(self, proposal: Proposal | None, decision: Decision) -> bool:
+        """Carry out ``decision`` (on ``proposal``; None for a human's own move).
+        Returns False when the episode has ended."""
+        kind = decision.kind
+        if kind == STOP:
+            self.stop_episode()
+            return False
+        if kind == TAKE_OVER:
+            self.broker.take_over()
+            return True
+        if kind == HAND_BACK:
+            if self.policy is not None:
+                self.broker.hand_back()
+            return True
+        if kind == SUBMIT:
+            return self._submit(decision.action)
+        if kind == REJECT:
+            if proposal is None:
+                return True
+            turn = self.episode.reject(proposal, decision.comment)
+            self._after_turn(turn)
+            return True
+        # RUN or EDIT: find the action that will run
+        proposed = thought = None
+        info: dict[str, Any] = {}
+        if proposal is None:
+            action, author = (decision.action or "").strip("\n"), HUMAN
+            if not action.strip():
+                return True
+        else:
+            proposed, thought = proposal.action, proposal.thought
+            info = dict(proposal.info)
+            if proposal.raw is not None:
+                info.setdefault("raw", proposal.raw)
+            if kind == EDIT:
+                action = decision.action or ""
+                author = AGENT if action == proposal.action else AGENT_EDITED
+                if proposal.info.get("invalid"):
+                    proposed = None
+                    for key in ("invalid", "retry_message"):
+                        info.pop(key, None)
+            elif proposal.info.get("invalid"):
+                reward = 0.0 if self.protocol == "intercode" else None
+                turn = self.episode.record_invalid(proposal, reward)
+                self._after_turn(turn)
+                return True
+            elif proposal.action is None:
+                return self._submit(None)
+            else:
+                action, author = proposal.action, AGENT
+        is_submit, arg = parse_submit(action)
+        if is_submit:          # what will run is a submit (also a human's edit to "submit")
+            return self._submit(arg)
+        if not action.strip():
+            return True
+        turn = self.run_action(action, author, proposed, thought, decision.comment, info)
+        if self._stop.is_set():
+            return True
+        if self.protocol == "intercode":
+            result = self.score()
+            if result.reward >= 1.0:
+                self.finish("solved")
+                return False
+        return True
+
+    def run_action(self, action: str, author: str = HUMAN, proposed: str | None = None,
+                   thought: str | None = None, comment: str | None = None,
+                   info: dict[str, Any] | None = None) -> Turn:
+        """Run one action in the env (output streams as OUTPUT events); record and save the turn."""
+        self._set_state(RUNNING)
+        with self._lock:
+            self._running_command = True
+        try:
+            turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
+                                    on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
+        finally:
+            with self._lock:
+                self._running_command = False
+        self._scored_state = False
+        self._after_turn(turn)
+        return turn
+
+    def _after_turn(self, turn: Turn) -> None:
+        self._emit(TURN, turn=turn)
+        if self.on_turn is not None:
+            self.on_turn(self.trajectory)
+
+    def score(self) -> SubmitResult:
+        """Score the current state without ending the episode (InterCode's per-turn reward)."""
+        self._set_state(SCORING)
+        result = self.episode.score()
+        self.last_score, self._scored_state = result, True
+        self._emit(SCORE, result=result)
+        return result
+
+    def _submit(self, arg: str | None) -> bool:
+        if self.protocol == "intercode" and arg is None:
+            self.finish("submit")
+        else:
+            self._set_state(SCORING)
+            self.trajectory.policy["ended_by"] = "submit"
+            self.episode.submit(arg)
+            self._end()
+        return False
+
+    def finish(self, ended_by: str) -> Trajectory:
+        """End the episode and score it as it stands (``ended_by``: submit, solved, turns, tokens, ...)."""
+        traj = self.trajectory
+        if self.policy is not None:
+            traj.policy["ended_by"] = ended_by
+        if self.protocol == "intercode" and self.last_score is not None and self._scored_state:
+            # the last per-turn score is the submit reward of this very state: no second gold run
+            last = self.last_score
+            traj.reward, traj.breakdown, traj.gold_output = last.reward, last.breakdown, last.gold_output
+            traj.status = "submitted"
+            self.episode.save()
+        elif (self.protocol == "intercode" and self.policy is not None and traj.turns_taken > 0
+              and not any(t.action for t in traj.turns)):
+            # every turn was an unparsable reply: nothing ran, InterCode scores that 0
+            traj.reward, traj.breakdown = 0.0, {"note": "no action was run"}
+            traj.best_reward = 0.0 if traj.best_reward is None else traj.best_reward
+            traj.status = "submitted"
+            self.episode.save()
+        else:
+            self._set_state(SCORING)
+            self.episode.submit()
+        self._end()
+        return traj
+
+    def stop_episode(self, status: str = "stopped", error: str | None = None) -> Trajectory:
+        """Save the episode unscored (``stopped``: resumable; ``error``)."""
+        self.episode.stop(status, error if error is not None else self._stop_reason)
+        self._end()
+        return self.trajectory
+
+    def _end(self) -> None:
+        self._ended = True
+        self.broker.withdraw_all()
+        self._set_state(DONE)
+        self._emit(FINISHED, trajectory=self.trajectory)
+
+    # -- one step, and the loop ---------------------------------------------------------
+    def step(self) -> bool:
+        """One step of the episode; False when it has ended."""
+        if self._ended:
+            return False
+        if self._stop.is_set():
+            self.stop_episode(error=self._stop_reason)
+            return False
+        if self.should_stop is not None and self.should_stop():
+            self.stop_episode(error="the run was stopped")
+            return False
+        if self.budget is not None and (why := self.budget.exhausted()):
+            self.stop_episode(error=why)
+            return False
+        if self.policy is not None and (reason := self.limit_reached()):
+            self.finish(reason)
+            return False
+        control = self.broker.checkpoint() if self.policy is not None else None
+        if control is not None:
+            return self.apply(None, control)
+        if self.policy is None or self.broker.mode == HUMAN_MODE:
+            self._set_state(WAITING)
+            return self.apply(None, self.broker.ask_action())
+        try:
+            proposal = self.propose()
+        except Cancelled:
+            return True
+        except Exception as exc:
+            from icplay.agents.llm import AgentError
+
+            if self.on_failure == "raise" or not isinstance(exc, AgentError):
+                raise
+            self._emit(ERROR, message=str(exc), fatal=exc.fatal)
+            decision = self.broker.ask_after_failure(str(exc))
+            return True if decision.kind == RUN else self.apply(None, decision)
+        if proposal is None:
+            return True
+        return self.apply(proposal, self.decide(proposal))
+
+    def run(self) -> Trajectory:
+        """Step until the episode ends; on an unexpected error it is saved ``error`` (and raised
+        when ``on_failure`` is 'raise')."""
+        try:
+            while self.step():
+                pass
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.stop_episode("error", message)
+            self._emit(ERROR, message=message, fatal=True)
+            if self.on_failure == "raise":
+                raise
+        return self.trajectory
+
+
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
+           "PAUSED", "DONE", "STATE", "DELTA", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
+           "RETRY", "ERROR", "CANCELLED", "FINISHED"]

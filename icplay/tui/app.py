@@ -22,7 +22,7 @@ from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.tui.config import DARK_THEME, LIGHT_THEME, Config
+from icplay.tui.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
 from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
@@ -110,7 +110,8 @@ class PlayApp(App):
                  config: Config | None = None, home: str | Path | None = None,
                  clock: Callable[[], float] | None = None, frozen: bool = False,
                  env_factory: EnvFactory | None = None, catalog: Catalog | None = None,
-                 out: str | Path | None = None):
+                 out: str | Path | None = None, watch: "AgentChoice | None" = None,
+                 watch_session: str | None = None):
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -122,6 +123,10 @@ class PlayApp(App):
         self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out)
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
+        self.watch = watch                   # icplay watch: the task opens on the watch screen
+        self._watch_session_name = watch_session or session or "watch"
+        self._watch_session: Session | None = None
+        self._out = out
         self.start_set = self.catalog.default_set(env, tasks, from_catalog=catalog is not None)
         self.env_factory = env_factory or default_env_factory
         self.pool = SandboxPool(self.env_factory, self.sandbox_for, image)
@@ -139,7 +144,10 @@ class PlayApp(App):
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         if self.start_task_id is not None:
             task = self.catalog.find(self.start_task_id, self.start_set)
-            self.push_screen(PlayScreen(task))
+            if self.watch is not None:
+                self.push_screen(self._watch_screen(task, self.watch))
+            else:
+                self.push_screen(PlayScreen(task))
         else:
             self.push_screen(PickerScreen(self.start_set))
 
@@ -151,6 +159,31 @@ class PlayApp(App):
     def close_envs(self, wait: float = 15.0) -> None:
         """After the app has exited: let a running step finish (it saves its turn), then close."""
         self.pool.close(wait)
+
+    @property
+    def watch_session(self) -> Session:
+        """Where watched (agent) episodes are saved: apart from the human's own baseline."""
+        if self._watch_session is None:
+            self._watch_session = Session(self._watch_session_name, home=self.home, root=self._out)
+        return self._watch_session
+
+    def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):
+        from icplay.tui.screens.watch import WatchScreen
+
+        return WatchScreen(task, agent, retry=retry)
+
+    def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
+        """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
+        else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
+        from icplay.tui.config import agent_choice, remember_agent
+
+        agent = agent or self.watch or agent_choice(self.config, self.home)
+        remember_agent(agent, self.home)
+        screen = self._watch_screen(task, agent, retry=retry)
+        if isinstance(self.screen, PlayScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
 
     def history_for(self, kind: str) -> History:
         if kind not in self._histories:
@@ -209,6 +242,8 @@ class PlayApp(App):
             scopes.add("picker")
         if isinstance(screen, PlayScreen):
             scopes |= {"play", "sql" if screen.task_record.env == "sql" else "bash"}
+            if hasattr(screen, "broker"):
+                scopes.add("watch")
         for key in KEYS:
             if key.scope not in scopes or not key.palette:
                 continue

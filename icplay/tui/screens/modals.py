@@ -313,3 +313,28 @@ def _clip(text: str, limit: int = 20_000) -> str:
 def result_from_trajectory(trajectory: Trajectory) -> SubmitResult:
     return SubmitResult(trajectory.reward or 0.0, trajectory.breakdown or {}, trajectory.gold_output or "")
 
+
+
+class CommentScreen(ModalScreen["str | None"]):
+    """One line of text (a rejection's comment for the model); Escape cancels."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
+
+    def __init__(self, title: str, placeholder: str = "") -> None:
+        super().__init__()
+        self.title_text, self.placeholder = title, placeholder
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Input
+
+        with Vertical(id="dialog", classes="dialog confirm"):
+            yield Static(self.title_text, id="question")
+            yield Input(placeholder=self.placeholder, id="comment")
+            yield Static("[dim]Enter sends · Escape cancels[/dim]", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#comment").focus()
+
+    def on_input_submitted(self, event) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())

@@ -74,6 +74,7 @@ class PlayScreen(Screen):
                 query = QueryPanel(Text(self.task_record.query), id="query")
                 query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
                 yield query
+                yield from self.compose_agent()
                 if self.task_record.env == "sql":
                     config = self.app.config
                     yield SqlPane(show_schema=config.show_schema, schema_allowed=not config.strict,
@@ -82,6 +83,15 @@ class PlayScreen(Screen):
                     yield BashPane(self.app.history_for("bash"), frozen=self.frozen, id="pane")
             yield TurnList(frozen=self.frozen, id="turns")
         yield Footer(compact=True)
+
+    def compose_agent(self) -> ComposeResult:
+        """The watch screen's agent panel goes here; a human's play screen has none."""
+        return iter(())
+
+    @property
+    def session(self):
+        """The session this screen's episodes are saved in."""
+        return self.app.session
 
     @property
     def trajectory(self) -> Trajectory | None:
@@ -103,7 +113,7 @@ class PlayScreen(Screen):
         self._set_pane_status(Text("starting the sandbox…", style="dim"))
         self.refresh_status()
         self.set_interval(0.5, self.tick)
-        self.runner = EpisodeRunner(self.task_record, self.app.pool, self.app.session,
+        self.runner = EpisodeRunner(self.task_record, self.app.pool, self.session,
                                     emit=lambda event: self.post_message(self.RunnerEvent(event)),
                                     before_save=self._before_save)
         self.runner.open(self.policy_info(), retry=self.retry, set_base=self._set_clock_base)
@@ -135,7 +145,7 @@ class PlayScreen(Screen):
     def refresh_status(self) -> None:
         task = self.task_record
         left = f"{task.key}" + (f" [{task.hardness}]" if task.hardness else "")
-        turns = len([t for t in self.trajectory.turns if t.action]) if self.trajectory else 0
+        turns = self.trajectory.turns_taken if self.trajectory else 0
         clock = self.clock
         elapsed = format_duration(clock.elapsed()) if clock else "00:00"
         paused = " ⏸" if clock is not None and clock.is_held("paused") else ""
@@ -144,7 +154,7 @@ class PlayScreen(Screen):
             state = f"reward {self.result.reward:.2f}"
         sandbox = self.sandbox_name or "…"
         parts = [f"turn {turns}", f"⏱ {elapsed}{paused}", f"{task.env} on {sandbox}",
-                 f"session {self.app.session.name}"]
+                 f"session {self.session.name}"]
         if state:
             parts.insert(0, state)
         self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if state else 2)

@@ -62,4 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # ``python -m icplay.cli``: run the imported module's main, so that the UserError the
+    # commands import (icplay.cli.UserError) is the class main catches, not __main__'s copy
+    from icplay.cli import main as _main
+
+    sys.exit(_main())

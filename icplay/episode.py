@@ -174,7 +174,8 @@ class Policy(Protocol):
 
 
 # Decision kinds (``icplay.driver`` explains each)
-RUN, EDIT, REJECT, TAKE_OVER, HAND_BACK, SUBMIT, STOP = "run", "edit", "reject", "take_over", "hand_back", "submit", "stop"
+RUN, EDIT, REJECT, TAKE_OVER, HAND_BACK = "run", "edit", "reject", "take_over", "hand_back"
+SUBMIT, STOP = "submit", "stop"
 DECISION_KINDS = (RUN, EDIT, REJECT, TAKE_OVER, HAND_BACK, SUBMIT, STOP)
 
 

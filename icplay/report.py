@@ -7,6 +7,10 @@ unparsable replies; a human's rejected proposals do not count). Under the ``inte
 protocol an episode is solved at the first turn whose per-turn reward is 1.0; otherwise
 (``agent`` protocol, human play) at the turn count when it was submitted.
 
+The author mix counts every episode's turns by who made them (agent, edited by a human,
+human, rejected proposals, unparsable replies) and the agent episodes a human stepped
+into (``Trajectory.intervened``); it is shown when any turn was not the agent's alone.
+
 ``summarize`` gives a :class:`Summary`; ``render_table`` draws summaries as columns of
 one table; ``render_curve`` draws success by turn as a terminal chart.
 """
@@ -64,6 +68,9 @@ class Summary:
     errors: int = 0
     unfinished: int = 0
     time_worked: float = 0.0
+    authors: dict[str, int] = field(default_factory=dict)            # turns by kind: agent, edited, human, ...
+    intervened: int = 0                                              # agent episodes a human stepped into
+    agent_episodes: int = 0
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -119,6 +126,11 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
         s.unpriced_calls += usage.get("cost_unknown") or 0
         cost = (cost or 0.0) + (usage.get("cost") or 0.0)
         s.time_worked += t.time_worked or 0.0
+        for kind, n in t.author_mix().items():
+            s.authors[kind] = s.authors.get(kind, 0) + n
+        if t.policy.get("kind", "human") != "human":
+            s.agent_episodes += 1
+            s.intervened += int(t.intervened)
     s.cost = cost if s.calls and s.unpriced_calls < s.calls else (None if s.calls else 0.0)
     kinds = sorted({str(t.policy.get("kind", "?")) for t in trajs})
     s.info = {"policy": kinds}
@@ -176,6 +188,13 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
         rows.append(("cost", [_cost(s) for s in summaries]))
     if any(s.time_worked for s in summaries):
         rows.append(("time worked", [f"{s.time_worked / 60:.1f} min" if s.time_worked else "-" for s in summaries]))
+    if any(s.intervened for s in summaries):
+        for kind, label in (("agent", "agent"), ("edited", "edited by a human"), ("human", "human"),
+                            ("rejected", "rejected"), ("invalid", "unparsable")):
+            if any(s.authors.get(kind) for s in summaries):
+                rows.append((f"turns: {label}", [str(s.authors.get(kind, 0)) for s in summaries]))
+        rows.append(("episodes with intervention", [f"{s.intervened}/{s.agent_episodes}" if s.agent_episodes else "-"
+                                                    for s in summaries]))
     if any(s.errors for s in summaries):
         rows.append(("errors (not counted)", [str(s.errors) for s in summaries]))
     if any(s.unfinished for s in summaries):

@@ -79,7 +79,7 @@ def format_duration(seconds: float) -> str:
 def status_of(trajectory: Trajectory | None) -> TaskStatus:
     if trajectory is None:
         return TaskStatus()
-    turns = len([t for t in trajectory.turns if t.action])
+    turns = trajectory.turns_taken
     if trajectory.status == "submitted":
         state = SOLVED if trajectory.solved else SUBMITTED
     else:

@@ -135,6 +135,7 @@ class Driver:
         self._ended = False
         if track_time:
             episode.before_save = self._note_time
+        self.broker.reopen()          # a broker may serve one episode after another
         self.broker.listeners.append(self._on_broker)
 
     # -- reading ------------------------------------------------------------------------
@@ -239,6 +240,8 @@ class Driver:
             self._cancel = cancel
             if self._stop.is_set():
                 cancel.set()
+        if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
+            cancel.set()
         self._set_state(THINKING)
         try:
             proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
@@ -311,6 +314,8 @@ class Driver:
             if kind == EDIT:
                 action = decision.action or ""
                 author = AGENT if action == proposal.action else AGENT_EDITED
+                if proposal.action is None:
+                    proposed = "submit"
                 if proposal.info.get("invalid"):
                     proposed = None
                     for key in ("invalid", "retry_message"):
@@ -412,6 +417,8 @@ class Driver:
     def _end(self) -> None:
         self._ended = True
         self.broker.withdraw_all()
+        if self._on_broker in self.broker.listeners:
+            self.broker.listeners.remove(self._on_broker)
         self._set_state(DONE)
         self._emit(FINISHED, trajectory=self.trajectory)
 
@@ -453,6 +460,12 @@ class Driver:
         if proposal is None:
             return True
         return self.apply(proposal, self.decide(proposal))
+
+    def start(self, name: str = "icplay-driver") -> threading.Thread:
+        """``run()`` on a new daemon thread, as a UI runs it; returns the thread."""
+        thread = threading.Thread(target=self.run, name=name, daemon=True)
+        thread.start()
+        return thread
 
     def run(self) -> Trajectory:
         """Step until the episode ends; on an unexpected error it is saved ``error`` (and raised

@@ -166,6 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, json.dumps({"error": {"message": f"The model `{model}` does not exist.",
                                                   "type": "invalid_request_error", "code": "model_not_found"}}))
             return
+        if request.get("stream") and fake.streaming == "refuse":
+            self._send(400, json.dumps({"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                                  "type": "invalid_request_error"}}))
+            return
         reply = fake.responder(request)
         if isinstance(reply, str) or reply is None:
             reply = Reply(reply)
@@ -256,14 +260,14 @@ class FakeOpenAIServer:
 
     def __init__(self, responder: Responder | None = None, api_key: str | None = None,
                  models: list[str] | None = None, latency: float = 0.0, port: int = 0,
-                 streaming: bool = True, chunk_delay: float = 0.0):
+                 streaming: bool | str = True, chunk_delay: float = 0.0):
         self.responder = responder or Script(["submit"])
         self.api_key = api_key
         self.models = models
         self.latency = latency
         self.requests: list[dict] = []
         self.served = 0
-        self.streaming = streaming          # False: answer stream requests in one JSON piece
+        self.streaming = streaming          # False: answer stream requests in one JSON piece; "refuse": 400
         self.chunk_delay = chunk_delay      # seconds between streamed chunks (all replies)
         self.streamed = 0                   # replies sent as a stream, to the end
         self.disconnects = 0                # streams the client hung up on

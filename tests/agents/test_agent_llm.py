@@ -225,3 +225,50 @@ def test_human_edits_rejections_and_takeovers_read_back_to_the_model(fake_server
     assert "rejected this query without running it. Their comment: never drop tables" in msgs[3]["content"]
     assert "replaced your query with:\n```sql\nSHOW TABLES\n```" in msgs[5]["content"]
     assert "The human at the keyboard ran:\n```sql\nSELECT name FROM singer\n```\nOutput:\nJoe\nAnn" in msgs[5]["content"]
+
+
+def test_streaming_passes_deltas_and_falls_back_quietly_where_the_server_does_not_stream(fake_server):
+    import threading
+
+    reply = "Thought: count them\n```sql\nSELECT count(*) FROM singer\n```"
+    for streaming, streamed in ((True, True), (False, False), ("refuse", False)):
+        server = fake_server(Script([reply]), streaming=streaming)
+        m = model(server)
+        deltas = []
+        done = m.complete(MSGS, threading.Event(), deltas.append)
+        assert done.text == reply and done.prompt_tokens and done.completion_tokens
+        assert ("".join(deltas) == reply) == streamed and (len(deltas) > 1) == streamed
+        assert m.streams_ok is streamed
+        done = m.complete(MSGS, threading.Event(), deltas.append)   # what was learnt holds: no second refusal
+        assert done.text == reply
+        assert len(server.requests) == (2 if streaming != "refuse" else 3)
+        assert [bool(r.get("stream")) for r in server.requests][-1] == streamed
+
+
+def test_cancel_ends_a_wait_between_retries_at_once(fake_server):
+    import threading
+
+    from icplay.episode import Cancelled
+
+    server = fake_server(Script([rate_limited(30)]))
+    m = ChatModel("gpt-4o", base_url=server.url, api_key="k", max_backoff=30)
+    cancel, waiting = threading.Event(), threading.Event()
+    notes, outcome = [], []
+
+    def on_retry(attempt, delay, why):
+        notes.append((attempt, delay, why))
+        waiting.set()
+
+    def call():
+        try:
+            m.complete(MSGS, cancel, None, on_retry)
+        except Cancelled:
+            outcome.append("cancelled")
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    assert waiting.wait(10)
+    cancel.set()                         # the human stops during the 30 s countdown
+    thread.join(timeout=10)
+    assert not thread.is_alive() and outcome == ["cancelled"]
+    assert notes == [(1, 30.0, "rate-limited (429)")] and len(server.requests) == 1

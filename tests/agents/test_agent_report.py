@@ -21,7 +21,8 @@ def traj(i, rewards, hardness="easy", usage=None, author=AGENT, final=None, inva
         turns.append(Turn(k, author, "" if bad else f"a{k}", "", reward=r, info={"invalid": True} if bad else {}))
     scored = [r for r in rewards if r is not None]
     t = Trajectory(task={"id": str(i), "set": "s", "env": "sql", "hardness": hardness}, env="sql", sandbox="sqlite",
-                   policy={"kind": "llm", "protocol": protocol, "max_turns": 3, "usage": usage or {}},
+                   policy={"kind": "human" if author == HUMAN else "llm", "protocol": protocol, "max_turns": 3,
+                           "usage": usage or {}},
                    turns=turns, status="submitted")
     t.reward = final if final is not None else (scored[-1] if scored else 0.0)
     t.best_reward = max(scored + [t.reward]) if scored else t.reward
@@ -120,3 +121,24 @@ def test_report_reads_intercode_results_files(capsys):
     data = json.loads(capsys.readouterr().out)["runs"][0]
     assert data["episodes"] == 1034 and data["solved"] == 489 and round(100 * data["rate"], 1) == 47.3
     assert data["max_turns"] == 10 and data["by_turn"][-1] == data["rate"]
+
+
+def test_the_author_mix_counts_turns_by_author_and_episodes_with_an_intervention():
+    from icplay.episode import AGENT_EDITED
+
+    agent, human = runs()
+    mixed = traj(9, [0.0, None, 1.0], usage={"calls": 2})
+    mixed.turns[1] = Turn(1, HUMAN, "", "", proposed="a1", comment="no", info={"rejected": True})
+    mixed.turns[2] = Turn(2, AGENT_EDITED, "fixed", "", proposed="a2", reward=1.0)
+    took = traj(10, [0.0, 1.0])
+    took.turns[1].author = HUMAN
+    s = summarize(agent + [mixed, took], "watched")
+    assert s.authors == {"agent": 8 + 1 + 1, "edited": 1, "human": 1, "rejected": 1, "invalid": 1}
+    assert (s.intervened, s.agent_episodes) == (2, 6)
+    assert s.mean_turns == pytest.approx((2 + 1 + 3 + 3 + 2 + 2) / 6)   # a rejected proposal is not a turn
+    text = render_table([s, summarize(agent, "gpt")])
+    rows = {line[:27].strip(): line[27:].split() for line in text.splitlines()}
+    assert rows["episodes with intervention"] == ["2/6", "0/4"]
+    assert rows["turns: edited by a human"] == ["1", "0"] and rows["turns: rejected"] == ["1", "0"]
+    assert "turns:" not in render_table([summarize(agent, "gpt")])
+    assert summarize(human).intervened == 0 and "intervention" not in render_table([summarize(human, "h")])

@@ -170,3 +170,26 @@ def test_values_json_cannot_hold_are_saved_as_text(tmp_path):
     result = r.run()
     assert result.trajectories[0].solved and not result.errors
     assert load_trajectory(tmp_path / "toy" / "0.json").turns[0].info["rows"] == [["1.50"]]
+
+
+def test_stopping_the_run_cancels_model_calls_under_way(tmp_path, fake_server):
+    from fake_openai_server import Reply, Script, fenced
+
+    from icplay.agents.llm import ChatModel, LLMPolicy
+
+    hold = threading.Event()
+    server = fake_server(Script([Reply(fenced("SELECT 1"), hold=hold)]))
+    policy = LLMPolicy(ChatModel("m", base_url=server.url, api_key="k"), "tryagain", "agent")
+    run = runner(tmp_path, policy, jobs=2, tasks=tasks(2))
+    done = {}
+    thread = threading.Thread(target=lambda: done.setdefault("result", run.run()), daemon=True)
+    thread.start()
+    assert server.wait_requests(2)             # both episodes wait on the model
+    run.stop("interrupted")
+    thread.join(timeout=20)
+    assert not thread.is_alive()               # returned without the model's answer
+    hold.set()
+    result = done["result"]
+    assert result.stopped == "interrupted" and result.trajectories == []
+    saved = [load_trajectory(p) for p in tmp_path.rglob("*.json")]
+    assert len(saved) == 2 and all(t.status == "stopped" and t.turns == [] for t in saved)

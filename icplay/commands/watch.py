@@ -1,0 +1,151 @@
+"""``icplay watch ENV``: an agent works tasks live; you approve, edit, reject, take over, hand back.
+
+The agent is an LLM (``--model``/``--base-url``/``--strategy``), a replay of recorded
+episodes (``--policy replay:FILE``: an icplay trajectory file or folder, or InterCode's
+results file) or the gold solution (``--policy gold``) — the last two need no API key.
+``--mode`` is where it starts: ``confirm`` (each proposal waits for you), ``auto``
+(proposals run as they come), ``human`` (you act first). Every turn is saved in the
+session (``--session``, default ``watch``) with its author; a stopped episode resumes
+where it stopped, in any mode.
+
+Without ``--plain`` the watch screen of the playground opens; ``--plain`` is the line
+mode (``icplay.driver.lines``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from icplay.envs import SANDBOXES
+
+
+def register(sub) -> None:
+    p = sub.add_parser("watch", help="watch an agent work tasks live, and step in (or --plain line mode)",
+                       description="An agent works a task step by step; approve, edit, reject with a comment, "
+                                   "take over and hand back. Every turn is recorded with its author.")
+    p.add_argument("env", choices=sorted(SANDBOXES), help="bash or sql")
+    p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
+    p.add_argument("--task", help="start at this task id (default: the first the session has not submitted)")
+    p.add_argument("--policy", default=None, metavar="llm|gold|replay:FILE",
+                   help="who proposes: an LLM (default when --model is set), the gold solution, or a replay "
+                        "of recorded episodes (an icplay trajectory file/folder or an InterCode results file)")
+    p.add_argument("--model", default=os.environ.get("ICPLAY_MODEL"), help="model name ($ICPLAY_MODEL)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint ($OPENAI_BASE_URL)")
+    p.add_argument("--api-key", default=None, help="API key ($OPENAI_API_KEY)")
+    p.add_argument("--strategy", default="tryagain", help="single, tryagain, react or plan (default tryagain)")
+    p.add_argument("--protocol", choices=["agent", "intercode"], default="agent",
+                   help="agent: the model submits and sees no reward (default); intercode: scored after "
+                        "every action, the reward shown")
+    p.add_argument("--mode", choices=["auto", "confirm", "human"], default="confirm",
+                   help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
+    p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")
+    p.add_argument("--turns", type=int, default=20, help="turns per episode, yours included (default 20)")
+    p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql")
+    p.add_argument("--image", help="Docker image for Bash tasks (e.g. InterCode's, for nl2bash sets)")
+    p.add_argument("--session", default=None, help="session name (default: watch)")
+    p.add_argument("--out", type=Path, help="folder for the session's trajectories")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
+    p.add_argument("--retries", type=int, default=6, help="retries per model call on 429/5xx/timeouts")
+    p.add_argument("--plain", action="store_true", help="line mode on stdin instead of the watch screen")
+    p.set_defaults(func=run)
+
+
+def build_policy(args, tasks: list) -> tuple[object, dict, list]:
+    """The policy, its description for the trajectory, and the tasks it can play."""
+    from icplay.agents.llm import AgentError, ChatModel, LLMPolicy
+    from icplay.agents.replay import GoldPolicy, ReplayPolicy
+    from icplay.agents.strategies import strategy_name
+    from icplay.cli import UserError
+    from icplay.store import TrajectoryFileError
+
+    spec = args.policy or ("llm" if args.model else None)
+    if spec is None:
+        raise UserError("say who proposes: --model NAME (or $ICPLAY_MODEL) for an LLM, or --policy gold, "
+                        "or --policy replay:FILE")
+    if spec == "gold":
+        return GoldPolicy(), {"kind": "gold"}, tasks
+    if spec.startswith("replay:") or spec == "replay":
+        path = spec.partition(":")[2]
+        if not path:
+            raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
+                            "results file)")
+        try:
+            policy = ReplayPolicy.from_path(path)
+        except (TrajectoryFileError, OSError, ValueError) as exc:
+            raise UserError(str(exc)) from None
+        covered = [t for t in tasks if policy.covers(t)]
+        if not covered:
+            raise UserError(f"{path} holds no episode of a task in this set (pick the set with --tasks)")
+        bad = [why for t in covered if (why := policy.check(t))]
+        if bad:
+            raise UserError(f"{path} does not match these tasks: {bad[0]}")
+        return policy, policy.describe(), covered
+    if spec != "llm":
+        raise UserError(f"unknown --policy {spec!r} (llm, gold or replay:FILE)")
+    if not args.model:
+        raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
+    try:
+        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, temperature=args.temperature,
+                          max_tokens=args.max_tokens, timeout=args.timeout, retries=args.retries)
+        model.client()   # no key: one sentence now
+        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol)
+    except (AgentError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    info = {k: v for k, v in policy.describe().items() if v is not None}
+    return policy, info, tasks
+
+
+def run(args) -> int:
+    from icplay.cli import UserError
+    from icplay.commands.play import open_session, select_tasks
+
+    if args.turns < 1:
+        raise UserError("--turns must be at least 1")
+    tasks = select_tasks(args.env, args.tasks, args.task, args.image)
+    policy, info, tasks = build_policy(args, tasks)
+    playable = len(tasks)
+    if not args.plain:
+        from icplay.tui.launch import run_watch
+
+        return run_watch(args, policy, info, tasks)
+    from icplay.driver import Broker, Driver, Limits
+    from icplay.driver.lines import first_unfinished, run_tasks
+    from icplay.envs import make_env
+
+    session = open_session(args.session or "watch", args.out)
+    if args.task is None:
+        tasks = tasks[first_unfinished(session, tasks):]
+    first = playable - len(tasks) + 1
+    if args.limit is not None:
+        tasks = tasks[:max(0, args.limit)]
+    env = make_env(args.env, sandbox=args.sandbox, image=args.image,
+                   progress=lambda line: print(line, file=sys.stderr))
+    broker = Broker(args.mode)   # one broker for the session: the mode carries over from task to task
+
+    def make_driver(episode):
+        adopt_policy(episode.trajectory, info)
+        return Driver(episode, policy, args.protocol, Limits(max_turns=args.turns), broker=broker,
+                      on_failure="ask", track_time=True)
+
+    try:
+        return run_tasks(tasks, env, session, make_driver, policy_info=info, first=first, total=playable)
+    finally:
+        env.close()
+
+
+IDENTITY = ("kind", "model", "strategy", "source")
+
+
+def adopt_policy(trajectory, info: dict) -> None:
+    """A resumed episode goes on with this policy: its block says so, the earlier one is kept
+    under ``previous`` (with the usage summed over both)."""
+    old = trajectory.policy or {}
+    if all(old.get(k) == info.get(k) for k in IDENTITY):
+        return
+    earlier = list(old.get("previous") or [])
+    earlier.append({k: v for k, v in old.items() if k not in ("previous", "usage")})
+    trajectory.policy = {**info, "usage": dict(old.get("usage") or {}), "previous": earlier}

@@ -1,0 +1,420 @@
+"""The line mode of ``icplay play --plain`` and ``icplay watch --plain``: one loop over the driver.
+
+The driver runs on its own thread; this loop (the main thread, so Ctrl+C lands here)
+prints what happens and answers the broker's requests with lines read from stdin.
+
+After an agent's proposal (thought and action printed) one line decides: empty — run it;
+``e ACTION`` — run ACTION instead; ``r COMMENT`` — reject it with COMMENT; ``t`` — take
+over; ``s`` — submit; ``q`` — stop. When the human acts (``play --plain``, or after ``t``)
+each line is an action (SQL: up to a line ending with ``;``); ``submit`` scores the task,
+``:agent`` hands back to the agent, ``:skip`` leaves the task for later, ``:quit`` stops.
+
+Ctrl+C interrupts a running command (the turn is kept), takes over from a model that is
+thinking, and quits only at the prompt. Output is shown with control characters made
+visible (an action's escape sequences cannot repaint the terminal); the trajectory keeps
+the raw text.
+"""
+
+from __future__ import annotations
+
+import queue
+from typing import Callable
+
+from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
+from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REQUEST, RETRY,
+                                  RUNNING, SCORE, THINKING, TURN, Driver, Event)
+from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
+from icplay.envs.base import SubmitResult, parse_submit
+from icplay.episode import Decision, Turn
+
+HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help
+SQL: end a statement with ';' (it may span lines)"""
+AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
+              "s submit · q stop")
+WATCH_HUMAN_HELP = HUMAN_HELP.replace(":quit", ":agent (hand back to the agent), :quit")
+
+# how an episode's line loop ended
+SUBMITTED, SKIPPED, QUIT = "submitted", "skipped", "quit"
+
+
+def display(text: str) -> str:
+    """``text`` safe to print: control characters other than newline and tab shown as ^X / \\xNN."""
+    out = []
+    for ch in text.replace("\r\n", "\n"):
+        code = ord(ch)
+        if ch in "\n\t" or 32 <= code < 127 or code > 159:
+            out.append(ch)
+        elif code < 32:
+            out.append("^" + chr(code + 64))
+        elif code == 127:
+            out.append("^?")
+        else:
+            out.append(f"\\x{code:02x}")
+    return "".join(out)
+
+
+def format_table(columns: list[str], rows: list[tuple], limit: int = 50) -> str:
+    """A plain text table of the first ``limit`` rows."""
+    shown = [tuple("NULL" if v is None else str(v) for v in row) for row in rows[:limit]]
+    widths = [len(c) for c in columns]
+    for row in shown:
+        widths = [max(w, len(v)) for w, v in zip(widths, row)]
+    line = lambda values: " | ".join(v.ljust(w) for v, w in zip(values, widths))  # noqa: E731
+    out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in shown]
+    if len(rows) > limit:
+        out.append(f"... {len(rows) - limit} more rows")
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)
+
+
+def describe_observation(turn: Turn, env_name: str) -> str:
+    info = turn.info
+    if env_name == "sql" and info.get("columns") is not None and info.get("rows") is not None:
+        text = format_table(info["columns"], info["rows"])
+        if info.get("truncated"):
+            text += "\n[icplay: result truncated at the row limit]"
+        return text
+    text = turn.observation.rstrip("\n")
+    if turn.exit_code not in (0, None):
+        text += f"\n[exit {turn.exit_code}]"
+    return text
+
+
+def describe_reward(result: SubmitResult) -> str:
+    b = result.breakdown or {}
+    lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
+    if "p1" in b:
+        lines.append(f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}")
+        for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
+                           ("different_content", "files with different content")):
+            if b.get(key):
+                lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
+                                                        for x in b[key]))
+    elif "iou" in b:
+        lines.append("  " + "   ".join(f"{k} {v}" for k, v in b.items()
+                                       if k != "reward" and not isinstance(v, (list, dict))))
+    return "\n".join(lines)
+
+
+def _stdout_raw(text: str) -> None:
+    import sys
+
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+class LineLoop:
+    """Prints one episode's events and answers its requests from lines; see the module docstring."""
+
+    def __init__(self, driver: Driver, read_line: Callable[[str], str] = input,
+                 write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None,
+                 live: bool | None = None):
+        import sys
+
+        self.driver = driver
+        self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
+        self._streaming = False
+        self.read_line = read_line
+        self.write = write
+        self._write_raw = write_raw or _stdout_raw
+        self.env_name = driver.episode.env.name
+        self.events: "queue.Queue[Event]" = queue.Queue()
+        self.outcome: str | None = None
+        self._streamed = False          # this turn's output has been printed as it came
+        self._at_line_start = True
+        self._helped: set[str] = set()
+        driver.listeners.append(self.events.put)
+
+    # -- the loop ---------------------------------------------------------------------
+    def run(self) -> str:
+        thread = self.driver.start()
+        try:
+            while True:
+                try:
+                    event = self.events.get(timeout=0.1)
+                except queue.Empty:
+                    if not thread.is_alive() and self.events.empty():
+                        break
+                    continue
+                except KeyboardInterrupt:
+                    self._ctrl_c()
+                    continue
+                try:
+                    if self._handle(event):
+                        break
+                except KeyboardInterrupt:
+                    self._ctrl_c()
+        finally:
+            if thread.is_alive():
+                self.driver.stop()
+            while thread.is_alive():
+                try:
+                    thread.join()
+                except KeyboardInterrupt:
+                    self.driver.interrupt()
+        traj = self.driver.trajectory
+        if self.outcome is None:
+            self.outcome = SUBMITTED if traj.status == "submitted" else QUIT
+        return self.outcome
+
+    def _ctrl_c(self) -> None:
+        state = self.driver.state
+        if state == RUNNING:
+            self.driver.interrupt()
+        elif state == THINKING:
+            self._say("(Ctrl+C: the model's call is cancelled; you have the keyboard — :agent hands back)")
+            self.driver.broker.take_over()
+
+    def _say(self, text: str) -> None:
+        if not self._at_line_start:
+            self.write("")
+            self._at_line_start = True
+        self.write(text)
+
+    # -- events -----------------------------------------------------------------------
+    def _handle(self, event: Event) -> bool:
+        kind, data = event.kind, event.data
+        if kind == DELTA:
+            if self.live and data.get("text"):
+                if not self._streaming:
+                    self._streaming = True
+                    self.write_raw(("" if self._at_line_start else "\n") + "agent: ")
+                self.write_raw(display(data["text"]))
+            return False
+        streamed, self._streaming = self._streaming, False
+        if streamed and not self._at_line_start:
+            self.write_raw("\n")
+        if kind == PROPOSAL_EVENT:
+            p = data["proposal"]
+            if p.info.get("invalid"):
+                return False
+            if p.thought and not streamed:
+                self._say(display(f"agent thinks: {p.thought.strip()}"))
+            if p.action is None:
+                self._say("agent proposes: submit")
+            else:
+                action = display(p.action.strip("\n"))
+                self._say("agent proposes: " + (action if "\n" not in action
+                                                else "\n  " + action.replace("\n", "\n  ")))
+        elif kind == OUTPUT and self.env_name != "sql":
+            text = display(data["text"])
+            if text:
+                self._streamed = True
+                self.write_raw(text)
+        elif kind == TURN:
+            self._on_turn(data["turn"])
+        elif kind == SCORE:
+            self._say(f"reward: {data['result'].reward:.2f}")
+        elif kind == RETRY:
+            self._say(f"(the model server: {data['message']}; retrying in {data['delay']:.0f} s)")
+        elif kind == ERROR:
+            self._say(display(f"error: {data['message']}"))
+        elif kind == CANCELLED:
+            pass
+        elif kind == REQUEST:
+            self._answer(data["request"])
+        elif kind == FINISHED:
+            traj = data["trajectory"]
+            ended_by = traj.policy.get("ended_by")
+            if ended_by in ("turns", "tokens", "cost", "time"):
+                self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
+            if traj.status == "submitted" and traj.reward is not None:
+                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "")))
+            elif traj.status == "error":
+                self._say(display(f"the episode failed: {traj.error}"))
+            return True
+        return False
+
+    def write_raw(self, text: str) -> None:
+        """Output as it streams (no newline added)."""
+        self._write_raw(text)
+        self._at_line_start = text.endswith("\n")
+
+    def _on_turn(self, turn: Turn) -> None:
+        kind = turn.kind
+        if kind == "rejected":
+            self._say(display(f"(rejected{': ' + turn.comment if turn.comment else ''})"))
+        elif kind == "invalid":
+            self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
+        else:
+            if self._streamed:
+                tail = ""
+                if turn.exit_code not in (0, None):
+                    tail = f"[exit {turn.exit_code}]"
+                if not self._at_line_start:
+                    self.write("")
+                    self._at_line_start = True
+                if tail:
+                    self.write(tail)
+            else:
+                text = describe_observation(turn, self.env_name)
+                if text:
+                    self._say(display(text))
+            if turn.info.get("interrupted"):
+                self._say("[interrupted]")
+        self._streamed = False
+
+    # -- requests ---------------------------------------------------------------------
+    def _help_once(self, key: str, text: str) -> None:
+        if key not in self._helped:
+            self._helped.add(key)
+            self._say(text)
+
+    def _answer(self, request: Request) -> None:
+        broker = self.driver.broker
+        while request.open:
+            try:
+                decision = self._read_decision(request)
+            except (EOFError, KeyboardInterrupt):     # at the prompt: quit
+                self.outcome = QUIT
+                decision = Decision.stop()
+                self._say("")
+            if decision is None:
+                continue
+            try:
+                if broker.answer(request.id, decision):
+                    return
+            except ValueError as exc:
+                self._say(str(exc))
+                continue
+            return
+
+    def _read_decision(self, request: Request) -> Decision | None:
+        if request.kind == ACTION:
+            return self._read_human(request)
+        if request.kind in (PROPOSAL, SUBMIT_PROPOSAL):
+            self._help_once("agent", AGENT_HELP)
+        elif request.kind == INVALID:
+            self._say(display(f"the model's reply held no action:\n{(request.message or '').strip()}"))
+            self._help_once("invalid", "decide: [enter] ask again · e ACTION run ACTION · t take over · "
+                                       "s submit · q stop")
+        elif request.kind == FAILED:
+            self._help_once("failed", "decide: [enter] try again · t take over · s submit · q stop")
+        elif request.kind == PAUSED:
+            self._say("paused: [enter] go on · t take over · s submit · q stop")
+        line = self.read_line("decide> ")
+        return self._parse_decision(line, request)
+
+    def _parse_decision(self, line: str, request: Request) -> Decision | None:
+        text = line.strip()
+        head, _, rest = text.partition(" ")
+        rest = rest.strip()
+        if text == "":
+            return Decision.run()
+        if head == "e":
+            if not rest:
+                self._say("e ACTION: say what to run instead")
+                return None
+            return Decision.edit(rest)
+        if head == "r" and request.kind in (PROPOSAL, SUBMIT_PROPOSAL):
+            return Decision.reject(rest or None)
+        if text == "t":
+            return Decision.take_over()
+        if text == "s":
+            return Decision.submit()
+        if text == "q":
+            self.outcome = QUIT
+            return Decision.stop()
+        if text in ("?", "h", ":help"):
+            self._say(AGENT_HELP)
+            return None
+        self._say(f"? {AGENT_HELP}")
+        return None
+
+    def _prompt(self) -> str:
+        if self.env_name == "sql":
+            return "sql> "
+        return f"icplay:{getattr(self.driver.episode.env, 'cwd', None) or '?'}$ "
+
+    def _human_help(self, agent: bool) -> str:
+        text = WATCH_HUMAN_HELP if agent else HUMAN_HELP
+        return text if self.env_name == "sql" else text.splitlines()[0]
+
+    def _read_human(self, request: Request) -> Decision | None:
+        """One human move: an action (SQL: lines up to one ending with ';') or a command."""
+        agent = self.driver.policy is not None
+        if agent:
+            self._help_once("watch-human", self._human_help(agent))
+        lines: list[str] = []
+        while True:
+            try:
+                line = self.read_line(self._prompt() if not lines else "...> ")
+            except EOFError:
+                if not lines:
+                    raise
+                break
+            stripped = line.strip()
+            if not lines:
+                if stripped == ":help":
+                    self._say(self._human_help(agent))
+                    return None
+                if stripped == ":quit":
+                    self.outcome = QUIT
+                    return Decision.stop()
+                if stripped == ":skip":
+                    self.outcome = SKIPPED
+                    return Decision.stop()
+                if stripped == ":agent":
+                    if not agent:
+                        self._say("there is no agent here (icplay watch lets one work)")
+                        return None
+                    return Decision.hand_back()
+                is_submit, arg = parse_submit(stripped)
+                if is_submit:
+                    return Decision.submit(arg)
+                if not stripped:
+                    continue
+            lines.append(line)
+            if self.env_name != "sql" or stripped.endswith(";"):
+                break
+        return Decision.run("\n".join(lines))
+
+
+def first_unfinished(session, tasks: list) -> int:
+    """Where a session stopped: the first task not submitted (0 when all are)."""
+    from icplay.session import IN_PROGRESS, NEW
+
+    progress = session.progress(tasks)
+    for i, task in enumerate(tasks):
+        status = progress.by_task.get(task.key)
+        if status is None or status.state in (NEW, IN_PROGRESS):
+            return i
+    return 0
+
+
+def echoing_input(prompt: str) -> str:
+    """``input``, echoing the line when stdin is not a terminal (a script's transcript reads right)."""
+    import sys
+
+    line = input(prompt)
+    if not sys.stdin.isatty():
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    return line
+
+
+def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] = echoing_input,
+              write: Callable[[str], None] = print, policy_info: dict | None = None, first: int = 1,
+              total: int | None = None) -> int:
+    """Play ``tasks`` in order in ``session`` (each resumed if it was left unfinished), one
+    line loop each; ``make_driver(episode)`` builds the driver. ``first`` / ``total``: the
+    first task's number in its set, and the set's size. Returns the exit code."""
+    total = total or len(tasks)
+    for number, task in enumerate(tasks, start=first):
+        write(f"\n=== task {task.set}/{task.id} ({number} of {total})"
+              + (f" [{task.hardness}]" if task.hardness else "") + " ===")
+        write(display(task.query))
+        episode, replayed = session.open_episode(env, task, policy=policy_info)
+        if replayed:
+            write(f"(resumed: {replayed} saved turn(s) replayed)")
+        outcome = LineLoop(make_driver(episode), read_line, write).run()
+        if outcome == QUIT:
+            if episode.trajectory.status == "stopped":
+                write(f"(stopped; saved in {session.root} — the same command resumes it)")
+            return 0
+    return 0
+
+
+__all__ = ["LineLoop", "run_tasks", "first_unfinished", "display", "format_table", "describe_observation",
+           "describe_reward", "SUBMITTED", "SKIPPED",
+           "QUIT", "HUMAN_HELP", "AGENT_HELP"]

@@ -111,7 +111,7 @@ class PlayApp(App):
                  clock: Callable[[], float] | None = None, frozen: bool = False,
                  env_factory: EnvFactory | None = None, catalog: Catalog | None = None,
                  out: str | Path | None = None, watch: "AgentChoice | None" = None,
-                 watch_session: str | None = None):
+                 watch_session: str | None = None, watch_policy: tuple | None = None, watch_limits=None):
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -124,6 +124,8 @@ class PlayApp(App):
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
         self.watch = watch                   # icplay watch: the task opens on the watch screen
+        self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
+        self.watch_limits = watch_limits
         self._watch_session_name = watch_session or session or "watch"
         self._watch_session: Session | None = None
         self._out = out
@@ -170,7 +172,8 @@ class PlayApp(App):
     def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):
         from icplay.tui.screens.watch import WatchScreen
 
-        return WatchScreen(task, agent, retry=retry)
+        policy = self.watch_policy if agent is self.watch else None
+        return WatchScreen(task, agent, retry=retry, limits=self.watch_limits, policy=policy)
 
     def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
         """Let an agent try ``task`` (the picker's key): the given choice, else the last use,

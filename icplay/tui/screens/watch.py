@@ -19,6 +19,7 @@ from textual.message import Message
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Event, Limits)
 from icplay.driver import driver as events
+from icplay.commands.watch import adopt_policy
 from icplay.tasks.model import Task
 from icplay.tui.config import AgentChoice
 from icplay.tui.keys import bindings
@@ -50,9 +51,12 @@ class WatchScreen(PlayScreen):
             super().__init__()
             self.event = event
 
-    def __init__(self, task: Task, agent: AgentChoice, retry: bool = False, limits: Limits | None = None) -> None:
+    def __init__(self, task: Task, agent: AgentChoice, retry: bool = False, limits: Limits | None = None,
+                 policy: tuple | None = None) -> None:
         super().__init__(task, retry=retry)
         self.agent = agent
+        self.prebuilt = policy               # (policy, description) from icplay watch, else built here
+        self.policy_error: str | None = None
         self.limits = limits or Limits(max_turns=30)
         self.broker = Broker(agent.mode if agent.mode in MODES else CONFIRM)
         self.driver: Driver | None = None
@@ -85,21 +89,30 @@ class WatchScreen(PlayScreen):
         self._sync_input()
 
     def policy_info(self) -> dict:
-        return {"kind": self.agent.policy, "ui": "tui-watch", "user": user_name(), "protocol": self.agent.protocol,
-                **({"model": self.agent.model} if self.agent.model else {})}
+        """Builds the policy (once): its description heads a new trajectory."""
+        if self.prebuilt is None:
+            try:
+                self.prebuilt = make_policy(self.agent, self.task_record)
+            except PolicyError as exc:
+                self.policy_error = str(exc)
+                return {"kind": "human", "ui": "tui-watch", "user": user_name()}
+        policy, info = self.prebuilt
+        return {**info, "protocol": self.agent.protocol, "ui": "tui-watch", "user": user_name()}
 
     # -- the driver -----------------------------------------------------------------------------
 
     def on_runner_opened(self, message: Opened) -> None:
         super().on_runner_opened(message)
-        try:
-            policy, info = make_policy(self.agent, self.task_record)
-        except PolicyError as exc:
-            self.panel.show_failure(str(exc))
-            self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
-            policy, info = None, {}
         episode = message.episode
-        episode.trajectory.policy.update({k: v for k, v in info.items() if k != "ui"})
+        if self.prebuilt is None:
+            self.panel.show_failure(self.policy_error or "no policy")
+            self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
+            self.broker.set_mode(HUMAN_MODE)
+            policy = None
+        else:
+            policy, info = self.prebuilt
+            adopt_policy(episode.trajectory, {**info, "protocol": self.agent.protocol, "ui": "tui-watch",
+                                              "user": user_name()})
         self.driver = Driver(episode, policy, protocol=self.agent.protocol, limits=self.limits, broker=self.broker,
                              on_event=self._from_driver, on_failure="ask")
         self._show_usage()

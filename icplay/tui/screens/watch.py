@@ -67,6 +67,8 @@ class WatchScreen(PlayScreen):
         self._submit_when_asked = False
         self._feed = None
         self._interrupting = None
+        self._note = ""                      # said once, before the next hint
+        self.cancelled_calls = 0
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -162,7 +164,8 @@ class WatchScreen(PlayScreen):
 
     def on_driver_request(self, request) -> None:
         self.request = request
-        self.panel.set_hint(HINTS.get(request.kind, ""))
+        self.panel.set_hint(self._note + HINTS.get(request.kind, ""))
+        self._note = ""
         if request.kind == FAILED and request.message:
             self.panel.show_failure(request.message)
         if request.kind == ACTION and self._submit_when_asked:
@@ -205,7 +208,9 @@ class WatchScreen(PlayScreen):
         self.panel.show_failure(message)
 
     def on_driver_cancelled(self) -> None:
-        self.panel.set_hint("the model call was cancelled (no turn recorded)")
+        self.cancelled_calls += 1
+        self._note = "the model call was cancelled (no turn recorded) · "
+        self.panel.set_hint(self._note.rstrip(" ·"))
 
     def on_driver_finished(self, trajectory) -> None:
         self.request = None

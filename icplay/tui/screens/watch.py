@@ -242,7 +242,7 @@ class WatchScreen(PlayScreen):
     def _show_usage(self) -> None:
         traj = self.trajectory
         if traj is not None:
-            self.panel.set_usage(traj.tokens, traj.cost or 0.0)
+            self.panel.set_usage(traj.tokens, traj.cost)
 
     def _sync_input(self) -> None:
         """The pane takes input only when the human has the turn or edits a proposal."""

@@ -114,7 +114,8 @@ class AgentPanel(Vertical):
         self.mode = mode
         self._draw_head()
 
-    def set_usage(self, tokens: int, cost: float) -> None:
+    def set_usage(self, tokens: int, cost: float | None) -> None:
+        """``cost`` None: calls were made that no price covers."""
         self.tokens, self.cost = tokens, cost
         self._draw_head()
 
@@ -170,7 +171,7 @@ class AgentPanel(Vertical):
         text.append("  mode ", style="dim")
         text.append(self.mode, style=f"bold {MODE_STYLE.get(self.mode, '')}")
         text.append(f"  {self.tokens:,} tok", style="dim")
-        text.append(f"  ${self.cost:.4f}", style="dim")
+        text.append("  $?" if self.cost is None else f"  ${self.cost:.4f}", style="dim")
         return text
 
     def _draw_head(self) -> None:

@@ -215,6 +215,8 @@ async def test_stop_mid_command_interrupts_it(make_app, server, monkeypatch, hom
         await wait_for(pilot, lambda: watch(app).state == "stopped", 15, "the stop")
         assert time.monotonic() - started < 8, "sleep 30 was not interrupted"
         assert turns(app)[0].info.get("interrupted") is True
+        await wait_for(pilot, lambda: "started" in "\n".join(watch(app).query_one("#output").plain_lines()), 5,
+                       "the agent's command output in the pane")
     saved = Session("watch", home).load(app.catalog.find("b001"))
     assert saved.status == "stopped"
 
@@ -227,6 +229,8 @@ async def test_gold_policy_on_bwrap_bash_needs_no_key(make_app, home):
         screen = watch(app)
         assert screen.result.reward == 1.0 and turns(app)[0].author == "agent"
         assert screen.turn_list.get_option_at_index(0).prompt.plain.split()[1] == "agent"
+        await wait_for(pilot, lambda: "250" in "\n".join(screen.query_one("#output").plain_lines()), 5,
+                       "the gold command's output in the pane")
 
 
 async def test_a_bad_key_is_shown_in_the_panel_and_the_human_can_take_over(watch_app, home):

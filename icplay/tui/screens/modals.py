@@ -61,7 +61,7 @@ class HelpScreen(ModalScreen[None]):
                 if key.scope != scope:
                     continue
                 keys = keymap.get(key.id, key.keys)
-                table.add_row(", ".join(k for k in keys.split(",")), f"{key.help}  [dim]({key.id})[/dim]")
+                table.add_row(", ".join(k for k in keys.split(",")), f"{escape(key.help)}  [dim]({key.id})[/dim]")
             table.add_row("", "")
         table.add_row(Text("Palette", style="bold underline"), "")
         table.add_row("ctrl+p", "Command palette: every action, searchable")

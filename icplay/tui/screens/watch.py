@@ -10,6 +10,7 @@ shows, and answers the broker's requests (request id → decision) from the UI t
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rich.text import Text
@@ -65,7 +66,9 @@ class WatchScreen(PlayScreen):
         self.editing = None                  # the request whose proposal is being edited in the pane
         self._next_action = ""
         self._submit_when_asked = False
-        self._feed = None
+        self._feed = None                    # the pane's output feed while a command runs
+        self._out_lock = threading.Lock()
+        self._early_output: list[str] = []
         self._interrupting = None
         self._note = ""                      # said once, before the next hint
         self.cancelled_calls = 0
@@ -86,8 +89,6 @@ class WatchScreen(PlayScreen):
     def on_mount(self) -> None:
         # (Textual calls PlayScreen.on_mount after this one: it starts the runner.)
         self.panel.set_mode(self.broker.mode)
-        if isinstance(self.pane, BashPane):
-            self._feed = self.pane.output.feed.feed
         self._sync_input()
 
     def policy_info(self) -> dict:
@@ -123,8 +124,13 @@ class WatchScreen(PlayScreen):
     def _from_driver(self, event: Event) -> None:
         """On the driver's thread: output into the pane's feed, the rest as Messages."""
         if event.kind == events.OUTPUT:
-            if self._feed is not None:
-                self._feed(event.data.get("text", ""))
+            text = event.data.get("text", "")
+            with self._out_lock:              # the pane's feed for this command may not exist yet
+                if self._feed is None:
+                    self._early_output.append(text)
+                    return
+                feed = self._feed
+            feed(text)
             return
         self.post_message(self.DriverEvent(event))
 
@@ -142,6 +148,12 @@ class WatchScreen(PlayScreen):
             self.state = RUNNING
             self._run_started = time.monotonic()
             self.pane.turn_started(self._next_action)
+            if isinstance(self.pane, BashPane):   # a new feed per command: hand it what came already
+                with self._out_lock:
+                    self._feed = self.pane.output.feed.feed
+                    for text in self._early_output:
+                        self._feed(text)
+                    self._early_output.clear()
         elif state in (events.THINKING, events.WAITING, events.PAUSED, events.IDLE):
             self.state = READY
         elif state == events.SCORING:
@@ -190,6 +202,9 @@ class WatchScreen(PlayScreen):
         self.refresh_bindings()
 
     def on_driver_turn(self, turn) -> None:
+        with self._out_lock:
+            self._feed = None
+            self._early_output.clear()
         if turn.action:
             self.pane.turn_finished(turn)
         self._refresh_turns()

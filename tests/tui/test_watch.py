@@ -16,7 +16,7 @@ from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: 
 
 from icplay.session import Session  # noqa: E402
 from icplay.tui.config import AgentChoice  # noqa: E402
-from icplay.tui.screens.modals import CommentScreen  # noqa: E402
+from icplay.tui.screens.modals import CommentScreen, ScoreScreen  # noqa: E402
 from icplay.tui.screens.watch import WatchScreen  # noqa: E402
 
 from tui_helpers import type_text, wait_for  # noqa: E402
@@ -110,7 +110,8 @@ async def test_approve_edit_and_reject_with_the_comment_in_the_next_request(watc
         await wait_request(pilot, "submit")
         assert "never drop tables" in prompt_text(fake.requests[3])          # the comment reached the model
         await pilot.press("ctrl+y")                                          # the agent's submit, approved
-        await wait_for(pilot, lambda: screen.state == "submitted", 30, "the score")
+        await wait_for(pilot, lambda: screen.state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
+                       "the score")
         assert [screen.turn_list.get_option_at_index(i).prompt.plain.split()[1] for i in range(3)] == \
             ["agent", "edited", "rejected"]
     assert (fake.streamed > 0) == streaming
@@ -225,7 +226,8 @@ async def test_stop_mid_command_interrupts_it(make_app, server, monkeypatch, hom
 async def test_gold_policy_on_bwrap_bash_needs_no_key(make_app, home):
     app = make_app(env="bash", tasks="bash", task="b001", watch=AgentChoice(policy="gold", mode="auto"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: watch(app).state == "submitted", 60, "the gold episode")
+        await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 60,
+                       "the gold episode and its score")
         screen = watch(app)
         assert screen.result.reward == 1.0 and turns(app)[0].author == "agent"
         assert screen.turn_list.get_option_at_index(0).prompt.plain.split()[1] == "agent"
@@ -246,3 +248,22 @@ async def test_a_bad_key_is_shown_in_the_panel_and_the_human_can_take_over(watch
             assert len(fake.requests) == 1
     finally:
         fake.stop()
+
+
+async def test_the_picker_key_lets_the_configured_agent_try_the_highlighted_task(make_app, shop_catalog, home):
+    import json
+
+    from icplay.tui.config import Config
+
+    app = make_app(env="sql", catalog=shop_catalog(), sandbox=None,
+                   config=Config(history=False, agent={"policy": "gold", "mode": "auto"}))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down")                                            # the second task, s2
+        await pilot.press("ctrl+w")
+        await wait_for(pilot, lambda: any(isinstance(s, WatchScreen) for s in app.screen_stack), 10, "the watch")
+        await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
+                       "the gold episode")
+        assert watch(app).task_record.id == "s2" and watch(app).result.reward == 1.0
+    assert json.loads((home / "watch-last.json").read_text())["policy"] == "gold"
+    assert Session("watch", home).load(app.catalog.find("s2")).policy["kind"] == "gold"
+    assert Session("default", home).load(app.catalog.find("s2")) is None     # the human's own session untouched

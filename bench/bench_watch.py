@@ -73,10 +73,11 @@ async def bench(sandbox: str, keys: int, rate: float, seconds: float) -> list[st
                 await asyncio.sleep(0.05)
             await pilot.press("alt+1")                        # auto: the model is asked
             await wait_until(lambda: screen.agent_state == "thinking", 10)
-            streaming, deltas_before = [], len(fake.requests)
+            streaming = []
             while screen.agent_state == "thinking":
                 streaming.append(await probe_key(app, command, "y"))
                 await asyncio.sleep(0.05)
+            streamed_chars = len(screen.panel.stream)        # what reached the panel as deltas
             await wait_until(lambda: screen.state == "running", 30)
             flooding = []
             while screen.state == "running":
@@ -84,7 +85,8 @@ async def bench(sandbox: str, keys: int, rate: float, seconds: float) -> list[st
                 await asyncio.sleep(0.05)
             await pilot.press("f12")
             await wait_until(lambda: screen.state in ("stopped", "submitted"), 30)
-            assert deltas_before == 1
+            if not fake.streamed or streamed_chars < 100:
+                raise SystemExit("the reply did not stream: the figures would not mean anything")
     finally:
         app.close_envs()
         fake.stop()

@@ -207,14 +207,17 @@ class PlayApp(App):
         else:
             self.push_screen(PlayScreen(task, retry=retry))
 
-    def open_next(self, after: Task) -> None:
+    def open_next(self, after: Task, session: Session | None = None,
+                  opener: Callable[[Task], None] | None = None) -> None:
+        """The next task of the set not submitted in ``session`` (the baseline's by default),
+        opened with ``opener`` (the play screen by default; the watch screen passes its own)."""
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]
-        progress = self.session.progress(tasks)
+        progress = (session or self.session).progress(tasks)
         keys = [t.key for t in tasks]
         start = keys.index(after.key) + 1 if after.key in keys else 0
         for task in tasks[start:] + tasks[:start]:
             if task.key != after.key and progress.by_task[task.key].state not in (SOLVED, SUBMITTED):
-                self.open_task(task)
+                (opener or self.open_task)(task)
                 return
         self.notify("Every other task of this set is submitted.", title="All done")
         self.show_picker()

@@ -264,6 +264,31 @@ async def test_the_picker_key_lets_the_configured_agent_try_the_highlighted_task
         await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
                        "the gold episode")
         assert watch(app).task_record.id == "s2" and watch(app).result.reward == 1.0
+        await pilot.press("n")                                               # next: s1, watched too
+        await wait_for(pilot, lambda: watch(app).task_record.id == "s1" and watch(app).state == "submitted", 30,
+                       "the next watched task")
     assert json.loads((home / "watch-last.json").read_text())["policy"] == "gold"
     assert Session("watch", home).load(app.catalog.find("s2")).policy["kind"] == "gold"
     assert Session("default", home).load(app.catalog.find("s2")) is None     # the human's own session untouched
+
+
+async def test_a_rate_limit_shows_its_countdown_and_a_reply_without_action_can_be_edited(watch_app, server):
+    from fake_openai_server import rate_limited
+
+    fake = server([rate_limited(retry_after=1.5), "I am not sure what to run here.", fenced("SELECT 1")])
+    app = watch_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = watch(app)
+        await wait_for(pilot, lambda: screen.panel.retry_at is not None, 20, "the retry countdown")
+        assert "retrying in" in screen.panel.body().renderables[0].plain
+        await wait_request(pilot, "invalid")                                # the retried call: no action in it
+        assert "not sure" in screen.panel.thought and screen.panel.failure
+        await pilot.press("ctrl+e")                                          # edit the raw reply into an action
+        editor = screen.pane.editor
+        assert "not sure" in editor.text
+        editor.load_text("SELECT name FROM customers")
+        editor.move_cursor(editor.document.end)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: len(turns(app)) == 1, 20, "the edited turn")
+        assert turns(app)[0].action == "SELECT name FROM customers" and turns(app)[0].author == "agent-edited-by-human"
+        await wait_request(pilot, "proposal")

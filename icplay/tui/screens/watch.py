@@ -393,6 +393,10 @@ class WatchScreen(PlayScreen):
         self.broker.take_over()
         self.panel.set_hint("submitting at the next step…")
 
+    def action_next_task(self) -> None:
+        self.app.open_next(self.task_record, session=self.session,
+                           opener=lambda task: self.app.open_watch(task, self.agent))
+
     def action_retry(self) -> None:
         self.app.open_watch(self.task_record, self.agent, retry=self.state == SUBMITTED)
 

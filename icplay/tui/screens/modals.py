@@ -100,6 +100,9 @@ class TurnScreen(ModalScreen[None]):
         with Vertical(id="dialog", classes="dialog turn"):
             yield Static(facts, classes="title")
             with VerticalScroll(id="turn-body"):
+                if turn.thought:
+                    yield Static("[b]Thought[/b]")
+                    yield Static(Text(turn.thought, style="italic"))
                 if turn.proposed is not None and turn.proposed != turn.action:
                     yield Static("[b]Proposed[/b]")
                     yield Static(Text(turn.proposed), classes="code")

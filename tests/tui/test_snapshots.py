@@ -124,7 +124,8 @@ def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
         return next(s for s in app.screen_stack if isinstance(s, WatchScreen))
 
     def waiting(app, n):
-        return screen(app).request is not None and screen(app).request.kind == "proposal" and len(fake.requests) == n
+        request = screen(app).request
+        return request is not None and request.kind == "proposal" and request.open and len(fake.requests) == n
 
     async def work(pilot):
         app = pilot.app

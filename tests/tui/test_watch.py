@@ -59,8 +59,11 @@ def watch(app) -> WatchScreen:
 
 
 async def wait_request(pilot, kind: str, timeout: float = 20) -> None:
-    await wait_for(pilot, lambda: watch(pilot.app).request is not None and watch(pilot.app).request.kind == kind,
-                   timeout, f"a {kind} request")
+    def waiting() -> bool:       # an open request: the one just answered may still be shown for a moment
+        request = watch(pilot.app).request
+        return request is not None and request.kind == kind and request.open
+
+    await wait_for(pilot, waiting, timeout, f"a {kind} request")
 
 
 def turns(app):

@@ -147,15 +147,7 @@ class RayRunner(Runner):
             raise RuntimeError("--ray needs Ray: pip install 'icplay[ray]'") from None
         connect(ray, self.address)
         started = time.monotonic()
-        results: dict[int, Trajectory] = {}
-        resumed, todo = [], []
-        for i, task in enumerate(self.tasks):
-            before = self.finished_before(task)
-            if before is not None:
-                results[i] = before
-                resumed.append(before)
-            else:
-                todo.append((i, task))
+        results, resumed, todo = self.split_finished()
         if self.progress:
             self.progress.resumed = self.progress.done = len(resumed)
             self.progress.counted_resumed(resumed)

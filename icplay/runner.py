@@ -337,18 +337,26 @@ class Runner:
                     with self._lock:
                         results[index] = traj
 
-    def run(self) -> RunResult:
-        started = time.monotonic()
+    def split_finished(self) -> tuple[dict[int, Trajectory], list[Trajectory], list[tuple[int, Task]]]:
+        """Results already on disk (by task position), those trajectories, and the tasks to play."""
         results: dict[int, Trajectory] = {}
-        todo: "queue.Queue[tuple[int, Task]]" = queue.Queue()
-        resumed = []
+        resumed: list[Trajectory] = []
+        todo: list[tuple[int, Task]] = []
         for i, task in enumerate(self.tasks):
             before = self.finished_before(task)
             if before is not None:
                 results[i] = before
                 resumed.append(before)
             else:
-                todo.put((i, task))
+                todo.append((i, task))
+        return results, resumed, todo
+
+    def run(self) -> RunResult:
+        started = time.monotonic()
+        results, resumed, pending = self.split_finished()
+        todo: "queue.Queue[tuple[int, Task]]" = queue.Queue()
+        for item in pending:
+            todo.put(item)
         to_play = todo.qsize()
         if self.progress:
             self.progress.resumed = len(resumed)

@@ -148,7 +148,7 @@ def build(args) -> dict:
     from icplay.agents.context import ContextLimits
     from icplay.agents.llm import ChatModel, LLMPolicy
     from icplay.agents.pricing import PriceTable, parse_price_option
-    from icplay.agents.replay import GoldPolicy, ReplayPolicy
+    from icplay.agents.replay import GoldPolicy
     from icplay.agents.strategies import strategy_name
     from icplay.cli import UserError
     from icplay.envs import SANDBOXES, default_sandbox
@@ -177,14 +177,7 @@ def build(args) -> dict:
     elif kind == "replay":
         if not args.replay:
             raise UserError("--policy replay needs --replay FILE_OR_FOLDER")
-        policy = ReplayPolicy.from_path(args.replay, tasks)
-        covered = [t for t in tasks if policy.covers(t)]
-        if not covered:
-            raise UserError(f"{args.replay} holds no episode of a task in {task_set.name}")
-        bad = [why for t in covered if (why := policy.check(t))]
-        if bad:
-            raise UserError(f"{args.replay} does not match {task_set.name}: {bad[0]}")
-        tasks = covered
+        policy, tasks = load_replay(args.replay, tasks, f"in {task_set.name}", task_set.name)
         info = policy.describe()
         label = f"replay-{Path(args.replay).stem}"
     else:
@@ -219,3 +212,22 @@ def build(args) -> dict:
     return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
             "sandbox": sandbox, "turns": turns, "kind": kind}
 
+
+def load_replay(path, tasks: list, none_of: str, mismatch: str):
+    """The replay policy of a recording and the tasks it covers; one sentence when it covers
+    none of ``tasks`` (``none_of`` says where) or does not match them (``mismatch``)."""
+    from icplay.agents.replay import ReplayPolicy
+    from icplay.cli import UserError
+    from icplay.store import TrajectoryFileError
+
+    try:
+        policy = ReplayPolicy.from_path(path, tasks)
+    except (TrajectoryFileError, OSError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    covered = [t for t in tasks if policy.covers(t)]
+    if not covered:
+        raise UserError(f"{path} holds no episode of a task {none_of}")
+    bad = [why for t in covered if (why := policy.check(t))]
+    if bad:
+        raise UserError(f"{path} does not match {mismatch}: {bad[0]}")
+    return policy, covered

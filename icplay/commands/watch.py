@@ -57,10 +57,9 @@ def register(sub) -> None:
 def build_policy(args, tasks: list) -> tuple[object, dict, list]:
     """The policy, its description for the trajectory, and the tasks it can play."""
     from icplay.agents.llm import AgentError, ChatModel, LLMPolicy
-    from icplay.agents.replay import GoldPolicy, ReplayPolicy
+    from icplay.agents.replay import GoldPolicy
     from icplay.agents.strategies import strategy_name
     from icplay.cli import UserError
-    from icplay.store import TrajectoryFileError
 
     spec = args.policy or ("llm" if args.model else None)
     if spec is None:
@@ -73,16 +72,9 @@ def build_policy(args, tasks: list) -> tuple[object, dict, list]:
         if not path:
             raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
                             "results file)")
-        try:
-            policy = ReplayPolicy.from_path(path)
-        except (TrajectoryFileError, OSError, ValueError) as exc:
-            raise UserError(str(exc)) from None
-        covered = [t for t in tasks if policy.covers(t)]
-        if not covered:
-            raise UserError(f"{path} holds no episode of a task in this set (pick the set with --tasks)")
-        bad = [why for t in covered if (why := policy.check(t))]
-        if bad:
-            raise UserError(f"{path} does not match these tasks: {bad[0]}")
+        from icplay.commands.run import load_replay
+
+        policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
         return policy, policy.describe(), covered
     if spec != "llm":
         raise UserError(f"unknown --policy {spec!r} (llm, gold or replay:FILE)")

@@ -123,3 +123,23 @@ def test_a_live_icplay_keeps_its_folder_when_another_starts(tmp_path, bwrap_read
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the dedicated-uid folder rule applies when icplay runs as root")
+def test_as_root_a_private_tmpdir_is_not_where_the_sandboxes_go(tmp_path, bwrap_ready):
+    """pytest's tmp_path sits below a 0700 folder: a sandbox's dedicated uid could not reach
+    its /etc there (bwrap: "Can't find source path ... Permission denied"). icplay falls back
+    to /tmp, and an ICPLAY_BWRAP_DIR it cannot use is refused in one sentence."""
+    from icplay.sandbox.bwrap import passable
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    assert not passable(private) and passable(Path("/tmp"))
+    env = {k: v for k, v in os.environ.items() if k != "ICPLAY_BWRAP_DIR"}
+    done = subprocess.run([sys.executable, "-c", NEXT_START, str(tmp_path / "src")], capture_output=True, text=True,
+                          timeout=120, env={**env, "TMPDIR": str(private)})
+    assert done.stdout == "started\n", done.stderr
+    assert list(private.iterdir()) == []
+    refused = subprocess.run([sys.executable, "-c", NEXT_START, str(tmp_path / "src")], capture_output=True,
+                             text=True, timeout=120, env={**env, "ICPLAY_BWRAP_DIR": str(private)})
+    assert refused.returncode != 0 and "ICPLAY_BWRAP_DIR" in refused.stderr and "o+x" in refused.stderr

@@ -123,6 +123,20 @@ def test_icplay_run_on_docker_leaves_its_episodes_stopped_not_errors(sig, docker
     assert all(t.turns and t.turns[0].action == "echo first" for t in saved)
 
 
+@pytest.fixture
+def passable_tmp():
+    """A TMPDIR that other users can pass through: as root, a sandbox's dedicated uid must
+    reach its folder (pytest's own tmp_path sits below a 0700 folder; icplay then falls back
+    to /tmp, and this test would look in the wrong place)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="icplay-signals-", dir="/tmp"))
+    folder.chmod(0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def descendants(pid: int) -> dict[int, str]:
     """Every process below ``pid``, with its command line."""
     children: dict[int, list[int]] = {}
@@ -149,9 +163,8 @@ def descendants(pid: int) -> dict[int, str]:
 @pytest.mark.bwrap
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_play_plain_on_bwrap_stops_the_episode_and_removes_its_sandbox(sig, bwrap_ready, tmp_path):
-    home, tmp = tmp_path / "home", tmp_path / "tmp"
-    tmp.mkdir()
+def test_play_plain_on_bwrap_stops_the_episode_and_removes_its_sandbox(sig, bwrap_ready, tmp_path, passable_tmp):
+    home, tmp = tmp_path / "home", passable_tmp
     env = {**os.environ, "ICPLAY_HOME": str(home), "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "icplay.cli", "play", "bash", "--plain", "--sandbox", "bwrap",
                              "--task", "b001"], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -170,7 +183,7 @@ def test_play_plain_on_bwrap_stops_the_episode_and_removes_its_sandbox(sig, bwra
     code, err = finish(proc)
     assert code == 128 + sig and "Traceback" not in err, err
     assert not any(os.path.exists(f"/proc/{p}") for p in sleeping)
-    assert list(tmp.iterdir()) == []
+    assert list(tmp.glob("icplay-bwrap.*/p*")) == []   # this process's sandbox folder is gone
     (traj,) = trajectories(home)
     assert traj.status == "stopped" and sig.name in traj.error
 

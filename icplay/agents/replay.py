@@ -76,7 +76,7 @@ def load_intercode_results(path: str | Path) -> dict[str, Recorded]:
         episodes = intercode.read_results(path)
     except TaskFileError as exc:
         raise TrajectoryFileError(str(exc)) from None
-    return {str(ep.task_index): recorded_from_intercode(ep) for ep in episodes}
+    return {ep.task_key: recorded_from_intercode(ep) for ep in episodes}
 
 
 def load_recordings(path: str | Path) -> dict[str, Recorded]:

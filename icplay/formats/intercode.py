@@ -36,7 +36,7 @@ class RecordedEpisode:
     """One recorded episode: which task, and per turn what ran, was seen and scored."""
 
     key: str
-    task_index: int
+    task_index: int                  # -1 when the record names its task by id (task_id below)
     actions: list[str]
     observations: list[str | None]
     rewards: list[float | None]      # None where the format recorded no per-turn reward
@@ -52,6 +52,12 @@ class RecordedEpisode:
     set_name: str | None = None
     source: str = ""
     kind: str = "results"            # results | log
+    task_id: str | None = None       # a task id in place of an index (icplay's own recordings)
+
+    @property
+    def task_key(self) -> str:
+        """The task's id when the record gave one, else its index (as InterCode names tasks)."""
+        return self.task_id if self.task_id is not None else str(self.task_index)
 
     def no_code(self, turn: int) -> bool:
         """Whether turn ``turn`` was a reply with no code (InterCode's policy message)."""
@@ -80,7 +86,12 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
     rewards = list(history.get("rewards") or [])
     observations += [None] * (len(actions) - len(observations))
     rewards += [None] * (len(actions) - len(rewards))
-    task_index = _index(record.get("task_id", key), where, f"{key}.task_id")
+    named = record.get("task_id", key)
+    task_id = None
+    if isinstance(named, str) and named.strip() and not named.strip().lstrip("-").isdigit():
+        task_index, task_id = -1, named      # a recording keyed by task id, not InterCode's index
+    else:
+        task_index = _index(named, where, f"{key}.task_id")
     summary = record.get("summary") if isinstance(record.get("summary"), dict) else {}
     rewards = [None if r is None else float(r) for r in rewards[:len(actions)]]
     scored = [r for r in rewards if r is not None]
@@ -88,7 +99,7 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
                            final_reward=scored[-1] if scored else None, query=record.get("query"),
                            gold=record.get("gold"), env=_env_name(record), hardness=record.get("hardness"),
                            max_turns=summary.get("turns_max"), best_reward=summary.get("max_reward"),
-                           set_name=record.get("set"), source=where, kind="results")
+                           set_name=record.get("set"), source=where, kind="results", task_id=task_id)
 
 
 def from_log(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
@@ -199,8 +210,10 @@ def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
                           reward=reward, info={"invalid": True, "raw": action} if invalid else {}))
     scored = [r for r in ep.rewards if r is not None]
     best = ep.best_reward if ep.best_reward is not None else (max(scored) if scored else None)
-    task = {"id": str(ep.task_index), "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
-            "gold": ep.gold or "", "hardness": ep.hardness, "index": ep.task_index}
+    task = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
+            "gold": ep.gold or "", "hardness": ep.hardness}
+    if ep.task_id is None:
+        task["index"] = ep.task_index
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",
                       policy={"kind": f"intercode-{ep.kind}", "protocol": "intercode", "source": ep.source,
                               "max_turns": ep.max_turns},

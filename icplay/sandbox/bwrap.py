@@ -181,7 +181,15 @@ _EPISODES = itertools.count()
 
 def state_root() -> Path:
     """<tmp>/icplay-bwrap.<uid>: every sandbox folder of every icplay process of this user."""
-    base = Path(os.environ.get("ICPLAY_BWRAP_DIR") or tempfile.gettempdir())
+    chosen = os.environ.get("ICPLAY_BWRAP_DIR")
+    base = Path(chosen or tempfile.gettempdir())
+    if os.geteuid() == 0 and not passable(base):
+        # As root a sandbox runs under a dedicated uid that must walk down to its folder: a
+        # private TMPDIR (pytest's /tmp/pytest-of-root is 0700) would stop it at the door.
+        if chosen:
+            raise SandboxError(f"ICPLAY_BWRAP_DIR={chosen} is not reachable by other users (a folder on "
+                               "the way lacks o+x); the sandboxes' uids could not enter it: pick another.")
+        base = Path("/tmp")
     root = base / f"icplay-bwrap.{os.geteuid()}"
     try:
         os.mkdir(root, 0o711)
@@ -192,6 +200,18 @@ def state_root() -> Path:
         raise SandboxError(f"{root} is not a folder of this user's own: remove it, or set ICPLAY_BWRAP_DIR.")
     os.chmod(root, 0o711)   # a dedicated uid must pass through to its sandbox's folder
     return root
+
+
+def passable(path: Path) -> bool:
+    """Whether every folder from / down to ``path`` lets other users through (o+x)."""
+    path = Path(os.path.realpath(path))
+    for folder in [path, *path.parents]:
+        try:
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def process_folder() -> Path:

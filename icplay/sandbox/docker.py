@@ -25,6 +25,7 @@ this process's containers on a normal exit.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import io
 import os
 import re
@@ -101,7 +102,9 @@ def size_bytes(size: str | int) -> int:
     return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
 
 _created: set[str] = set()
-_created_lock = threading.Lock()
+_created_lock = threading.Condition()
+_in_flight = 0          # container creations under way (see ``creating``)
+_exiting = False        # set by the exit hook: no new container from now on
 _reaped = False
 
 
@@ -114,6 +117,24 @@ def track(container_id: str) -> None:
     """Remember a container this process made, for removal at exit."""
     with _created_lock:
         _created.add(container_id)
+
+
+@contextlib.contextmanager
+def creating():
+    """Around a request that creates a container: the exit hook waits for it to return (a
+    container created on a worker thread while icplay exits would otherwise outlive it, the
+    daemon having made it after the hook had listed what to remove)."""
+    global _in_flight
+    with _created_lock:
+        if _exiting:
+            raise SandboxError("icplay is exiting: no new container")
+        _in_flight += 1
+    try:
+        yield
+    finally:
+        with _created_lock:
+            _in_flight -= 1
+            _created_lock.notify_all()
 
 
 def reap_once(client: Any) -> None:
@@ -170,15 +191,23 @@ def reap_leftovers(client: Any) -> int:
 
 @atexit.register
 def _remove_ours() -> None:
+    global _exiting
     with _created_lock:
+        _exiting = True
+        busy = _in_flight > 0
+        # a creation under way returns within Docker's API timeout; its container is then ours
+        _created_lock.wait_for(lambda: _in_flight == 0, timeout=30)
         ids = list(_created)
-    if not ids:
+    if not ids and not busy:
         return
     try:
         import docker
 
         client = docker.from_env()
-        for cid in ids:
+        if busy:   # also what a creation made but did not get to track
+            mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
+            ids += [c["Id"] for c in client.api.containers(all=True, filters={"label": sorted(mine)})]
+        for cid in dict.fromkeys(ids):
             try:
                 client.api.remove_container(cid, force=True)
             except Exception:
@@ -200,8 +229,9 @@ def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS)
     with _trees_lock:
         if image_id in _trees:
             return _trees[image_id]
-        created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
-        track(created)
+        with creating():
+            created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
+            track(created)
         try:
             out = io.BytesIO()
             found: list[str] = []
@@ -305,15 +335,16 @@ class DockerSandbox:
                     log_config=docker.types.LogConfig(type="none"),
                     mem_limit=size_bytes(options["mem_limit"]) + limit,
                     memswap_limit=size_bytes(options["memswap_limit"]) + limit)
-            self.container = self.client.containers.run(
-                self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
-                network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges"], hostname="icplay", **options)
+            with creating():
+                self.container = self.client.containers.run(
+                    self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
+                    network_mode=None if self.network else "none", privileged=False,
+                    security_opt=["no-new-privileges"], hostname="icplay", **options)
+                track(self.container.id)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker could not start a container of {self.image}: {exc.explanation or exc}") from None
-        track(self.container.id)
         try:
             if tree:
                 self._fill(tree)

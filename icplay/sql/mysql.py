@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icplay.sandbox.docker import container_labels, reap_once, remove_container, track
+from icplay.sandbox.base import SandboxError
+from icplay.sandbox.docker import container_labels, creating, reap_once, remove_container, track
 from icplay.sql.base import (
     DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Column, Progress, QueryResult, SqlBackendError, Table,
     is_read_only, is_use, not_utf8,
@@ -147,18 +148,21 @@ class MysqlBackend:
             self.progress(f"starting a database server ({self.image})")
         labels = container_labels("sql")
         try:
-            self._container = client.containers.run(
-                self.image, detach=True, labels=labels,
-                environment={"MARIADB_ROOT_PASSWORD": self._root_password,
-                             "MYSQL_ROOT_PASSWORD": self._root_password},
-                ports={"3306/tcp": ("127.0.0.1", None)}, mem_limit=self.memory, memswap_limit=self.memory,
-                pids_limit=512, security_opt=["no-new-privileges"])
+            with creating():
+                self._container = client.containers.run(
+                    self.image, detach=True, labels=labels,
+                    environment={"MARIADB_ROOT_PASSWORD": self._root_password,
+                                 "MYSQL_ROOT_PASSWORD": self._root_password},
+                    ports={"3306/tcp": ("127.0.0.1", None)}, mem_limit=self.memory, memswap_limit=self.memory,
+                    pids_limit=512, security_opt=["no-new-privileges"])
+                track(self._container.id)
         except docker.errors.ImageNotFound:
             raise SqlBackendError(f"image {self.image} is not there: build it (icplay images build) "
                                   f"or pull it") from None
         except docker.errors.APIError as exc:
             raise SqlBackendError(f"Docker could not start {self.image}: {exc.explanation or exc}") from None
-        track(self._container.id)
+        except SandboxError as exc:
+            raise SqlBackendError(str(exc)) from None
 
     def _addresses(self) -> list[tuple[str, int]]:
         """Where the server answers: the container's bridge address, else the published port."""

@@ -152,7 +152,12 @@ def summarize(episodes: list[RecordedEpisode], results: dict[str, list[TurnRecor
 def rescore(episodes: list[RecordedEpisode], tasks: list[Task], make_env: Callable[[], Any], jobs: int = 1,
             progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[TurnRecord]], Summary]:
     """Replay all episodes, ``jobs`` at a time (each worker with its own env/backend)."""
+    by_id = {t.id: i for i, t in enumerate(tasks)}
     for episode in episodes:
+        if episode.task_id is not None:
+            if episode.task_id not in by_id:
+                raise TaskFileError(episode.key, f"task {episode.task_id!r} is not in the task file")
+            episode.task_index = by_id[episode.task_id]
         if not 0 <= episode.task_index < len(tasks):
             raise TaskFileError(episode.key, f"task index {episode.task_index} is outside the task file "
                                              f"({len(tasks)} tasks)")

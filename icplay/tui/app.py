@@ -1,14 +1,13 @@
 """The icplay playground: a Textual app where a human solves Bash and SQL tasks.
 
-``PlayApp`` owns what outlives one screen: the environments (one per language, made on
-first use in a worker, closed when the app ends), a lock per environment, the baseline
-session, the command history and the config. Screens: the task picker and the play
+``PlayApp`` owns what outlives one screen: the sandbox pool (each play screen leases its
+own env from it and gives it back when left; envs are kept for the next screen and
+closed when the app ends), the baseline session, the command history and the config. Screens: the task picker and the play
 screen (icplay.tui.screens), plus dialogs.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -23,15 +22,14 @@ from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.tui.config import DARK_THEME, LIGHT_THEME, Config
+from icplay.tui.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
 from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
+from icplay.tui.sandbox import EnvFactory, SandboxPool
 from icplay.tui.screens.play import PlayScreen
 from icplay.tui.widgets.command import History
 
-# (language, sandbox or None for the default, image or None, progress callback) -> Env
-EnvFactory = Callable[[str, "str | None", "str | None", Callable[[str], None]], Env]
 
 
 @dataclass
@@ -112,7 +110,8 @@ class PlayApp(App):
                  config: Config | None = None, home: str | Path | None = None,
                  clock: Callable[[], float] | None = None, frozen: bool = False,
                  env_factory: EnvFactory | None = None, catalog: Catalog | None = None,
-                 out: str | Path | None = None):
+                 out: str | Path | None = None, watch: "AgentChoice | None" = None,
+                 watch_session: str | None = None, watch_policy: tuple | None = None, watch_limits=None):
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -124,11 +123,15 @@ class PlayApp(App):
         self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out)
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
+        self.watch = watch                   # icplay watch: the task opens on the watch screen
+        self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
+        self.watch_limits = watch_limits
+        self._watch_session_name = watch_session or session or "watch"
+        self._watch_session: Session | None = None
+        self._out = out
         self.start_set = self.catalog.default_set(env, tasks, from_catalog=catalog is not None)
         self.env_factory = env_factory or default_env_factory
-        self.envs: dict[str, Env] = {}
-        self._envs_lock = threading.Lock()
-        self._env_locks: dict[str, threading.Lock] = {k: threading.Lock() for k in SANDBOXES}
+        self.pool = SandboxPool(self.env_factory, self.sandbox_for, image)
         self._histories: dict[str, History] = {}
         if self.config.theme in self.available_themes:
             self.theme = self.config.theme
@@ -143,7 +146,10 @@ class PlayApp(App):
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         if self.start_task_id is not None:
             task = self.catalog.find(self.start_task_id, self.start_set)
-            self.push_screen(PlayScreen(task))
+            if self.watch is not None:
+                self.push_screen(self._watch_screen(task, self.watch))
+            else:
+                self.push_screen(PlayScreen(task))
         else:
             self.push_screen(PickerScreen(self.start_set))
 
@@ -152,45 +158,35 @@ class PlayApp(App):
             return self.sandbox
         return None
 
-    def get_env(self, kind: str) -> Env:
-        """The env for a language, made on first use. Call from a worker: it may block."""
-        with self._envs_lock:
-            if kind not in self.envs:
-                self.envs[kind] = self.env_factory(kind, self.sandbox_for(kind), self.image, self._progress)
-            return self.envs[kind]
-
-    def _progress(self, line: str) -> None:
-        """Progress of slow set-up (an image build, a database conversion), from a worker."""
-        def show() -> None:
-            screen = self.screen_stack[-1] if self.screen_stack else None
-            for candidate in reversed(self.screen_stack):
-                if isinstance(candidate, PlayScreen):
-                    candidate.show_progress(line)
-                    return
-            if screen is not None:
-                self.notify(line, timeout=3)
-
-        try:
-            self.call_from_thread(show)
-        except RuntimeError:      # called on the UI thread, or the app is closing
-            pass
-
-    def env_lock(self, kind: str) -> threading.Lock:
-        return self._env_locks.setdefault(kind, threading.Lock())
-
     def close_envs(self, wait: float = 15.0) -> None:
         """After the app has exited: let a running step finish (it saves its turn), then close."""
-        for kind, env in list(self.envs.items()):
-            lock = self.env_lock(kind)
-            acquired = lock.acquire(timeout=wait)
-            try:
-                env.close()
-            except Exception:
-                pass
-            finally:
-                if acquired:
-                    lock.release()
-        self.envs.clear()
+        self.pool.close(wait)
+
+    @property
+    def watch_session(self) -> Session:
+        """Where watched (agent) episodes are saved: apart from the human's own baseline."""
+        if self._watch_session is None:
+            self._watch_session = Session(self._watch_session_name, home=self.home, root=self._out)
+        return self._watch_session
+
+    def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):
+        from icplay.tui.screens.watch import WatchScreen
+
+        policy = self.watch_policy if agent is self.watch else None
+        return WatchScreen(task, agent, retry=retry, limits=self.watch_limits, policy=policy)
+
+    def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
+        """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
+        else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
+        from icplay.tui.config import agent_choice, remember_agent
+
+        agent = agent or self.watch or agent_choice(self.config, self.home)
+        remember_agent(agent, self.home)
+        screen = self._watch_screen(task, agent, retry=retry)
+        if isinstance(self.screen, PlayScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
 
     def history_for(self, kind: str) -> History:
         if kind not in self._histories:
@@ -211,14 +207,17 @@ class PlayApp(App):
         else:
             self.push_screen(PlayScreen(task, retry=retry))
 
-    def open_next(self, after: Task) -> None:
+    def open_next(self, after: Task, session: Session | None = None,
+                  opener: Callable[[Task], None] | None = None) -> None:
+        """The next task of the set not submitted in ``session`` (the baseline's by default),
+        opened with ``opener`` (the play screen by default; the watch screen passes its own)."""
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]
-        progress = self.session.progress(tasks)
+        progress = (session or self.session).progress(tasks)
         keys = [t.key for t in tasks]
         start = keys.index(after.key) + 1 if after.key in keys else 0
         for task in tasks[start:] + tasks[:start]:
             if task.key != after.key and progress.by_task[task.key].state not in (SOLVED, SUBMITTED):
-                self.open_task(task)
+                (opener or self.open_task)(task)
                 return
         self.notify("Every other task of this set is submitted.", title="All done")
         self.show_picker()
@@ -249,6 +248,8 @@ class PlayApp(App):
             scopes.add("picker")
         if isinstance(screen, PlayScreen):
             scopes |= {"play", "sql" if screen.task_record.env == "sql" else "bash"}
+            if hasattr(screen, "broker"):
+                scopes.add("watch")
         for key in KEYS:
             if key.scope not in scopes or not key.palette:
                 continue

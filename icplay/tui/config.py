@@ -15,6 +15,14 @@ Example::
     [bash]
     history = true                 # keep a command history across tasks
 
+    [agent]                        # who tries a task from the picker (Ctrl+W) and in icplay watch
+    policy = "llm"                 # llm | gold | replay:FILE
+    model = "gpt-4o-mini"
+    base_url = "http://localhost:8000/v1"
+    strategy = "react"
+    protocol = "agent"             # agent | intercode
+    mode = "confirm"               # auto | confirm | human
+
 Environment overrides: ``ICPLAY_THEME``, ``ICPLAY_STRICT=1``. A bad file gives one
 sentence naming the file and the setting, never a traceback.
 """
@@ -35,6 +43,9 @@ DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
 
 
+AGENT_SETTINGS = ("policy", "model", "base_url", "strategy", "protocol", "mode")
+
+
 class ConfigError(ValueError):
     """A config file that cannot be used; the message names file and setting."""
 
@@ -46,6 +57,7 @@ class Config:
     schema_browser: bool = True
     history: bool = True
     keys: dict[str, str] = field(default_factory=dict)
+    agent: dict[str, str] = field(default_factory=dict)   # [agent]: policy, model, base_url, strategy, protocol, mode
     path: Path | None = None
 
     @property
@@ -88,6 +100,12 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     bash = pick(data, "bash", dict, "bash") or {}
     if (history := pick(bash, "history", bool, "bash.history")) is not None:
         config.history = history
+    agent = pick(data, "agent", dict, "agent") or {}
+    for name in agent:
+        if name not in AGENT_SETTINGS:
+            raise ConfigError(f"{path}: setting 'agent.{name}' is unknown (one of: {', '.join(AGENT_SETTINGS)})")
+        if (value := pick(agent, name, str, f"agent.{name}")) is not None:
+            config.agent[name] = value
     keys = pick(data, "keys", dict, "keys") or {}
     for binding_id, value in keys.items():
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -100,3 +118,54 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     if environ.get("ICPLAY_STRICT", "").lower() in ("1", "true", "yes"):
         config.strict = True
     return config
+
+
+@dataclass
+class AgentChoice:
+    """Who works a watched task: the policy (llm | gold | replay:FILE), the model and how it is
+    driven. From ``icplay watch``'s options, else the last use, else config.toml ``[agent]``."""
+
+    policy: str = "llm"
+    model: str | None = None
+    base_url: str | None = None
+    strategy: str | None = None
+    protocol: str = "agent"
+    mode: str = "confirm"
+
+    @property
+    def label(self) -> str:
+        if self.policy == "llm":
+            return self.model or "llm"
+        return self.policy.split(":", 1)[0] if self.policy.startswith("replay:") else self.policy
+
+    def to_dict(self) -> dict[str, str]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def last_agent_path(home: str | Path | None = None) -> Path:
+    return Path(home or home_dir()) / "watch-last.json"
+
+
+def agent_choice(config: Config, home: str | Path | None = None) -> AgentChoice:
+    """config.toml's ``[agent]`` with the last use on top (what the picker's key starts)."""
+    import json
+
+    values = dict(config.agent)
+    try:
+        last = json.loads(last_agent_path(home).read_text(encoding="utf-8"))
+        if isinstance(last, dict):
+            values.update({k: v for k, v in last.items() if k in AGENT_SETTINGS and isinstance(v, str)})
+    except (OSError, ValueError):
+        pass
+    return AgentChoice(**{k: v for k, v in values.items() if k in AGENT_SETTINGS})
+
+
+def remember_agent(choice: AgentChoice, home: str | Path | None = None) -> None:
+    import json
+
+    path = last_agent_path(home)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(choice.to_dict(), indent=1), encoding="utf-8")
+    except OSError:
+        pass

@@ -19,7 +19,7 @@ class Key:
     action: str
     description: str
     help: str
-    scope: str                  # app | picker | play | bash | sql | modal
+    scope: str                  # app | picker | play | watch | bash | sql | modal
     show: bool = True
     priority: bool = False
     palette: bool = True        # offered in the command palette
@@ -41,6 +41,9 @@ KEYS: list[Key] = [
     Key("picker.sets", "f2", "focus_sets", "Sets", "Move to the list of task sets", "picker"),
     Key("picker.tasks", "f3", "focus_tasks", "Tasks", "Move to the list of tasks", "picker"),
     Key("picker.next", "ctrl+n", "next_task", "Next unsolved", "Open the next task not submitted yet", "picker"),
+    Key("picker.watch", "ctrl+w", "watch_task", "Agent tries",
+        "Let an agent try the highlighted task (model and strategy from config.toml [agent], or the last use)",
+        "picker"),
     # working on a task
     Key("play.submit", "ctrl+s", "submit", "Submit", "Submit the task for scoring (asks to confirm)", "play"),
     Key("play.interrupt", "ctrl+c", "interrupt", "Interrupt", "Stop the running command or query", "play",
@@ -57,6 +60,36 @@ KEYS: list[Key] = [
         "play"),
     Key("play.picker", "ctrl+b", "back_to_picker", "Tasks", "Back to the task list (work is saved)", "play",
         show=False),
+    # watching an agent (the watch screen; the play keys above work there too)
+    Key("watch.approve", "ctrl+y", "approve", "Approve",
+        "Run the agent's proposal as it is (after a failure or an unparsable reply: ask the model again)",
+        "watch", priority=True),
+    Key("watch.edit", "ctrl+e", "edit", "Edit",
+        "Edit the proposal in the command line (or the SQL editor); what runs is recorded as edited",
+        "watch", priority=True),
+    Key("watch.reject", "ctrl+x", "reject", "Reject",
+        "Reject the proposal with a comment; the comment reaches the model in its next prompt",
+        "watch", priority=True),
+    Key("watch.take_over", "f7", "take_over", "Take over",
+        "Human mode: you type the actions (the model is not asked; a call under way is cancelled)", "watch", priority=True),
+    Key("watch.hand_back", "f7", "hand_back", "Hand back",
+        "Give the episode back to the agent; its prompt shows your turns as yours", "watch", priority=True),
+    Key("watch.mode", "f10", "cycle_mode", "Mode", "Switch mode: auto → confirm → human (at any moment)",
+        "watch", priority=True),
+    Key("watch.auto", "alt+1", "set_mode('auto')", "Auto", "Auto mode: proposals run as they come", "watch",
+        show=False, priority=True),
+    Key("watch.confirm", "alt+2", "set_mode('confirm')", "Confirm",
+        "Confirm mode: each proposal waits for approve, edit or reject", "watch", show=False, priority=True),
+    Key("watch.human", "alt+3", "set_mode('human')", "Human", "Human mode: you type the actions", "watch",
+        show=False, priority=True),
+    Key("watch.pause", "alt+p", "pause_agent", "Pause after step",
+        "Auto mode: finish the step under way, then wait", "watch", show=False, priority=True),
+    Key("watch.step", "alt+n", "step_one", "Step one", "Auto mode: let exactly one more step through", "watch",
+        show=False, priority=True),
+    Key("watch.resume", "alt+g", "resume_agent", "Go on", "Auto mode: go on after a pause", "watch", show=False, priority=True),
+    Key("watch.stop", "f12", "stop", "Stop",
+        "Stop the episode: a model call under way is cancelled (no turn), a command is interrupted; "
+        "saved as stopped, it can be reopened later", "watch", priority=True),
     # the Bash command line
     # (Enter and Ctrl+J are handled by the command line itself, in the order the keys came:
     # a priority binding would run before the characters typed just ahead of it.)

@@ -90,15 +90,63 @@ def run_app(args) -> int:
     return app.return_code or 0
 
 
-def run_watch(args, policy, policy_info: dict, tasks: list) -> int:
+def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | None = None) -> int:
     """What ``icplay watch`` calls without ``--plain``: the watch screen.
 
-    ``args`` is watch's parsed command line (env, tasks, task, mode, protocol, turns,
-    sandbox, image, session, out); ``policy`` proposes (an ``icplay.episode.Policy``),
-    ``policy_info`` describes it for the trajectory, ``tasks`` are the tasks it can play.
-    The screen drives each episode with ``icplay.driver.Driver`` (docs/driver.md).
+    ``args`` is watch's parsed command line (env, tasks, task, policy, model, base_url,
+    strategy, mode, protocol, turns, sandbox, image, session, out); ``policy`` proposes (an
+    ``icplay.episode.Policy``, built by icplay.commands.watch), ``policy_info`` describes it
+    for the trajectory, ``tasks`` are the tasks it can play. Without a ``policy`` the screen
+    builds one from the options, the last use and config.toml's ``[agent]``. Without
+    ``--task`` the first task the watch session has not submitted opens. The screen drives
+    each episode with ``icplay.driver.Driver`` (docs/driver.md).
     """
-    import sys
+    from icplay.driver import Limits
+    from icplay.session import Session
+    from icplay.tui.app import Catalog, PlayApp
+    from icplay.tui.config import AgentChoice, ConfigError, agent_choice, load_config
+    from icplay.tui.policies import PolicyError, check_choice
 
-    print("icplay: the watch screen is not built yet; use icplay watch ... --plain", file=sys.stderr)
-    return 2
+    env = getattr(args, "env", None)
+    task_set = getattr(args, "tasks", None)
+    task_id = getattr(args, "task", None)
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        raise TaskFileError(str(exc).split(":", 1)[0], str(exc).split(":", 1)[1].strip()) from None
+    choice = agent_choice(config) if policy is None else AgentChoice()
+    spec = getattr(args, "policy", None)
+    if spec is None and policy is not None:
+        spec = (policy_info or {}).get("kind", "llm")
+        spec = f"replay:{policy_info.get('source', '')}" if spec == "replay" else spec
+    explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
+                "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
+                "mode": getattr(args, "mode", None)}
+    values = {**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}}
+    if values.get("policy", "llm") != "llm":
+        values.pop("model", None)
+    agent = AgentChoice(**values)
+    try:
+        check_choice(agent)
+    except PolicyError as exc:
+        raise TaskFileError("icplay watch", str(exc)) from None
+    catalog = Catalog(env, task_set)
+    if task_id is None and tasks:
+        session = Session(getattr(args, "session", None) or "watch", root=getattr(args, "out", None))
+        progress = session.progress(tasks)
+        task_id = next((t.id for t in tasks if progress.by_task[t.key].state in ("new", "in progress")),
+                       tasks[0].id)
+    if task_id is not None:
+        catalog.find(str(task_id), catalog.default_set(env, task_set))   # fail early, in one line
+    turns = getattr(args, "turns", None)
+    app = PlayApp(env=env, tasks=task_set, task=None if task_id is None else str(task_id),
+                  sandbox=getattr(args, "sandbox", None), session=None, image=getattr(args, "image", None),
+                  config=config, catalog=catalog, out=getattr(args, "out", None), watch=agent,
+                  watch_session=getattr(args, "session", None),
+                  watch_policy=None if policy is None else (policy, policy_info or {}),
+                  watch_limits=Limits(max_turns=turns) if turns else None)
+    try:
+        app.run()
+    finally:
+        app.close_envs()
+    return app.return_code or 0

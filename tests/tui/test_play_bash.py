@@ -390,15 +390,11 @@ async def test_ctrl_c_before_the_command_has_started_still_interrupts(make_app):
     app = make_app(env="bash", tasks="bash", task="b001")
     async with app.run_test() as pilot:
         await wait_ready(pilot)
-        lock = app.env_lock("bash")
-        lock.acquire()                       # hold the step back: Ctrl+C comes before it starts
-        try:
+        with play_screen(app).runner.hold():     # hold the step back: Ctrl+C comes before it starts
             await type_text(pilot, "sleep 30")
             await pilot.press("enter")
             assert play_state(app) == "running"
             await pilot.press("ctrl+c")
-        finally:
-            lock.release()
         started = time.monotonic()
         await wait_for(pilot, lambda: play_state(app) == "ready" and turn_count(app) == 1, 8)
         assert time.monotonic() - started < 5, "the interrupt was lost (the sandbox timeout stopped it)"

@@ -100,3 +100,44 @@ def test_play_bash_light_theme(snap_compare, frozen_app):
 
     app = frozen_app(env="bash", tasks="bash", task="b001", config=Config(history=False, theme="textual-light"))
     assert snap_compare(app, terminal_size=(100, 30), run_before=work)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
+    """The watch screen (fake model, streamed): one approved agent turn, the next proposal waiting."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
+    from fake_openai_server import FakeOpenAIServer, Script, fenced
+
+    from icplay.tui.config import AgentChoice
+    from icplay.tui.screens.watch import WatchScreen
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake = FakeOpenAIServer(Script([
+        "Thought: first see who the customers are.\n" + fenced("SELECT name, city FROM customers"),
+        "Thought: keep the London ones, sorted by name.\n"
+        + fenced("SELECT name FROM customers WHERE city = 'London' ORDER BY name")], then="submit")).start()
+
+    def screen(app):
+        return next(s for s in app.screen_stack if isinstance(s, WatchScreen))
+
+    def waiting(app, n):
+        request = screen(app).request
+        return request is not None and request.kind == "proposal" and request.open and len(fake.requests) == n
+
+    async def work(pilot):
+        app = pilot.app
+        await wait_for(pilot, lambda: waiting(app, 1), 30, "the first proposal")
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: waiting(app, 2) and len(screen(app).trajectory.turns) == 1, 30,
+                       "the second proposal")
+        await pilot.pause()
+
+    try:
+        app = frozen_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None,
+                         watch=AgentChoice(policy="llm", model="fake-model", base_url=fake.url, mode="confirm"))
+        assert snap_compare(app, terminal_size=size, run_before=work)
+    finally:
+        fake.stop()

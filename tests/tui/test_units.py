@@ -167,3 +167,26 @@ def test_run_app_reports_user_errors_before_taking_the_screen(tmp_path, monkeypa
     (tmp_path / "config.toml").write_text("[keys]\n\"play.submit\" = 3\n")
     with pytest.raises(TaskFileError, match="config.toml.*keys.play.submit"):
         run_app(Namespace(env=None, tasks=None, task=None, sandbox=None, session=None, image=None))
+
+
+def test_the_sidebar_names_each_turns_author_and_its_reward():
+    from icplay.tui.widgets.panels import TurnList
+
+    turns = [Turn(0, "agent", "ls", "a\n", exit_code=0, reward=0.0),
+             Turn(1, "agent-edited-by-human", "ls -la", "", exit_code=0, proposed="ls -l", reward=0.5),
+             Turn(2, "human", "", "", proposed="rm -rf /", comment="no", info={"rejected": True}),
+             Turn(3, "human", "pwd", "/\n", exit_code=0)]
+    lines = [TurnList().render_turn(t).plain for t in turns]
+    assert lines[0].split()[:3] == ["1", "agent", "ls"] and "r=0.00" in lines[0]
+    assert lines[1].split()[:2] == ["2", "edited"] and "r=0.50" in lines[1]
+    assert lines[2].split()[:3] == ["3", "rejected", "rm"] and "not run" in lines[2]
+    assert lines[3].split()[:2] == ["4", "you"]
+
+
+def test_a_streamed_reply_splits_into_thought_and_the_action_so_far():
+    from icplay.tui.widgets.agent import split_reply
+
+    assert split_reply("Thought: look at the logs") == ("Thought: look at the logs", None)
+    assert split_reply("I list them.\n```bash\nls /tes") == ("I list them.", "ls /tes")
+    assert split_reply("I list them.\n```bash\nls /testbed\n```\nmore") == ("I list them.", "ls /testbed")
+    assert split_reply("Thought: count\nAction: wc -l f") == ("Thought: count", "wc -l f")

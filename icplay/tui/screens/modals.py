@@ -19,7 +19,7 @@ from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
     "app": "Everywhere", "picker": "Task list", "play": "Working on a task",
-    "bash": "Bash command line", "sql": "SQL editor",
+    "bash": "Bash command line", "sql": "SQL editor", "watch": "Watching an agent (icplay watch)",
 }
 
 
@@ -61,7 +61,7 @@ class HelpScreen(ModalScreen[None]):
                 if key.scope != scope:
                     continue
                 keys = keymap.get(key.id, key.keys)
-                table.add_row(", ".join(k for k in keys.split(",")), f"{key.help}  [dim]({key.id})[/dim]")
+                table.add_row(", ".join(k for k in keys.split(",")), f"{escape(key.help)}  [dim]({key.id})[/dim]")
             table.add_row("", "")
         table.add_row(Text("Palette", style="bold underline"), "")
         table.add_row("ctrl+p", "Command palette: every action, searchable")
@@ -100,6 +100,9 @@ class TurnScreen(ModalScreen[None]):
         with Vertical(id="dialog", classes="dialog turn"):
             yield Static(facts, classes="title")
             with VerticalScroll(id="turn-body"):
+                if turn.thought:
+                    yield Static("[b]Thought[/b]")
+                    yield Static(Text(turn.thought, style="italic"))
                 if turn.proposed is not None and turn.proposed != turn.action:
                     yield Static("[b]Proposed[/b]")
                     yield Static(Text(turn.proposed), classes="code")
@@ -313,3 +316,28 @@ def _clip(text: str, limit: int = 20_000) -> str:
 def result_from_trajectory(trajectory: Trajectory) -> SubmitResult:
     return SubmitResult(trajectory.reward or 0.0, trajectory.breakdown or {}, trajectory.gold_output or "")
 
+
+
+class CommentScreen(ModalScreen["str | None"]):
+    """One line of text (a rejection's comment for the model); Escape cancels."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
+
+    def __init__(self, title: str, placeholder: str = "") -> None:
+        super().__init__()
+        self.title_text, self.placeholder = title, placeholder
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Input
+
+        with Vertical(id="dialog", classes="dialog confirm"):
+            yield Static(self.title_text, id="question")
+            yield Input(placeholder=self.placeholder, id="comment")
+            yield Static("[dim]Enter sends · Escape cancels[/dim]", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#comment").focus()
+
+    def on_input_submitted(self, event) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())

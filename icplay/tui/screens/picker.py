@@ -171,6 +171,13 @@ class PickerScreen(Screen):
         table = self.query_one("#tasks", DataTable)
         self.app.open_task(self.tasks[table.cursor_row])
 
+    def action_watch_task(self) -> None:
+        """Let an agent try the highlighted task (config.toml [agent], or the last use)."""
+        if not self.tasks:
+            return
+        table = self.query_one("#tasks", DataTable)
+        self.app.open_watch(self.tasks[table.cursor_row])
+
     def action_focus_sets(self) -> None:
         self.query_one("#sets", OptionList).focus()
 

@@ -1,19 +1,17 @@
 """The play screen: one task, its query, the work pane, the trajectory sidebar, the clock.
 
-The screen is a view over an ``Episode`` (icplay.episode). Everything that blocks — the
-env's reset and the replay of saved turns, each step, the reward — runs in a Textual
-thread worker of group ``"env"`` and reports back with a Message. The worker holds the
-app's lock for this environment, so two episodes never drive one env at once. Ctrl+C
-calls ``env.interrupt()`` directly from the UI thread (it only sets a flag).
+The screen is a view over an ``Episode`` (icplay.episode). Everything that blocks — leasing
+a sandbox from the app's pool, the reset and the replay of saved turns, each step, the
+reward — runs in the screen's ``EpisodeRunner`` (icplay.tui.runner), on its own worker
+thread; the runner reports back with plain events that arrive here as ``RunnerEvent``
+Messages, and only the UI thread changes the screen. The sandbox is this screen's own
+lease (icplay.tui.sandbox): given back when the screen is left, never shared.
 """
 
 from __future__ import annotations
 
 import gc
-import getpass
-import threading
 import time
-from contextlib import contextmanager
 
 from rich.markup import escape
 from rich.text import Text
@@ -25,11 +23,13 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.episode import HUMAN, Episode, Trajectory, Turn
+from icplay.episode import Episode, Trajectory
 from icplay.session import format_duration
 from icplay.tasks.model import Task
 from icplay.tui.clock import WorkClock
 from icplay.tui.keys import bindings
+from icplay.tui.runner import (EpisodeRunner, Failed, Opened, Progress, Replaying, Scored, StepDone, Viewing,
+                               is_big, user_name)
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
                                        result_from_trajectory)
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
@@ -37,66 +37,15 @@ from icplay.tui.widgets.panes import BashPane, SqlPane, WorkPane
 
 LOADING, READY, RUNNING, SUBMITTING, SUBMITTED, FAILED = "loading", "ready", "running", "submitting", "submitted", "failed"
 
-# Python's cyclic garbage collector stops every thread while it walks the heap; with a
-# 100 000-row result alive that walk takes 50-80 ms, enough to delay a key press. So it
-# is paused while a step builds its result, and the objects that survive a big step are
-# frozen (left out of later walks) until the task is left. Refcounting frees the rows
-# themselves either way.
-BIG_RESULT = 10_000
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-
-
-@contextmanager
-def gc_paused():
-    global _gc_pauses
-    with _gc_lock:
-        _gc_pauses += 1
-        if _gc_pauses == 1:
-            gc.disable()
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0:
-                gc.enable()
-
-
 class PlayScreen(Screen):
     BINDINGS = bindings("play")
 
-    class Opened(Message):
-        def __init__(self, episode: Episode, replayed: int) -> None:
-            super().__init__()
-            self.episode, self.replayed = episode, replayed
+    class RunnerEvent(Message):
+        """An event of the screen's runner (icplay.tui.runner), posted from its worker."""
 
-    class Replaying(Message):
-        def __init__(self, n: int, total: int, action: str) -> None:
+        def __init__(self, event: object) -> None:
             super().__init__()
-            self.n, self.total, self.action = n, total, action
-
-    class StepDone(Message):
-        def __init__(self, turn: Turn | None, error: str | None = None) -> None:
-            super().__init__()
-            self.turn, self.error = turn, error
-
-    class Scored(Message):
-        def __init__(self, result: SubmitResult | None, error: str | None = None) -> None:
-            super().__init__()
-            self.result, self.error = result, error
-
-    class Failed(Message):
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
-
-    class Viewing(Message):
-        """The task was submitted before: show that episode, read-only (F8 retries)."""
-
-        def __init__(self, trajectory: Trajectory) -> None:
-            super().__init__()
-            self.trajectory = trajectory
+            self.event = event
 
     def __init__(self, task: Task, retry: bool = False) -> None:
         super().__init__()
@@ -108,8 +57,8 @@ class PlayScreen(Screen):
         self.result: SubmitResult | None = None
         self.sandbox_name = ""
         self.clock: WorkClock | None = None
+        self.runner: EpisodeRunner | None = None
         self._run_started = 0.0
-        self._reinterrupt = None
         self._froze = False
 
     # -- layout ---------------------------------------------------------------------------
@@ -125,6 +74,7 @@ class PlayScreen(Screen):
                 query = QueryPanel(Text(self.task_record.query), id="query")
                 query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
                 yield query
+                yield from self.compose_agent()
                 if self.task_record.env == "sql":
                     config = self.app.config
                     yield SqlPane(show_schema=config.show_schema, schema_allowed=not config.strict,
@@ -133,6 +83,15 @@ class PlayScreen(Screen):
                     yield BashPane(self.app.history_for("bash"), frozen=self.frozen, id="pane")
             yield TurnList(frozen=self.frozen, id="turns")
         yield Footer(compact=True)
+
+    def compose_agent(self) -> ComposeResult:
+        """The watch screen's agent panel goes here; a human's play screen has none."""
+        return iter(())
+
+    @property
+    def session(self):
+        """The session this screen's episodes are saved in."""
+        return self.app.session
 
     @property
     def trajectory(self) -> Trajectory | None:
@@ -154,9 +113,28 @@ class PlayScreen(Screen):
         self._set_pane_status(Text("starting the sandbox…", style="dim"))
         self.refresh_status()
         self.set_interval(0.5, self.tick)
-        self.run_worker(self._open_worker, thread=True, group="env", name=f"open {self.task_record.key}",
-                        exit_on_error=False)
+        self.runner = EpisodeRunner(self.task_record, self.app.pool, self.session,
+                                    emit=lambda event: self.post_message(self.RunnerEvent(event)),
+                                    before_save=self._before_save)
+        self.runner.open(self.policy_info(), retry=self.retry, set_base=self._set_clock_base)
         self.pane.focus_input()
+
+    def policy_info(self) -> dict:
+        """The trajectory's policy block for this screen's episodes."""
+        policy = {"kind": "human", "ui": "tui", "user": user_name()}
+        if self.task_record.env == "sql":
+            policy["schema_browser"] = not self.app.config.strict
+        return policy
+
+    def _set_clock_base(self, seconds: float) -> None:
+        if self.clock is not None:
+            self.clock.set_base(seconds)
+
+    def on_play_screen_runner_event(self, message: RunnerEvent) -> None:
+        message.stop()
+        handler = getattr(self, f"on_runner_{type(message.event).__name__.lower()}", None)
+        if handler is not None:
+            handler(message.event)
 
     def tick(self) -> None:
         self.refresh_status()
@@ -167,7 +145,7 @@ class PlayScreen(Screen):
     def refresh_status(self) -> None:
         task = self.task_record
         left = f"{task.key}" + (f" [{task.hardness}]" if task.hardness else "")
-        turns = len([t for t in self.trajectory.turns if t.action]) if self.trajectory else 0
+        turns = self.trajectory.turns_taken if self.trajectory else 0
         clock = self.clock
         elapsed = format_duration(clock.elapsed()) if clock else "00:00"
         paused = " ⏸" if clock is not None and clock.is_held("paused") else ""
@@ -176,7 +154,7 @@ class PlayScreen(Screen):
             state = f"reward {self.result.reward:.2f}"
         sandbox = self.sandbox_name or "…"
         parts = [f"turn {turns}", f"⏱ {elapsed}{paused}", f"{task.env} on {sandbox}",
-                 f"session {self.app.session.name}"]
+                 f"session {self.session.name}"]
         if state:
             parts.insert(0, state)
         self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if state else 2)
@@ -192,40 +170,17 @@ class PlayScreen(Screen):
         if self.clock is not None:
             trajectory.time_worked = round(self.clock.elapsed(), 3)
 
-    def _open_worker(self) -> None:
-        app = self.app
-        task = self.task_record
-        try:
-            prior = app.session.load(task)
-            if prior is not None and prior.status == "submitted" and not self.retry:
-                self.sandbox_name = prior.sandbox
-                self.post_message(self.Viewing(prior))
-                return
-            env = app.get_env(task.env)
-            self.sandbox_name = env.sandbox_kind
-            if prior is not None and prior.status != "submitted" and self.clock is not None:
-                self.clock.set_base(prior.time_worked)
-            policy = {"kind": "human", "ui": "tui", "user": _user()}
-            if task.env == "sql":
-                policy["schema_browser"] = not app.config.strict
-            with app.env_lock(task.env), gc_paused():
-                episode, replayed = app.session.open_episode(
-                    env, task, policy=policy, before_save=self._before_save,
-                    on_replay=lambda n, total, turn: self.post_message(self.Replaying(n, total, turn.action)))
-            self.post_message(self.Opened(episode, replayed))
-        except Exception as exc:  # shown in the pane: the app stays usable
-            self.post_message(self.Failed(f"{type(exc).__name__}: {exc}"))
-
-    def show_progress(self, line: str) -> None:
+    def on_runner_progress(self, message: Progress) -> None:
         if self.state == LOADING:
-            self._set_pane_status(Text(line.strip()[-200:], style="dim"))
+            self._set_pane_status(Text(message.line.strip()[-200:], style="dim"))
 
-    def on_play_screen_replaying(self, message: Replaying) -> None:
+    def on_runner_replaying(self, message: Replaying) -> None:
         first = message.action.splitlines()[0][:60] if message.action else ""
         self._set_pane_status(Text(f"resuming: replaying turn {message.n} of {message.total} · {first}", style="dim"))
 
-    def on_play_screen_opened(self, message: Opened) -> None:
+    def on_runner_opened(self, message: Opened) -> None:
         self.episode = message.episode
+        self.sandbox_name = message.sandbox
         self.state = READY
         self.pane.set_busy(False)
         turns = self.episode.trajectory.turns
@@ -244,8 +199,9 @@ class PlayScreen(Screen):
         self.refresh_status()
         self.pane.focus_input()
 
-    def on_play_screen_viewing(self, message: Viewing) -> None:
+    def on_runner_viewing(self, message: Viewing) -> None:
         self.viewed = message.trajectory
+        self.sandbox_name = message.trajectory.sandbox
         self.result = result_from_trajectory(message.trajectory)
         self.state = SUBMITTED
         self.pane.set_done()
@@ -261,7 +217,7 @@ class PlayScreen(Screen):
         self.refresh_status()
         self.refresh_bindings()
 
-    def on_play_screen_failed(self, message: Failed) -> None:
+    def on_runner_failed(self, message: Failed) -> None:
         self.state = FAILED
         self._set_pane_status(Text(f"{message.error}\nF8 tries again · Ctrl+B back to the task list",
                                    style="bold red"))
@@ -286,37 +242,23 @@ class PlayScreen(Screen):
         self.start_turn(action)
 
     def start_turn(self, action: str) -> None:
-        assert self.episode is not None
+        assert self.episode is not None and self.runner is not None
         self.state = RUNNING
         self._run_started = time.monotonic()
         self.pane.set_busy(True)
         self.pane.turn_started(action)
         feed = self.pane.output.feed.feed if isinstance(self.pane, BashPane) else None
-        episode = self.episode
-
-        def work() -> None:
-            try:
-                with self.app.env_lock(self.task_record.env), gc_paused():
-                    turn = episode.act(action, HUMAN, on_output=feed)
-                self.post_message(self.StepDone(turn))
-            except Exception as exc:
-                self.post_message(self.StepDone(None, f"{type(exc).__name__}: {exc}"))
-
-        self.run_worker(work, thread=True, group="env", name="step", exit_on_error=False)
+        self.runner.step(action, on_output=feed)
         self.refresh_status()
 
-    def on_play_screen_step_done(self, message: StepDone) -> None:
-        if self._reinterrupt is not None:
-            self._reinterrupt.stop()
-            self._reinterrupt = None
+    def on_runner_stepdone(self, message: StepDone) -> None:
         self.pane.turn_finished(message.turn)
         if message.error:
             self._set_pane_status(Text(message.error, style="bold red"))
             self.notify(escape(message.error), title="The step failed", severity="error")
         if message.turn is not None:
             self.turn_list.add_turn(message.turn)
-            rows = (message.turn.info or {}).get("rows")
-            if (rows is not None and len(rows) >= BIG_RESULT) or len(message.turn.observation) > 1_000_000:
+            if is_big(message.turn):
                 gc.freeze()
                 self._froze = True
         if self.state == RUNNING:
@@ -337,20 +279,9 @@ class PlayScreen(Screen):
         return True
 
     def action_interrupt(self) -> None:
-        if self.state == RUNNING and self.episode is not None:
-            self.episode.env.interrupt()
+        if self.state == RUNNING and self.runner is not None:
+            self.runner.interrupt()
             self._set_pane_status(Text("interrupting…", style="yellow"))
-            # The envs drop an interrupt that arrives before the command has started (they
-            # clear the flag when a step begins), so repeat it until the step is over.
-            if self._reinterrupt is None:
-                self._reinterrupt = self.set_interval(0.25, self._interrupt_again)
-
-    def _interrupt_again(self) -> None:
-        if self.state == RUNNING and self.episode is not None:
-            self.episode.env.interrupt()
-        elif self._reinterrupt is not None:
-            self._reinterrupt.stop()
-            self._reinterrupt = None
 
     def action_focus_turns(self) -> None:
         self.turn_list.focus()
@@ -426,27 +357,17 @@ class PlayScreen(Screen):
         self.app.push_screen(ConfirmScreen(question, yes="Submit"), confirmed)
 
     def start_submit(self) -> None:
-        if self.state != READY or self.episode is None:
+        if self.state != READY or self.episode is None or self.runner is None:
             return
         self.state = SUBMITTING
         self.pane.set_busy(True)
         self._set_pane_status(Text("scoring: running the gold solution in a fresh sandbox…", style="dim"))
         if self.clock is not None:
             self.clock.hold("done")
-        episode = self.episode
-
-        def work() -> None:
-            try:
-                with self.app.env_lock(self.task_record.env), gc_paused():
-                    result = episode.submit()
-                self.post_message(self.Scored(result))
-            except Exception as exc:
-                self.post_message(self.Scored(None, f"{type(exc).__name__}: {exc}"))
-
-        self.run_worker(work, thread=True, group="env", name="submit", exit_on_error=False)
+        self.runner.submit()
         self.refresh_status()
 
-    def on_play_screen_scored(self, message: Scored) -> None:
+    def on_runner_scored(self, message: Scored) -> None:
         if message.result is None:
             self.state = READY
             self.pane.set_busy(False)
@@ -496,27 +417,13 @@ class PlayScreen(Screen):
     # -- leaving ----------------------------------------------------------------------------
 
     def leave(self) -> None:
-        """Stop the clock, stop a running command, save the time worked."""
+        """Stop the clock, stop a running command, save the time worked, give the sandbox back."""
         if self.clock is not None:
             self.clock.hold("left")
-        if self.state == RUNNING and self.episode is not None:
-            self.episode.env.interrupt()
-        if self.episode is not None and self.state in (READY, RUNNING, FAILED):
-            trajectory = self.episode.trajectory
-            self._before_save(trajectory)
-            try:
-                self.app.session.save(trajectory)
-            except OSError as exc:
-                self.notify(f"could not save: {exc}", severity="error")
+        if self.runner is not None:
+            self.runner.close(save=self.state in (READY, RUNNING, FAILED))
 
     def on_unmount(self) -> None:
         self.leave()
         if self._froze:
             gc.unfreeze()
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "unknown"

@@ -30,7 +30,9 @@ def turn_status(turn: Turn) -> tuple[str, str]:
     """A short status for a turn and its style: exit code, rows, error, interrupt, timeout."""
     info = turn.info or {}
     if info.get("rejected"):
-        return "rejected", "magenta"
+        return "not run", "magenta"
+    if info.get("invalid"):
+        return "no action", "red"
     if info.get("interrupted"):
         return "^C", "yellow"
     if info.get("timed_out"):
@@ -49,6 +51,29 @@ def turn_status(turn: Turn) -> tuple[str, str]:
     if turn.exit_code == 0:
         return "ok", "green"
     return f"exit {turn.exit_code}", "red"
+
+
+AUTHORS = {  # a turn's kind -> (label in the sidebar, style)
+    "human": ("you", "dim"),
+    "agent": ("agent", "cyan"),
+    "edited": ("edited", "yellow"),
+    "rejected": ("rejected", "magenta"),
+    "invalid": ("agent?", "red"),
+}
+
+
+def turn_kind(turn: Turn) -> str:
+    """agent | edited | human | rejected | invalid (who made the turn, for the sidebar)."""
+    info = turn.info or {}
+    if info.get("rejected"):
+        return "rejected"
+    if info.get("invalid"):
+        return "invalid"
+    return {"agent-edited-by-human": "edited", "agent": "agent"}.get(turn.author, "human")
+
+
+def turn_author(turn: Turn) -> tuple[str, str]:
+    return AUTHORS[turn_kind(turn)]
 
 
 class StatusBar(Static):
@@ -104,11 +129,11 @@ class TurnList(OptionList):
 
     def render_turn(self, turn: Turn) -> Text:
         status, style = turn_status(turn)
-        author = {"human": "you", "agent": "agent", "agent-edited-by-human": "edited"}.get(turn.author, turn.author)
+        author, author_style = turn_author(turn)
         line = Text()
         prefix = f"{turn.index + 1:>2} {author} "
         line.append(f"{turn.index + 1:>2} ", style="bold")
-        line.append(f"{author} ", style="dim")
+        line.append(f"{author} ", style=author_style)
         width = self.scrollable_content_region.width or 30
         room = max(4, width - len(prefix) - 1)
         action = first_line(turn.action or (turn.proposed or ""), 400)

@@ -1,0 +1,206 @@
+"""The agent panel of the watch screen: what the model thinks and proposes, as it writes it.
+
+A view only: the watch screen feeds it from the driver's events (``set_state``,
+``set_mode``, ``add_delta``, ``show_proposal``, ``show_failure``, ``set_usage``) and it
+keeps nothing but what it draws. Streamed text is redrawn at most every 50 ms, so a
+model that writes fast never delays a key press.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+# state -> (label, style)
+STATES = {
+    "idle": ("idle", "dim"),
+    "starting": ("starting", "dim"),
+    "thinking": ("thinking…", "cyan"),
+    "waiting": ("waiting for you", "bold yellow"),
+    "paused": ("paused", "yellow"),
+    "running": ("running", "green"),
+    "scoring": ("scoring", "magenta"),
+    "failed": ("failed", "bold red"),
+    "done": ("done", "dim"),
+}
+
+MODE_STYLE = {"auto": "green", "confirm": "yellow", "human": "magenta"}
+
+
+def split_reply(text: str) -> tuple[str, str | None]:
+    """A reply as it streams in: (thought, action so far), the action being the first fenced
+    block (or what follows ``Action:``); None while no action has started."""
+    fence = text.find("```")
+    if fence >= 0:
+        start = text.find("\n", fence)
+        if start < 0:
+            return text[:fence].rstrip(), ""
+        body = text[start + 1:]
+        end = body.find("```")
+        return text[:fence].rstrip(), (body if end < 0 else body[:end]).rstrip("\n")
+    marker = text.find("Action:")
+    if marker >= 0:
+        return text[:marker].rstrip(), text[marker + len("Action:"):].strip()
+    return text, None
+
+
+def thought_text(thought: str) -> str:
+    text = thought.strip()
+    for prefix in ("Thought:", "THOUGHT:"):
+        if text.startswith(prefix):
+            text = text[len(prefix):].strip()
+    return text
+
+
+class AgentPanel(Vertical):
+    """State, mode, usage on top; the thought and the proposed action below; a hint line."""
+
+    DEFAULT_CSS = """
+    AgentPanel { height: auto; max-height: 50%; border: round $warning; padding: 0 1; }
+    AgentPanel.-failed { border: round $error; }
+    AgentPanel #agent-head { height: 1; }
+    AgentPanel #agent-scroll { height: auto; max-height: 14; }
+    AgentPanel #agent-body { height: auto; }
+    AgentPanel #agent-hint { height: auto; color: $text-muted; }
+    """
+
+    def __init__(self, language: str = "bash", model: str = "", frozen: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.language = language
+        self.model = model
+        self.frozen = frozen
+        self.state = "starting"
+        self.mode = "confirm"
+        self.tokens = 0
+        self.cost = 0.0
+        self.stream = ""
+        self.thought = ""
+        self.action: str | None = None
+        self.failure: str | None = None
+        self.retry_at: float | None = None
+        self.hint = ""
+        self._dirty = False
+        self.border_title = "Agent" + (f" · {model}" if model else "")
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="agent-head")
+        with VerticalScroll(id="agent-scroll"):
+            yield Static(id="agent-body")
+        yield Static(id="agent-hint")
+
+    def on_mount(self) -> None:
+        self.redraw()
+        self.set_interval(0.05, self._flush)
+        self.set_interval(1.0, self._tick)
+
+    # -- fed by the screen ---------------------------------------------------------------------
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+        if state == "thinking":
+            self.stream, self.thought, self.action, self.failure = "", "", None, None
+            self.retry_at = None
+        if state not in ("failed",):
+            self.remove_class("-failed")
+        self._draw_head()
+
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        self._draw_head()
+
+    def set_usage(self, tokens: int, cost: float | None) -> None:
+        """``cost`` None: calls were made that no price covers."""
+        self.tokens, self.cost = tokens, cost
+        self._draw_head()
+
+    def add_delta(self, text: str) -> None:
+        """A piece of the model's reply: drawn on the next 50 ms tick."""
+        self.stream += text
+        self.thought, self.action = split_reply(self.stream)
+        self._dirty = True
+
+    def show_proposal(self, thought: str | None, action: str | None, submit: bool = False) -> None:
+        self.thought = thought or (self.thought if self.stream else "")
+        self.action = "submit" if submit and not action else action
+        self.failure = None
+        self._dirty = False
+        self._draw_body()
+
+    def show_failure(self, message: str, raw: str | None = None, retry_in: float | None = None) -> None:
+        """A failure: bad key, unreachable server, rate limit (``retry_in``), unparsable reply (``raw``)."""
+        self.failure = message
+        self.retry_at = time.monotonic() + retry_in if retry_in else None
+        if raw is not None:
+            self.thought, self.action = raw, None
+        if retry_in is None:
+            self.state = "failed"
+            self.add_class("-failed")
+        self._draw_head()
+        self._draw_body()
+
+    def set_hint(self, hint: str) -> None:
+        self.hint = hint
+        self.query_one("#agent-hint", Static).update(Text(hint))
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        self._draw_head()
+        self._draw_body()
+        self.set_hint(self.hint)
+
+    def _flush(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self._draw_body()
+
+    def _tick(self) -> None:
+        if self.retry_at is not None:
+            self._draw_body()
+
+    def head_text(self) -> Text:
+        label, style = STATES.get(self.state, (self.state, ""))
+        text = Text()
+        text.append(label, style=style)
+        text.append("  mode ", style="dim")
+        text.append(self.mode, style=f"bold {MODE_STYLE.get(self.mode, '')}")
+        text.append(f"  {self.tokens:,} tok", style="dim")
+        text.append("  $?" if self.cost is None else f"  ${self.cost:.4f}", style="dim")
+        return text
+
+    def _draw_head(self) -> None:
+        if self.is_mounted:
+            self.query_one("#agent-head", Static).update(self.head_text())
+
+    def body(self):
+        parts = []
+        if self.failure:
+            line = Text(self.failure, style="bold red")
+            if self.retry_at is not None:
+                left = max(0.0, self.retry_at - time.monotonic())
+                line.append(f" · retrying in {left:.0f}s", style="yellow")
+            parts.append(line)
+        thought = thought_text(self.thought)
+        if thought:
+            parts.append(Text(thought, style="italic"))
+        if self.action is not None:
+            if self.action.strip() == "submit":
+                parts.append(Text("▶ submit", style="bold magenta"))
+            else:
+                lexer = "sql" if self.language == "sql" else "bash"
+                parts.append(Syntax(self.action or " ", lexer, theme="ansi_dark", word_wrap=True,
+                                    background_color="default"))
+        if not parts:
+            waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
+            parts.append(Text(waiting.get(self.state, ""), style="dim"))
+        return Group(*parts)
+
+    def _draw_body(self) -> None:
+        if self.is_mounted:
+            self.query_one("#agent-body", Static).update(self.body())

@@ -68,7 +68,7 @@ def run(args) -> int:
     from icplay.agents.llm import AgentError
     from icplay.agents.pricing import PriceTableError
     from icplay.cli import UserError
-    from icplay.runner import Progress, RunConfigError, Runner, check_run_folder
+    from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
     from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
 
     try:
@@ -87,28 +87,26 @@ def run(args) -> int:
         raise UserError(str(exc)) from None
 
     from icplay.agents.protocols import Budget, Limits
-    from icplay.envs import EnvFactory
+    from icplay.executors.specs import EnvSpec, RunSpec, policy_spec_from_args
 
-    sandbox = setup["sandbox"]
-    env_factory = setup.get("env_factory") or EnvFactory(args.env, sandbox=sandbox, image=args.image,
-                                                         recycle=not args.no_recycle)
     limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
                     max_seconds=args.episode_time)
+    spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle),
+                   policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, info)
     budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
     progress = None if args.quiet else Progress(len(tasks), sys.stderr)
     if not args.quiet:
         print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
+    options = dict(jobs=args.jobs, budget=budget, progress=progress)
     if args.ray:
-        from icplay.ray_executor import EnvSpec, RayRunner, policy_spec_from_args
+        from icplay.executors.ray import RayRunner
 
-        runner = RayRunner(tasks, env_factory, policy, info, TrajectoryStore(out), protocol=args.protocol,
-                           limits=limits, jobs=args.jobs, budget=budget, progress=progress,
-                           address=None if args.ray == "local" else args.ray,
-                           env_spec=EnvSpec(args.env, sandbox, args.image, recycle=not args.no_recycle),
-                           policy_spec=policy_spec_from_args(args, setup["kind"]))
+        runner = RayRunner(tasks, spec, TrajectoryStore(out), address=None if args.ray == "local" else args.ray,
+                           **options)
     else:
-        runner = Runner(tasks, env_factory, policy, info, TrajectoryStore(out), protocol=args.protocol,
-                        limits=limits, jobs=args.jobs, budget=budget, progress=progress)
+        # the policy built while checking the options (a model client made, demos read) is used
+        runner = Runner(tasks, spec.env_factory(), policy, info, TrajectoryStore(out), protocol=args.protocol,
+                        limits=limits, spec=spec, **options)
     try:
         result = runner.run()
     except AgentError as exc:

@@ -11,7 +11,7 @@ from icplay.agents.llm import AgentError
 from icplay.agents.protocols import Budget, Limits
 from icplay.agents.replay import GoldPolicy
 from icplay.episode import Proposal
-from icplay.runner import Progress, RunConfigError, Runner, check_run_folder
+from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
 from icplay.store import TrajectoryStore, load_trajectory
 
 ANSWERS = {f"SELECT {i}": str(i) for i in range(20)}
@@ -212,7 +212,7 @@ def test_a_task_another_process_is_running_is_skipped_not_clobbered(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "claimed"
         stream = io.StringIO()
-        from icplay.runner import Progress
+        from icplay.executors.local import Progress
 
         result = runner(tmp_path, Solver(), tasks=tasks(6), progress=Progress(6, stream=stream, live=False)).run()
         assert sorted(t.task["id"] for t in result.trajectories) == ["0", "1", "2", "4", "5"]

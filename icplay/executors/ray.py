@@ -1,9 +1,8 @@
 """Distributed runs on a Ray cluster: ``icplay run ... --ray [ADDRESS]``.
 
 Live objects (a model client, sandbox pools, a budget) cannot cross machines, so a node
-gets plain specs and builds its own: ``EnvSpec`` (language, sandbox, image) and
-``PolicySpec`` (gold, replay, or an LLM's settings). The unit of work is one episode,
-``run_episode(task, specs, limits) -> Trajectory``, run by ``EpisodeWorker`` actors
+gets the run's ``RunSpec`` (``icplay.executors.specs``) and builds its own. The unit of
+work is one episode, ``run_episode(task, spec) -> Trajectory``, run by ``EpisodeWorker`` actors
 spread over the nodes (``-j`` actors; each keeps its env, so Docker containers and
 SQLite copies stay warm on its node, and builds the images it lacks on first use, with
 its own Docker daemon or bwrap). Finished trajectories come back as they complete and are
@@ -19,91 +18,43 @@ episodes come back, not during them; icplay must be installed on every node (sam
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from typing import Any
 
-from icplay.agents.protocols import Limits, play
-from icplay.envs import EnvFactory
 from icplay.episode import Trajectory
-from icplay.runner import RunResult, Runner
+from icplay.executors.episode import FatalEpisodeError, run_episode
+from icplay.executors.local import RunResult, Runner
+from icplay.executors.specs import RunSpec
 from icplay.store import TrajectoryBusyError
 from icplay.tasks.model import Task
 
 
-@dataclass(frozen=True)
-class EnvSpec:
-    env_name: str
-    sandbox: str | None = None
-    image: str | None = None
-    recycle: bool = True
-
-    def factory(self) -> EnvFactory:
-        return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle)
-
-
-@dataclass(frozen=True)
-class PolicySpec:
-    """What a node needs to build the policy: ``kind`` gold, replay or llm, and its settings.
-    An LLM's API key travels only when given on the command line (else the node's
-    $OPENAI_API_KEY is used)."""
-
-    kind: str
-    replay: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    timeout: float = 60.0
-    retries: int = 6
-    strategy: str = "tryagain"
-    protocol: str = "intercode"
-    context: int = 12000
-    prices: dict[str, Any] = field(default_factory=dict)
-
-    def build(self):
-        from icplay.agents.replay import GoldPolicy, ReplayPolicy
-
-        if self.kind == "gold":
-            return GoldPolicy()
-        if self.kind == "replay":
-            return ReplayPolicy.from_path(self.replay)
-        from icplay.agents.context import ContextLimits
-        from icplay.agents.llm import ChatModel, LLMPolicy
-        from icplay.agents.pricing import PriceTable
-
-        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
-                          max_tokens=self.max_tokens, timeout=self.timeout, retries=self.retries,
-                          prices=PriceTable(dict(self.prices)))
-        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context))
-
-
 class EpisodeWorker:
-    """One Ray actor: builds its env and policy once, then plays episodes on request."""
+    """One Ray actor: builds its env and policy once from the run's spec, then plays
+    episodes on request (``run_episode``, the unit every executor runs)."""
 
-    def __init__(self, env_spec: EnvSpec, policy_spec: PolicySpec, protocol: str, limits: Limits,
-                 policy_info: dict[str, Any]):
+    def __init__(self, spec: RunSpec):
         import ray
 
         self.node = ray.get_runtime_context().get_node_id()
-        self.factory = env_spec.factory()
+        self.spec = replace(spec, policy_info={**spec.policy_info, "node": self.node})
+        self.factory = spec.env_factory()
         self.env = None
-        self.policy = policy_spec.build()
-        self.protocol, self.limits, self.policy_info = protocol, limits, policy_info
+        self.policy = spec.build_policy()
 
     def run_episode(self, task_data: dict[str, Any]) -> dict[str, Any]:
         task = Task.from_dict(task_data)
-        holder: dict[str, Trajectory] = {}
-        info = {**self.policy_info, "node": self.node}
         try:
             if self.env is None:
                 self.env = self.factory()
-            traj = play(self.env, task, self.policy, self.protocol, self.limits,
-                        save=lambda t: holder.__setitem__("traj", t), policy_info=info)
-        except Exception as exc:
-            traj = holder.get("traj") or Trajectory(task=task.to_dict(), env=task.env, sandbox="",
-                                                    policy=info)
-            traj.status, traj.error = "error", f"{type(exc).__name__}: {exc}"
+            traj = run_episode(task, self.spec, env=self.env, policy=self.policy)
+        except FatalEpisodeError as exc:
+            traj = exc.trajectory or Trajectory(task=task.to_dict(), env=task.env, sandbox="",
+                                                policy=dict(self.spec.policy_info))
+            traj.status, traj.error = "error", str(exc)
+        except Exception as exc:     # the env could not be built on this node
+            traj = Trajectory(task=task.to_dict(), env=task.env, sandbox="", policy=dict(self.spec.policy_info),
+                              status="error", error=f"{type(exc).__name__}: {exc}")
         return traj.to_dict()
 
     def close(self) -> None:
@@ -135,9 +86,11 @@ class RayRunner(Runner):
     """``Runner`` whose episodes run on a Ray cluster (``address``: "auto", "ray://...", or
     None for a local one-node Ray)."""
 
-    def __init__(self, *args, address: str | None, env_spec: EnvSpec, policy_spec: PolicySpec, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.address, self.env_spec, self.policy_spec = address, env_spec, policy_spec
+    def __init__(self, tasks: list[Task], spec: RunSpec, store, *, address: str | None, **options):
+        # the local env factory and policy are never built: the nodes build their own
+        super().__init__(tasks, None, None, dict(spec.policy_info), store, protocol=spec.protocol,
+                         limits=spec.limits, spec=spec, **options)
+        self.address = address
         self.nodes: dict[str, int] = {}
 
     def run(self) -> RunResult:
@@ -154,8 +107,7 @@ class RayRunner(Runner):
             self.progress.start()
         errors: list[str] = []
         actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeWorker)
-        actors = [actor_class.options(scheduling_strategy="SPREAD").remote(
-                      self.env_spec, self.policy_spec, self.protocol, self.limits, dict(self.policy_info))
+        actors = [actor_class.options(scheduling_strategy="SPREAD").remote(self.spec)
                   for _ in range(min(self.jobs, max(1, len(todo))))]
         in_flight: dict[Any, tuple[int, Task, Any]] = {}
         idle = list(actors)
@@ -211,17 +163,4 @@ class RayRunner(Runner):
                          stopped=self._stop_reason, errors=errors, elapsed=time.monotonic() - started)
 
 
-def policy_spec_from_args(args, kind: str) -> PolicySpec:
-    """The PolicySpec of ``icplay run``'s options."""
-    from icplay.agents.pricing import parse_price_option
-    from icplay.agents.strategies import strategy_name
-
-    if kind in ("gold", "replay"):
-        return PolicySpec(kind, replay=args.replay)
-    return PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
-                      temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
-                      retries=args.retries, strategy=strategy_name(args.strategy), protocol=args.protocol,
-                      context=args.context, prices=dict(parse_price_option(p) for p in args.price))
-
-
-__all__ = ["EnvSpec", "PolicySpec", "EpisodeWorker", "RayRunner", "policy_spec_from_args", "asdict"]
+__all__ = ["EpisodeWorker", "RayRunner", "connect"]

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from icplay.agents.protocols import Budget, Limits, play
+from icplay.agents.protocols import Budget, Limits
 from icplay.envs.base import Env
+from icplay.executors.episode import FatalEpisodeError, run_episode
+from icplay.executors.specs import EnvSpec, PolicySpec, RunSpec
 from icplay.episode import Policy, Trajectory
 from icplay.report import Summary, solved_at, summarize
 from icplay.sandbox.base import SandboxError
@@ -177,10 +179,17 @@ def check_run_folder(out: Path, identity: dict[str, Any], fresh: bool = False) -
 
 
 class Runner:
+    """The local executor: ``jobs`` worker threads, each with its own env, run the tasks'
+    episodes (``run_episode``) with one shared policy.
+
+    Built from live objects (``env_factory``, ``policy``: what a library caller or a test
+    has at hand) or from a ``RunSpec`` with ``Runner.from_spec`` (what ``icplay run`` does,
+    as the other executors)."""
+
     def __init__(self, tasks: list[Task], env_factory: Callable[[], Env], policy: Policy,
                  policy_info: dict[str, Any], store: TrajectoryStore, protocol: str = "intercode",
                  limits: Limits | None = None, jobs: int = 1, budget: Budget | None = None,
-                 progress: Progress | None = None, resume: bool = True):
+                 progress: Progress | None = None, resume: bool = True, spec: RunSpec | None = None):
         self.tasks = tasks
         self.env_factory = env_factory
         self.policy = policy
@@ -188,6 +197,9 @@ class Runner:
         self.store = store
         self.protocol = protocol
         self.limits = limits or Limits()
+        # what run_episode reads of the run (the live env and policy above are passed with it)
+        self.spec = spec or RunSpec(EnvSpec(getattr(env_factory, "env_name", "") or ""), PolicySpec("live"),
+                                    protocol, self.limits, dict(policy_info))
         self.jobs = max(1, jobs)
         self.budget = budget
         self.progress = progress
@@ -198,6 +210,12 @@ class Runner:
         self._envs: list[Env] = []
         self._drivers: set = set()       # episodes under way, stopped mid-call by stop()
         self._local = threading.local()
+
+    @classmethod
+    def from_spec(cls, tasks: list[Task], spec: RunSpec, store: TrajectoryStore, **options: Any) -> "Runner":
+        """A runner whose env factory and policy are built here from ``spec``."""
+        return cls(tasks, spec.env_factory(), spec.build_policy(), dict(spec.policy_info), store,
+                   protocol=spec.protocol, limits=spec.limits, spec=spec, **options)
 
     # -- stopping -------------------------------------------------------------
     def stop(self, reason: str) -> None:
@@ -240,8 +258,6 @@ class Runner:
         return env
 
     def _play(self, task: Task) -> Trajectory | None:
-        from icplay.agents.llm import AgentError
-
         env = self._env()
         progress = self.progress
         seen = {"tokens": 0, "cost": 0.0}
@@ -256,12 +272,6 @@ class Runner:
                                (cost or 0.0) - seen["cost"])
             seen["tokens"], seen["cost"] = tokens, cost or 0.0
 
-        holder: dict[str, Trajectory] = {}
-
-        def save(traj: Trajectory) -> None:
-            holder["traj"] = traj
-            self.store.save(traj)
-
         mine: list = []
 
         def register(driver) -> None:
@@ -272,34 +282,26 @@ class Runner:
                 driver.cancel_call()
 
         try:
-            traj = play(env, task, self.policy, self.protocol, self.limits, save=save,
-                        policy_info=self.policy_info, budget=self.budget, should_stop=self._should_stop,
-                        on_turn=on_turn, on_driver=register)
-            on_turn(traj)
-            return traj
-        except Exception as exc:
-            message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
-            traj = holder.get("traj")
-            if isinstance(exc, AgentError) and exc.fatal:
-                self.stop(message)
-            elif isinstance(exc, SandboxError) and traj is None:
-                self.stop(message)     # the env could not even start
-            if self._stop.is_set():
-                # failing while the run stops (a fatal error elsewhere, Ctrl-C reaching the
-                # sandboxes' processes) is not the episode's fault: leave it for the rerun
-                if traj is not None:
-                    traj.status, traj.error = "stopped", message
-                    self.store.save(traj)
-                return None
-            if traj is None:           # failed before the first save (e.g. in reset): record it
-                traj = Trajectory(task=task.to_dict(), env=getattr(env, "name", task.env),
-                                  sandbox=getattr(env, "sandbox_kind", ""), policy=dict(self.policy_info),
-                                  status="error", error=message)
-                self.store.save(traj)
-            return traj
+            traj = run_episode(task, self.spec, env=env, policy=self.policy, save=self.store.save,
+                               budget=self.budget, should_stop=self._should_stop, on_turn=on_turn,
+                               on_driver=register)
+        except FatalEpisodeError as exc:
+            self.stop(str(exc))
+            if exc.trajectory is not None:
+                exc.trajectory.status, exc.trajectory.error = "stopped", str(exc)
+                self.store.save(exc.trajectory)
+            return None
         finally:
             with self._lock:
                 self._drivers.difference_update(mine)
+        on_turn(traj)
+        if traj.status == "error" and self._stop.is_set():
+            # failing while the run stops (a fatal error elsewhere, Ctrl-C reaching the
+            # sandboxes' processes) is not the episode's fault: leave it for the rerun
+            traj.status = "stopped"
+            self.store.save(traj)
+            return None
+        return traj
 
     def _worker(self, tasks: "queue.Queue[tuple[int, Task]]", results: dict[int, Trajectory],
                 errors: list[str]) -> None:

@@ -1,0 +1,113 @@
+"""Plain, serialisable descriptions of a run's parts, from which each executor builds its own
+live objects (on a Ray node, in a worker process, in this one).
+
+A live policy holds a model client with a lock and a price table; a live env factory holds
+sandbox pools. Neither crosses a process boundary, so an executor is handed these specs and
+calls ``RunSpec.env_factory()`` and ``RunSpec.policy()`` where the episodes run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from icplay.agents.protocols import Limits
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Which language, on which sandbox and image; ``recycle`` keeps Docker containers warm."""
+
+    env_name: str
+    sandbox: str | None = None
+    image: str | None = None
+    recycle: bool = True
+
+    def factory(self):
+        from icplay.envs import EnvFactory
+
+        return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What builds the policy: ``kind`` gold, replay or llm, and its settings.
+
+    A replay names its recording and the task set it was recorded on (InterCode names tasks
+    by their index in that set). An LLM's API key travels only when it was given on the
+    command line; otherwise each machine's own $OPENAI_API_KEY is used."""
+
+    kind: str
+    replay: str | None = None
+    task_set: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout: float = 60.0
+    retries: int = 6
+    strategy: str = "tryagain"
+    protocol: str = "intercode"
+    context: int = 12000
+    prices: dict[str, Any] = field(default_factory=dict)
+    demos: str | None = None
+
+    def build(self, env_name: str):
+        from icplay.agents.replay import GoldPolicy, ReplayPolicy
+
+        if self.kind == "gold":
+            return GoldPolicy()
+        if self.kind == "replay":
+            tasks = None
+            if self.task_set:
+                from icplay.tasks.registry import find_set
+
+                tasks = find_set(self.task_set, env_name).load()
+            return ReplayPolicy.from_path(self.replay, tasks)
+        if self.kind != "llm":
+            raise ValueError(f"unknown policy kind {self.kind!r} (gold, replay or llm)")
+        from icplay.agents.context import ContextLimits
+        from icplay.agents.llm import ChatModel, LLMPolicy
+        from icplay.agents.pricing import PriceTable
+
+        demos = []
+        if self.demos:
+            from icplay.formats.export import load_demos
+
+            demos = load_demos(self.demos, env_name)
+        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
+                          max_tokens=self.max_tokens, timeout=self.timeout, retries=self.retries,
+                          prices=PriceTable(dict(self.prices)))
+        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything an executor needs to play any task of a run, as plain data."""
+
+    env: EnvSpec
+    policy: PolicySpec
+    protocol: str = "intercode"
+    limits: Limits = field(default_factory=Limits)
+    policy_info: dict[str, Any] = field(default_factory=dict)   # recorded in each trajectory
+
+    def env_factory(self):
+        return self.env.factory()
+
+    def build_policy(self):
+        return self.policy.build(self.env.env_name)
+
+
+def policy_spec_from_args(args, kind: str, task_set: str | None = None) -> PolicySpec:
+    """The PolicySpec of ``icplay run``'s options."""
+    from icplay.agents.pricing import parse_price_option
+    from icplay.agents.strategies import strategy_name
+
+    if kind in ("gold", "replay"):
+        return PolicySpec(kind, replay=args.replay, task_set=task_set if kind == "replay" else None)
+    return PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
+                      temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
+                      retries=args.retries, strategy=strategy_name(args.strategy), protocol=args.protocol,
+                      context=args.context, prices=dict(parse_price_option(p) for p in args.price),
+                      demos=str(args.demos) if getattr(args, "demos", None) else None)

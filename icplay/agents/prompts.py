@@ -54,8 +54,9 @@ SQL_BACKENDS = {
 
 PROTOCOLS = {
     "intercode": (
-        "After each {unit} you see its output and a reward between 0 and 1 that scores the current result against\n"
-        "the correct answer (1.0 means solved, and the episode ends). Use the reward to improve your next {unit}."
+        "After each {unit} you see its output and a reward of at most 1 that scores the current result against\n"
+        "the correct answer (1.0 means solved, and the episode ends; a SQL result in the wrong order can score below 0).\n"
+        "Use the reward to improve your next {unit}."
     ),
     "agent": (
         "After each {unit} you see its output. When the task is done, reply with `submit` alone to end the episode;\n"

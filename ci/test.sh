@@ -35,22 +35,7 @@ fi
 .venv/bin/python --version
 
 step "images: build (cached layers make an unchanged image instant)"
-# TODO(founder): once `icplay images build` has been in main for a while, drop the fallback
-# and call it directly.
-if .venv/bin/icplay images build --help >/dev/null 2>&1; then
-    .venv/bin/icplay images build
-else
-    .venv/bin/python - <<'PY'
-import sys
-
-from icplay.sandbox.images import IMAGES, build_image, docker_client
-
-client = docker_client()
-for env, spec in IMAGES.items():
-    print(f"building {spec.name} ...", file=sys.stderr)
-    build_image(client, env, lambda line: print("  " + line, file=sys.stderr))
-PY
-fi
+.venv/bin/icplay images build
 docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E '^(icplay-|debian:bookworm-slim)' || true
 
 if [ ! -d ../shared ]; then

@@ -24,7 +24,7 @@ class EnvSpec:
     recycle: bool = True
 
     def factory(self):
-        from icplay.envs import EnvFactory
+        from icplay.languages import EnvFactory
 
         return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle)
 

@@ -44,6 +44,11 @@ IMAGES: dict[str, ImageSpec] = {
 }
 
 
+def register_image(key: str, spec: ImageSpec) -> None:
+    """Make a language's image known to `icplay images` and ``ensure_image`` (its spec calls this)."""
+    IMAGES.setdefault(key, spec)
+
+
 class ImageBuildError(SandboxError):
     """A failed image build; the message ends with the last lines of the build log."""
 

@@ -33,7 +33,7 @@ from icplay.tui.runner import (EpisodeRunner, Failed, Opened, Progress, Replayin
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
                                        result_from_trajectory)
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
-from icplay.tui.widgets.panes import BashPane, SqlPane, WorkPane
+from icplay.tui.widgets.panes import BashPane, WorkPane
 
 LOADING, READY, RUNNING, SUBMITTING, SUBMITTED, FAILED = "loading", "ready", "running", "submitting", "submitted", "failed"
 
@@ -75,14 +75,23 @@ class PlayScreen(Screen):
                 query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
                 yield query
                 yield from self.compose_agent()
-                if self.task_record.env == "sql":
-                    config = self.app.config
-                    yield SqlPane(show_schema=config.show_schema, schema_allowed=not config.strict,
-                                  frozen=self.frozen, id="pane")
-                else:
-                    yield BashPane(self.app.history_for("bash"), frozen=self.frozen, id="pane")
+                yield self.make_pane()
             yield TurnList(frozen=self.frozen, id="turns")
         yield Footer(compact=True)
+
+    @property
+    def language(self):
+        """The spec of the task's language (its pane, key scope, score rows)."""
+        from icplay.languages import get
+
+        return get(self.task_record.env)
+
+    def make_pane(self) -> WorkPane:
+        """The language's work pane (``LanguageSpec.pane``), built from the app's settings."""
+        from icplay.languages import resolve
+
+        pane_class = resolve(self.language.pane)
+        return pane_class.build(self.app, frozen=self.frozen, id="pane")
 
     def compose_agent(self) -> ComposeResult:
         """The watch screen's agent panel goes here; a human's play screen has none."""
@@ -122,8 +131,7 @@ class PlayScreen(Screen):
     def policy_info(self) -> dict:
         """The trajectory's policy block for this screen's episodes."""
         policy = {"kind": "human", "ui": "tui", "user": user_name()}
-        if self.task_record.env == "sql":
-            policy["schema_browser"] = not self.app.config.strict
+        policy.update(self.pane.policy_info(self.app.config))
         return policy
 
     def _set_clock_base(self, seconds: float) -> None:
@@ -188,7 +196,7 @@ class PlayScreen(Screen):
         self.pane.env_ready(self.episode.env)
         if message.replayed:
             self.pane.show_turns(turns)
-            where = "a pristine database" if self.task_record.env == "sql" else "a fresh sandbox"
+            where = self.language.fresh_state
             turns = "turn" if message.replayed == 1 else "turns"
             self._set_pane_status(Text(f"resumed: {message.replayed} saved {turns} replayed into {where}",
                                        style="green"))
@@ -247,7 +255,7 @@ class PlayScreen(Screen):
         self._run_started = time.monotonic()
         self.pane.set_busy(True)
         self.pane.turn_started(action)
-        feed = self.pane.output.feed.feed if isinstance(self.pane, BashPane) else None
+        feed = self.pane.output_feed()
         self.runner.step(action, on_output=feed)
         self.refresh_status()
 

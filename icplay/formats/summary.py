@@ -248,7 +248,6 @@ class Filter:
 
 SORT_KEYS = {
     "date": lambda s: s.date,
-    "set": lambda s: (s.set, s.task),
     "task": lambda s: (s.set, _natural(s.task)),
     "env": lambda s: s.env,
     "who": lambda s: s.who,

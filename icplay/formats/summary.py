@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -26,7 +26,7 @@ from icplay.formats.native import RUN_FILE, is_trajectory, load_logs, trajectory
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
 
 
@@ -61,9 +61,15 @@ class EpisodeSummary:
         return " ".join(f"{letter}{self.mix[k]}" for k, letter in MIX_LETTERS if self.mix.get(k))
 
     def haystack(self) -> str:
-        """The text a search matches (lowercase)."""
-        return " ".join((self.set, self.task, self.env, self.who, self.model, self.source, self.status,
-                         self.id, self.query)).lower()
+        """The text a search matches (lowercase; computed once)."""
+        hay = self.__dict__.get("_haystack")
+        if hay is None:
+            hay = self.__dict__["_haystack"] = " ".join((self.set, self.task, self.env, self.who, self.model,
+                                                         self.source, self.status, self.id, self.query)).lower()
+        return hay
+
+
+FIELDS = tuple(EpisodeSummary.__dataclass_fields__)    # the index keeps a summary as a list in this order
 
 
 def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
@@ -85,7 +91,7 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         author = "mixed" if human else "agent"
     return EpisodeSummary(
         ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
-        query=str(traj.task.get("query") or "")[:500], who=who, kind=kind, model=model, author=author, mix=mix,
+        query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
         turns=traj.turns_taken, best=traj.best_reward if traj.best_reward is not None else traj.reward,
         final=traj.reward, solved=traj.solved, status=traj.status, time_worked=traj.time_worked or 0.0,
         date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
@@ -103,17 +109,39 @@ def default_paths(home: str | Path | None = None) -> list[Path]:
     return paths
 
 
-def _files(root: Path) -> Iterable[tuple[Path, str]]:
-    """(file, source) for every JSON file under ``root``, skipping dot folders (locks) and run.json."""
+def _files(root: Path) -> Iterable[tuple[str, str, os.stat_result]]:
+    """(file, source, stat) for every JSON file under ``root``, skipping dot folders (locks)
+    and run.json. Plain strings and ``os.scandir``: at thousands of files pathlib's own
+    overhead is most of the time a warm scan takes."""
     if root.is_file():
-        yield root, root.parent.name
+        yield str(root), root.parent.name, root.stat()
         return
     source = root.name if root.parent.name != "attempts" else f"attempts/{root.name}"
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if (name.endswith(".json") or name.endswith(".jsonl")) and name != RUN_FILE and not name.startswith("."):
-                yield Path(dirpath) / name, source
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        files = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir():
+                    stack.append(entry.path)
+                elif (name.endswith(".json") or name.endswith(".jsonl")) and name != RUN_FILE:
+                    files.append(entry)
+            except OSError:
+                continue
+        for entry in reversed(files):
+            try:
+                yield entry.path, source, entry.stat()
+            except OSError:
+                continue
 
 
 def _read(path: Path, source: str) -> list[EpisodeSummary]:
@@ -151,17 +179,12 @@ class SummaryIndex:
             except (OSError, ValueError, AttributeError):
                 self.entries = {}
 
-    def summaries(self, path: Path, source: str) -> list[EpisodeSummary]:
-        try:
-            st = path.stat()
-        except OSError:
-            return []
-        key = str(path)
+    def summaries(self, key: str, source: str, st: os.stat_result) -> list[EpisodeSummary]:
         entry = self.entries.get(key)
         if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-            return [EpisodeSummary(**row) for row in entry[2]]
-        out = _read(path, source)
-        self.entries[key] = [st.st_mtime_ns, st.st_size, [asdict(s) for s in out]]
+            return [EpisodeSummary(*row) for row in entry[2]]
+        out = _read(Path(key), source)
+        self.entries[key] = [st.st_mtime_ns, st.st_size, [[getattr(s, f) for f in FIELDS] for s in out]]
         self.changed = True
         return out
 
@@ -196,12 +219,11 @@ def scan(paths: Iterable[str | Path] | None = None, home: str | Path | None = No
     out: list[EpisodeSummary] = []
     seen: set[str] = set()
     for root in roots:
-        for file, source in _files(root):
-            key = str(file)
+        for key, source, st in _files(root):
             if key in seen:
                 continue
             seen.add(key)
-            out.extend(index.summaries(file, source))
+            out.extend(index.summaries(key, source, st))
     index.save(seen if not paths else None)
     out.sort(key=lambda s: s.date, reverse=True)
     return out

@@ -119,7 +119,7 @@ class Reexecution:
             lines.append(f"{mark} final reward: recorded {_fmt(self.recorded_final)}, now {_fmt(self.final)}")
         n = len(self.diverged)
         verdict = ("reproduced: every turn matches the recording" if self.reproduced else
-                   f"diverged: {n} turn{'s' if n != 1 else ''} differ" +
+                   f"diverged: {n} turn{'s differ' if n != 1 else ' differs'}" +
                    (" and the final reward" if self.final_differs else ""))
         lines.append(verdict)
         return "\n".join(lines)

@@ -185,7 +185,7 @@ class EpisodeScreen(Screen):
             parts.insert(0, f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
         if self.reexecution is not None:
             n = len(self.reexecution.diverged)
-            parts.insert(0, "reproduced" if self.reexecution.reproduced else f"{n} turn{'s' if n != 1 else ''} differ")
+            parts.insert(0, "reproduced" if self.reexecution.reproduced else f"{n} turn{'s differ' if n != 1 else ' differs'}")
         status.show(f"icplay view · {traj.task_key}", parts, keep=2)
         self.query_one("#curve", Static).update(Text("reward by turn  ", style="dim") +
                                                 reward_curve([t.reward for t in turns], self.index))

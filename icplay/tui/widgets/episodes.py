@@ -8,11 +8,12 @@ import difflib
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 
 from icplay.formats.summary import EpisodeSummary
 from icplay.session import format_duration
-from icplay.tui.widgets.results import ResultsTable
+from icplay.tui.widgets.results import MAX_COL, ResultsTable
 
 COLUMNS = ("", "set/task", "env", "who", "authors", "turns", "best", "final", "ok", "time", "date")
 BARS = "▁▂▃▄▅▆▇█"
@@ -57,6 +58,27 @@ class EpisodeTable(ResultsTable):
         def __init__(self, index: int) -> None:
             super().__init__()
             self.index = index
+
+    def set_results(self, columns, rows) -> None:
+        """Like ``ResultsTable.set_results``, sized from a smaller sample: a filter applied
+        at every key press re-sets up to thousands of rows (every row is a short summary)."""
+        self.columns = list(columns)
+        self.rows = rows
+        count = len(rows)
+        sample = rows if count <= 300 else [rows[int(i * count / 300)] for i in range(300)] + [rows[-1]]
+        widths = [max(1, len(c)) for c in self.columns]
+        for row in sample:
+            for i, value in enumerate(row):
+                w = len(value) if isinstance(value, str) else len(str(value))
+                if w > widths[i]:
+                    widths[i] = w
+        self.widths = [min(w, MAX_COL) for w in widths]
+        self.numeric = [c == "turns" for c in self.columns]
+        self._number_width = len(str(count)) if count else 1
+        self.virtual_size = Size(self._line_width(), count + 1)
+        self.cursor_row = 0
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
 
     def action_open(self) -> None:
         if self.rows:

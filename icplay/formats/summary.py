@@ -189,10 +189,11 @@ class SummaryIndex:
         return out
 
     def save(self, seen: set[str] | None = None) -> None:
+        if seen is not None and len(self.entries) != len(seen):    # files gone since: drop them
+            self.entries = {k: v for k, v in self.entries.items() if k in seen}
+            self.changed = True
         if self.cache is None or not self.changed:
             return
-        if seen is not None:
-            self.entries = {k: v for k, v in self.entries.items() if k in seen}
         try:
             atomic_write_text(self.cache, json.dumps({"version": INDEX_VERSION, "files": self.entries}))
         except OSError:

@@ -105,8 +105,8 @@ class EpisodeScreen(Screen):
     EpisodeScreen #grid { height: 1fr; border: round $secondary; }
     EpisodeScreen #sql-note { height: auto; max-height: 12; padding: 0 1; }
     EpisodeScreen #side { width: 38; }
-    Screen.-narrow EpisodeScreen #side { width: 28; }
-    EpisodeScreen #turns { height: 1fr; }
+    EpisodeScreen.-narrow #side { width: 30; }
+    EpisodeScreen #steps { height: 1fr; width: 100%; }
     EpisodeScreen #curve { height: 1; padding: 0 1; }
     EpisodeScreen #final-box { height: auto; max-height: 40%; border: round $primary; padding: 0 1; }
     """
@@ -164,7 +164,7 @@ class EpisodeScreen(Screen):
                     output.border_title = "Observation"
                     yield output
             with Vertical(id="side"):
-                yield TurnList(frozen=self.frozen, id="turns")
+                yield TurnList(frozen=self.frozen, id="steps")
                 yield Static(id="curve")
                 with VerticalScroll(id="final-box"):
                     yield Static(final_text(traj), id="final")
@@ -210,8 +210,10 @@ class EpisodeScreen(Screen):
             notes.append("Comment ", style="bold")
             notes.append(turn.comment.strip())
         self.query_one("#notes", Static).update(notes)
-        self.query_one("#check", Static).update(
-            check_text(self.checks.get(turn.index), self.reexecuting) if (self.reexecuting or self.checks) else Text())
+        self.query_one("#notes", Static).display = bool(notes.plain)
+        check = check_text(self.checks.get(turn.index), self.reexecuting) if (self.reexecuting or self.checks) else Text()
+        self.query_one("#check", Static).update(check)
+        self.query_one("#check", Static).display = bool(check.plain)
         self._show_observation(turn)
         turn_list = self.query_one(TurnList)
         if turn_list.highlighted != self.index:
@@ -258,7 +260,7 @@ class EpisodeScreen(Screen):
             self.show_turn()
 
     def on_option_list_option_highlighted(self, event) -> None:
-        if (event.option_list.id == "turns" and self.focused is event.option_list and event.option_index is not None
+        if (event.option_list.id == "steps" and self.focused is event.option_list and event.option_index is not None
                 and event.option_index != self.index):
             self.index = event.option_index
             self.show_turn()

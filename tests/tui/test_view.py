@@ -197,8 +197,10 @@ async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, mo
             await pilot.press("w")                                                  # fork after turn 1, agent goes on
             await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
                            "the watched fork")
-            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen), 30,
-                           "the agent's episode and its score")
+            # the score dialog focuses its Next button when mounted: leaving before that would quit
+            # the app under a dialog still mounting (modals.ScoreScreen.on_mount then finds no button)
+            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
+                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
         prompt = str(fake.requests[0])
         assert "SELECT title FROM books" in prompt                                  # the model saw the human's turn
     finally:

@@ -95,6 +95,7 @@ class Trajectory:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     error: str | None = None
     version: int = TRAJECTORY_VERSION
+    forked_from: dict[str, Any] | None = None   # {"id", "turn"}: the episode whose first turns this one replayed
 
     @property
     def task_key(self) -> str:

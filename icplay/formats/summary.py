@@ -1,0 +1,314 @@
+"""Episode summaries: one small record per saved episode, for browsing thousands of them.
+
+A browser (``icplay view``) needs the row of every episode — set, task, who, author mix,
+turns, rewards, time worked, date — but not its turns. Reading 5 000 trajectory files in
+full at every start is what makes viewers slow, so summaries are kept in an index file
+(``$ICPLAY_HOME/.cache/view-index.json``) keyed by path, and a file is parsed again only
+when its modification time or size changed. ``scan`` returns the summaries of every
+episode under some paths (default: the home's sessions, runs and earlier attempts);
+``load_episode`` reads one in full when it is opened.
+
+InterCode results and log files hold many episodes: each becomes a summary whose ``ref``
+is ``<file>#<n>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from icplay.episode import HUMAN, Trajectory
+from icplay.formats import intercode
+from icplay.formats.native import RUN_FILE, is_trajectory, load_logs, trajectory_folders
+from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
+from icplay.tasks.model import TaskFileError
+
+INDEX_VERSION = 2
+MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
+
+
+@dataclass
+class EpisodeSummary:
+    """What a table row needs about one episode (never its turns)."""
+
+    ref: str                      # the file, or ``<file>#<n>`` for an episode inside an InterCode file
+    id: str = ""
+    set: str = ""
+    task: str = ""
+    env: str = ""
+    query: str = ""
+    who: str = ""                 # annotator (human) or model/strategy (agent)
+    kind: str = ""                # policy kind: human, llm, replay, gold, intercode-...
+    model: str = ""
+    author: str = ""              # human | agent | mixed (who made the turns)
+    mix: dict[str, int] = field(default_factory=dict)
+    turns: int = 0
+    best: float | None = None
+    final: float | None = None
+    solved: bool = False
+    status: str = ""
+    time_worked: float = 0.0
+    date: float = 0.0             # last saved (epoch seconds)
+    source: str = ""              # the session or run folder it came from
+    forked_from: dict[str, Any] | None = None
+
+    @property
+    def mix_text(self) -> str:
+        """The author mix in letters: ``A3 E1 R1`` (agent, edited, human, rejected, invalid)."""
+        return " ".join(f"{letter}{self.mix[k]}" for k, letter in MIX_LETTERS if self.mix.get(k))
+
+    def haystack(self) -> str:
+        """The text a search matches (lowercase; computed once)."""
+        hay = self.__dict__.get("_haystack")
+        if hay is None:
+            hay = self.__dict__["_haystack"] = " ".join((self.set, self.task, self.env, self.who, self.model,
+                                                         self.source, self.status, self.id, self.query)).lower()
+        return hay
+
+
+FIELDS = tuple(EpisodeSummary.__dataclass_fields__)    # the index keeps a summary as a list in this order
+
+
+def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
+    policy = traj.policy or {}
+    kind = str(policy.get("kind") or "human")
+    model = str(policy.get("model") or "")
+    if kind == "human":
+        who = str(policy.get("user") or source or "human")
+    elif kind == "llm":
+        who = "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
+    else:
+        who = "/".join(x for x in (kind, model) if x)
+    mix = {k: v for k, v in traj.author_mix().items() if v}
+    human = mix.get("human", 0) + mix.get("edited", 0) + mix.get("rejected", 0)
+    agent = mix.get("agent", 0) + mix.get("edited", 0) + mix.get("invalid", 0)
+    if kind == "human" and not agent:
+        author = HUMAN
+    else:
+        author = "mixed" if human else "agent"
+    return EpisodeSummary(
+        ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
+        query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
+        turns=traj.turns_taken, best=traj.best_reward if traj.best_reward is not None else traj.reward,
+        final=traj.reward, solved=traj.solved, status=traj.status, time_worked=traj.time_worked or 0.0,
+        date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
+
+
+def default_paths(home: str | Path | None = None) -> list[Path]:
+    """Everything saved under the home: sessions, runs, and the attempts they replaced."""
+    from icplay.paths import home_dir
+
+    home = Path(home or home_dir())
+    paths = trajectory_folders(home)
+    attempts = home / "attempts"
+    if attempts.is_dir():
+        paths += sorted(p for p in attempts.iterdir() if p.is_dir())
+    return paths
+
+
+def _files(root: Path) -> Iterable[tuple[str, str, os.stat_result]]:
+    """(file, source, stat) for every JSON file under ``root``, skipping dot folders (locks)
+    and run.json. Plain strings and ``os.scandir``: at thousands of files pathlib's own
+    overhead is most of the time a warm scan takes."""
+    if root.is_file():
+        yield str(root), root.parent.name, root.stat()
+        return
+    source = root.name if root.parent.name != "attempts" else f"attempts/{root.name}"
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        files = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir():
+                    stack.append(entry.path)
+                elif (name.endswith(".json") or name.endswith(".jsonl")) and name != RUN_FILE:
+                    files.append(entry)
+            except OSError:
+                continue
+        for entry in reversed(files):
+            try:
+                yield entry.path, source, entry.stat()
+            except OSError:
+                continue
+
+
+def _read(path: Path, source: str) -> list[EpisodeSummary]:
+    """The summaries of one file (none if it holds no episode)."""
+    try:
+        data = intercode.load_json_or_jsonl(path)
+    except (TaskFileError, OSError):
+        return []
+    if is_trajectory(data):
+        try:
+            return [summarize(Trajectory.from_dict(data), str(path), source)]
+        except (KeyError, TypeError, AttributeError, ValueError):
+            return []
+    if intercode.is_intercode(data):
+        try:
+            trajs, _ = load_logs(path)
+        except (TrajectoryFileError, TaskFileError):
+            return []
+        return [summarize(t, f"{path}#{n}", source) for n, t in enumerate(trajs)]
+    return []
+
+
+class SummaryIndex:
+    """Summaries cached by file (modification time and size) in one JSON file."""
+
+    def __init__(self, cache: str | Path | None):
+        self.cache = Path(cache) if cache is not None else None
+        self.entries: dict[str, list] = {}
+        self.changed = False
+        if self.cache is not None and self.cache.is_file():
+            try:
+                data = json.loads(self.cache.read_text(encoding="utf-8"))
+                if data.get("version") == INDEX_VERSION:
+                    self.entries = data.get("files") or {}
+            except (OSError, ValueError, AttributeError):
+                self.entries = {}
+
+    def summaries(self, key: str, source: str, st: os.stat_result) -> list[EpisodeSummary]:
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+            return [EpisodeSummary(*row) for row in entry[2]]
+        out = _read(Path(key), source)
+        self.entries[key] = [st.st_mtime_ns, st.st_size, [[getattr(s, f) for f in FIELDS] for s in out]]
+        self.changed = True
+        return out
+
+    def save(self, seen: set[str] | None = None) -> None:
+        if seen is not None and len(self.entries) != len(seen):    # files gone since: drop them
+            self.entries = {k: v for k, v in self.entries.items() if k in seen}
+            self.changed = True
+        if self.cache is None or not self.changed:
+            return
+        try:
+            atomic_write_text(self.cache, json.dumps({"version": INDEX_VERSION, "files": self.entries}))
+        except OSError:
+            pass    # a read-only home still browses, it just parses again next time
+
+
+def index_path(home: str | Path | None = None) -> Path:
+    from icplay.paths import home_dir
+
+    return Path(home or home_dir()) / ".cache" / "view-index.json"
+
+
+def scan(paths: Iterable[str | Path] | None = None, home: str | Path | None = None,
+         cache: str | Path | None | bool = True) -> list[EpisodeSummary]:
+    """Every episode under ``paths`` (default ``default_paths(home)``), newest first.
+
+    ``cache``: True for the home's index file, a path for another, False for none.
+    A path that does not exist raises ``TrajectoryFileError`` (one line)."""
+    roots = [Path(p) for p in paths] if paths else default_paths(home)
+    for root in roots:
+        if not root.exists():
+            raise TrajectoryFileError(f"{root}: no such file or folder")
+    index = SummaryIndex(index_path(home) if cache is True else (cache or None))
+    out: list[EpisodeSummary] = []
+    seen: set[str] = set()
+    for root in roots:
+        for key, source, st in _files(root):
+            if key in seen:
+                continue
+            seen.add(key)
+            out.extend(index.summaries(key, source, st))
+    index.save(seen if not paths else None)
+    out.sort(key=lambda s: s.date, reverse=True)
+    return out
+
+
+def load_episode(ref: str) -> Trajectory:
+    """The full trajectory a summary stands for."""
+    path, _, n = ref.partition("#")
+    if not n:
+        return load_trajectory(path)
+    trajs, _ = load_logs(path)
+    return trajs[int(n)]
+
+
+# -- filters --------------------------------------------------------------------------------
+
+@dataclass
+class Filter:
+    """What the browser shows: a search text and field filters (None or "" = any)."""
+
+    text: str = ""
+    solved: bool | None = None
+    env: str = ""
+    set: str = ""
+    author: str = ""      # human | agent | mixed
+    model: str = ""
+
+    def matches(self, s: EpisodeSummary) -> bool:
+        if self.solved is not None and s.solved != self.solved:
+            return False
+        if self.env and s.env != self.env:
+            return False
+        if self.set and s.set != self.set:
+            return False
+        if self.author and s.author != self.author:
+            return False
+        if self.model and self.model.lower() not in s.model.lower():
+            return False
+        if self.text:
+            hay = s.haystack()
+            return all(word in hay for word in self.text.lower().split())
+        return True
+
+
+SORT_KEYS = {
+    "date": lambda s: s.date,
+    "task": lambda s: (s.set, _natural(s.task)),
+    "env": lambda s: s.env,
+    "who": lambda s: s.who,
+    "turns": lambda s: s.turns,
+    "best": lambda s: -2.0 if s.best is None else s.best,
+    "final": lambda s: -2.0 if s.final is None else s.final,
+    "time": lambda s: s.time_worked,
+}
+
+
+def _natural(text: str) -> tuple:
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def select(summaries: list[EpisodeSummary], flt: Filter, sort: str = "date",
+           descending: bool = True) -> list[EpisodeSummary]:
+    """The summaries ``flt`` lets through, sorted by ``sort`` (one of ``SORT_KEYS``)."""
+    rows = [s for s in summaries if flt.matches(s)]
+    rows.sort(key=SORT_KEYS[sort], reverse=descending)
+    return rows
+
+
+def family(summaries: list[EpisodeSummary], episode_id: str) -> list[EpisodeSummary]:
+    """The episode's fork family: the one it was forked from (up the chain) and every fork of it
+    (down the tree), in order of date."""
+    by_id = {s.id: s for s in summaries}
+    root = by_id.get(episode_id)
+    seen = set()
+    while root is not None and root.forked_from and root.forked_from.get("id") in by_id and root.id not in seen:
+        seen.add(root.id)
+        root = by_id[root.forked_from["id"]]
+    if root is None:
+        return []
+    members, todo = {root.id}, [root.id]
+    while todo:
+        parent = todo.pop()
+        for s in summaries:
+            if s.forked_from and s.forked_from.get("id") == parent and s.id not in members:
+                members.add(s.id)
+                todo.append(s.id)
+    return sorted((by_id[i] for i in members), key=lambda s: s.date)

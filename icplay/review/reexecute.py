@@ -1,0 +1,180 @@
+"""Re-execute a saved episode in a fresh sandbox and flag each turn that now differs.
+
+A recording is only evidence if it can be reproduced. ``reexecute`` resets an env to the
+episode's task, runs every recorded action again in order (rejected proposals and
+unparsable replies ran nothing and are skipped), scores the turns that were scored when
+recorded (InterCode's per-turn reward) and the final submit, and compares each with the
+recording: the observation (exact text), the exit code and the reward. A turn that
+differs carries a unified diff of the two observations.
+
+Nothing here knows about screens: ``icplay view --reexecute`` prints the result and the
+viewer shows it turn by turn.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from icplay.envs.base import Env
+from icplay.episode import Trajectory, Turn
+from icplay.tasks.model import Task
+
+REWARD_TOLERANCE = 1e-6
+
+
+@dataclass
+class TurnCheck:
+    """One recorded turn run again."""
+
+    index: int
+    action: str
+    skipped: str | None = None              # why nothing ran ("rejected", "invalid")
+    recorded_observation: str = ""
+    observation: str = ""
+    recorded_exit: int | None = None
+    exit_code: int | None = None
+    recorded_reward: float | None = None
+    reward: float | None = None
+
+    @property
+    def observation_differs(self) -> bool:
+        return self.skipped is None and self.observation != self.recorded_observation
+
+    @property
+    def exit_differs(self) -> bool:
+        return self.skipped is None and self.exit_code != self.recorded_exit
+
+    @property
+    def reward_differs(self) -> bool:
+        return _differs(self.recorded_reward, self.reward)
+
+    @property
+    def differs(self) -> bool:
+        return self.observation_differs or self.exit_differs or self.reward_differs
+
+    def what(self) -> list[str]:
+        """What differs, in words."""
+        out = []
+        if self.observation_differs:
+            out.append("observation")
+        if self.exit_differs:
+            out.append(f"exit code {self.recorded_exit} -> {self.exit_code}")
+        if self.reward_differs:
+            out.append(f"reward {_fmt(self.recorded_reward)} -> {_fmt(self.reward)}")
+        return out
+
+    def diff(self, context: int = 2) -> str:
+        """The observations as a unified diff (recorded first), '' when they match."""
+        if not self.observation_differs:
+            return ""
+        lines = difflib.unified_diff(self.recorded_observation.splitlines(), self.observation.splitlines(),
+                                     "recorded", "re-executed", n=context, lineterm="")
+        return "\n".join(lines)
+
+
+@dataclass
+class Reexecution:
+    """Every turn checked, and the final reward recomputed (if the episode was submitted)."""
+
+    episode_id: str
+    checks: list[TurnCheck] = field(default_factory=list)
+    recorded_final: float | None = None
+    final: float | None = None
+    sandbox: str = ""
+
+    @property
+    def final_differs(self) -> bool:
+        return _differs(self.recorded_final, self.final)
+
+    @property
+    def diverged(self) -> list[TurnCheck]:
+        return [c for c in self.checks if c.differs]
+
+    @property
+    def reproduced(self) -> bool:
+        return not self.diverged and not self.final_differs
+
+    def by_turn(self) -> dict[int, TurnCheck]:
+        return {c.index: c for c in self.checks}
+
+    def render(self) -> str:
+        """A plain-text report: one line per turn, the diff under each that differs."""
+        lines = []
+        for c in self.checks:
+            head = f"turn {c.index + 1}: {c.action.splitlines()[0][:70] if c.action else '(' + str(c.skipped) + ')'}"
+            if c.skipped:
+                lines.append(f"  {head}  — skipped ({c.skipped}: nothing ran)")
+            elif c.differs:
+                lines.append(f"✗ {head}  — differs: {', '.join(c.what())}")
+                diff = c.diff()
+                if diff:
+                    lines.extend("    " + line for line in diff.splitlines())
+            else:
+                lines.append(f"✓ {head}")
+        if self.recorded_final is not None or self.final is not None:
+            mark = "✗" if self.final_differs else "✓"
+            lines.append(f"{mark} final reward: recorded {_fmt(self.recorded_final)}, now {_fmt(self.final)}")
+        n = len(self.diverged)
+        verdict = ("reproduced: every turn matches the recording" if self.reproduced else
+                   f"diverged: {n} turn{'s differ' if n != 1 else ' differs'}" +
+                   (" and the final reward" if self.final_differs else ""))
+        lines.append(verdict)
+        return "\n".join(lines)
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is not b and a is not None    # a recorded reward that could not be recomputed differs
+    return abs(a - b) > REWARD_TOLERANCE
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def _run(env: Env, turn: Turn):
+    """Run a turn's action again; one that was interrupted or timed out is cut after the
+    time it ran the first time (plus a second), as a resume does."""
+    timer = None
+    if turn.info.get("interrupted") or turn.info.get("timed_out"):
+        timer = threading.Timer(max(0.1, turn.duration) + 1.0, env.interrupt)
+        timer.daemon = True
+        timer.start()
+    try:
+        return env.step(turn.action)
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def reexecute(trajectory: Trajectory, env: Env, on_turn: Callable[[TurnCheck], None] | None = None,
+              cancel: threading.Event | None = None) -> Reexecution:
+    """Run ``trajectory``'s actions again on ``env`` (reset to its task first) and compare
+    each turn with the recording. ``on_turn`` sees each check as it is made; ``cancel``
+    stops between turns."""
+    task = Task.from_dict(trajectory.task)
+    env.reset(task)
+    out = Reexecution(trajectory.id, sandbox=env.sandbox_kind)
+    for turn in trajectory.turns:
+        if cancel is not None and cancel.is_set():
+            return out
+        check = TurnCheck(turn.index, turn.action, recorded_observation=turn.observation,
+                          recorded_exit=turn.exit_code, recorded_reward=turn.reward)
+        if not turn.action:
+            check.skipped = "rejected" if turn.info.get("rejected") else "invalid"
+            check.reward = turn.reward    # an unparsable reply scores what it scored: nothing ran
+        else:
+            result = _run(env, turn)
+            check.observation, check.exit_code = result.observation, result.exit_code
+            if turn.reward is not None:
+                check.reward = env.submit().reward
+        out.checks.append(check)
+        if on_turn is not None:
+            on_turn(check)
+    if trajectory.status == "submitted" and trajectory.reward is not None:
+        out.recorded_final = trajectory.reward
+        out.final = env.submit().reward
+    return out

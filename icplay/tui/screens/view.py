@@ -1,0 +1,322 @@
+"""``icplay view``: the episode browser.
+
+``ViewApp`` is the playground app (its sandbox pool, sessions, config) opened on the
+browser instead of the task picker, so that forking an episode opens the very play and
+watch screens the playground uses. ``ViewScreen`` lists every saved episode as a row of
+``icplay.formats.summary`` (read on a worker thread, cached by file), with a search, field
+filters and a sort; Enter steps through an episode's turns (``view_episode``), Space marks
+one and ``c`` compares it with the highlighted one, ``f`` narrows the table to an
+episode's fork family.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan, select
+from icplay.session import Session
+from icplay.tui.app import PlayApp
+from icplay.tui.keys import unknown_ids
+from icplay.tui.widgets.episodes import COLUMNS, EpisodeTable, date_text, summary_row
+from icplay.tui.widgets.panels import StatusBar
+
+SORTS = tuple(SORT_KEYS)
+AUTHORS = ("", "human", "agent", "mixed")
+
+
+class ViewApp(PlayApp):
+    """The playground opened on the episode browser (see the module docstring)."""
+
+    CSS_PATH = str(Path(__file__).resolve().parent.parent / "app.tcss")   # the playground's own stylesheet
+
+    def __init__(self, *, paths: list[str | Path] | None = None, fork_session: str = "forks", **kwargs):
+        super().__init__(**kwargs)
+        self.view_paths = [Path(p) for p in paths] if paths else None
+        self.fork_session_name = fork_session
+        self._fork_session: Session | None = None
+
+    def on_mount(self, event) -> None:
+        event.prevent_default()              # not the playground's task picker
+        if self.config.keys:
+            bad = unknown_ids(self.config.keys)
+            self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
+        self.push_screen(ViewScreen(self.view_paths))
+
+    @property
+    def fork_session(self) -> Session:
+        """Where forks are saved (a session of their own: the baseline's files stay as they are)."""
+        if self._fork_session is None:
+            self._fork_session = Session(self.fork_session_name, home=self.home)
+        return self._fork_session
+
+    def show_picker(self) -> None:
+        """A play screen's "back" returns to the browser (there is no task picker here)."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, ViewScreen):
+            self.pop_screen()
+        if isinstance(self.screen, ViewScreen):
+            self.screen.reload()
+
+
+def _cycle(values: tuple | list, current):
+    values = list(values)
+    return values[(values.index(current) + 1) % len(values)] if current in values else values[0]
+
+
+class ViewScreen(Screen):
+    AUTO_FOCUS = "#episodes"
+    DEFAULT_CSS = """
+    ViewScreen #search { height: 3; border: round $secondary; }
+    ViewScreen #search:focus { border: round $accent; }
+    ViewScreen #filters { height: 1; padding: 0 1; }
+    ViewScreen #episodes { height: 1fr; border: round $secondary; }
+    ViewScreen #episodes:focus { border: round $accent; }
+    ViewScreen #preview { height: auto; max-height: 6; border: round $primary; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("slash", "search", "Search"),
+        Binding("s", "cycle('solved')", "Solved"),
+        Binding("e", "cycle('env')", "Env"),
+        Binding("t", "cycle('set')", "Set"),
+        Binding("a", "cycle('author')", "Author"),
+        Binding("m", "cycle('model')", "Model"),
+        Binding("o", "sort", "Sort"),
+        Binding("r", "reverse", "Reverse", show=False),
+        Binding("c", "compare", "Compare"),
+        Binding("f", "family", "Family"),
+        Binding("x", "clear", "Clear filters", show=False),
+        Binding("f5", "reload", "Reload", show=False),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, summaries: list[EpisodeSummary] | None, error: str | None = None) -> None:
+            super().__init__()
+            self.summaries = summaries
+            self.error = error
+
+    def __init__(self, paths: list[Path] | None = None) -> None:
+        super().__init__()
+        self.paths = paths
+        self.all: list[EpisodeSummary] = []
+        self.shown: list[EpisodeSummary] = []
+        self.filter = Filter()
+        self.sort = "date"
+        self.descending = True
+        self.marked: str | None = None          # ref of the episode marked for comparison
+        self.family_of: str | None = None       # episode id whose family the table is narrowed to
+        self.loading = True
+        self._rows: dict[str, tuple] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        yield Input(placeholder="search task, query, who, set, session…  (/ to search, Enter or ↓ to the table)",
+                    id="search")
+        yield Static(id="filters")
+        yield EpisodeTable(id="episodes")
+        yield Static(id="preview")
+        yield Footer(compact=True)
+
+    @property
+    def table(self) -> EpisodeTable:
+        return self.query_one(EpisodeTable)
+
+    def on_mount(self) -> None:
+        self.query_one(StatusBar).show("icplay view", ["loading…"])
+        self.reload()
+        self.table.focus()
+
+    # -- loading (on a worker thread: thousands of files) ------------------------------------------
+
+    def reload(self) -> None:
+        self.loading = True
+        paths, home = self.paths, self.app.home
+
+        def work() -> None:
+            try:
+                summaries = scan(paths, home=home)
+            except Exception as exc:     # shown, not raised: the browser stays usable
+                self.post_message(self.Loaded(None, f"{type(exc).__name__}: {exc}"))
+                return
+            self.post_message(self.Loaded(summaries))
+
+        self.run_worker(work, thread=True, exclusive=True, group="scan")
+
+    def on_view_screen_loaded(self, message: Loaded) -> None:
+        self.loading = False
+        if message.error:
+            self.notify(message.error, title="Cannot read the episodes", severity="error")
+            return
+        self.all = message.summaries or []
+        self._rows.clear()
+        self.apply()
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    # -- filtering -------------------------------------------------------------------------------
+
+    def visible(self) -> list[EpisodeSummary]:
+        rows = select(self.all, self.filter, self.sort, self.descending)
+        if self.family_of:
+            members = {s.id for s in family(self.all, self.family_of)}
+            rows = [s for s in rows if s.id in members]
+        return rows
+
+    def apply(self) -> None:
+        keep = self.current.ref if self.shown and self.current is not None else None
+        self.shown = self.visible()
+        rows = []
+        for s in self.shown:
+            row = self._rows.get(s.ref)
+            if row is None or (row[0].startswith("●") != (s.ref == self.marked)):
+                row = self._rows[s.ref] = summary_row(s, s.ref == self.marked)
+            rows.append(row)
+        table = self.table
+        table.set_results(COLUMNS, rows)
+        if keep is not None:
+            index = next((i for i, s in enumerate(self.shown) if s.ref == keep), None)
+            if index:
+                table._move_to(index)
+        self.show_filters()
+        self.show_preview()
+
+    @property
+    def current(self) -> EpisodeSummary | None:
+        if not self.shown:
+            return None
+        return self.shown[min(self.table.cursor_row, len(self.shown) - 1)]
+
+    def show_filters(self) -> None:
+        f = self.filter
+        parts = [("solved", {None: "any", True: "yes", False: "no"}[f.solved]), ("env", f.env or "any"),
+                 ("set", f.set or "any"), ("author", f.author or "any"), ("model", f.model or "any")]
+        text = Text()
+        for key, value in parts:
+            text.append(f"{key} ", style="dim")
+            text.append(value, style="bold" if value != "any" else "")
+            text.append("  ")
+        text.append("sort ", style="dim")
+        text.append(f"{self.sort} {'↓' if self.descending else '↑'}", style="bold")
+        if self.family_of:
+            text.append("  family of ", style="dim")
+            text.append(self.family_of, style="bold magenta")
+        self.query_one("#filters", Static).update(text)
+        shown = f"{len(self.shown):,} of {len(self.all):,} episodes"
+        marked = "1 marked (c compares)" if self.marked else "Space marks one to compare"
+        self.query_one(StatusBar).show("icplay view", [shown, marked])
+
+    def show_preview(self) -> None:
+        s = self.current
+        preview = self.query_one("#preview", Static)
+        if s is None:
+            preview.update(Text("no episode matches" if self.all else
+                                ("reading the episodes…" if self.loading else "no saved episodes here"), style="dim"))
+            return
+        text = Text()
+        text.append(f"{s.set}/{s.task}", style="bold")
+        text.append(f" · {s.status} · {s.source} · episode {s.id}\n", style="dim")
+        text.append(s.query.strip().splitlines()[0][:300] if s.query.strip() else "", style="")
+        fam = family(self.all, s.id) if (s.forked_from or any(
+            x.forked_from and x.forked_from.get("id") == s.id for x in self.all)) else []
+        if fam:
+            text.append("\nfamily: ", style="magenta")
+            text.append("  ".join(
+                (f"{m.id}" + (f" (fork of {m.forked_from['id']} at turn {m.forked_from['turn']})" if m.forked_from
+                              else " (original)") + (" ◀" if m.id == s.id else "")) for m in fam))
+        preview.update(text)
+
+    def on_episode_table_moved(self, message: EpisodeTable.Moved) -> None:
+        self.show_preview()
+
+    def on_input_changed(self, message: Input.Changed) -> None:
+        if message.input.id == "search":
+            self.filter.text = message.value
+            self.apply()
+
+    def on_input_submitted(self, message: Input.Submitted) -> None:
+        self.table.focus()
+
+    def on_key(self, event) -> None:
+        if event.key in ("down", "escape") and self.focused is self.query_one("#search"):
+            event.stop()
+            self.table.focus()
+
+    def action_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_cycle(self, what: str) -> None:
+        f = self.filter
+        if what == "solved":
+            f.solved = _cycle((None, True, False), f.solved)
+        elif what == "author":
+            f.author = _cycle(AUTHORS, f.author)
+        else:
+            field = {"env": "env", "set": "set", "model": "model"}[what]
+            values = ("",) + tuple(sorted({getattr(s, field) for s in self.all if getattr(s, field)}))
+            setattr(f, what, _cycle(values, getattr(f, what)))
+        self.apply()
+
+    def action_sort(self) -> None:
+        self.sort = _cycle(SORTS, self.sort)
+        self.apply()
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self.apply()
+
+    def action_clear(self) -> None:
+        self.filter = Filter()
+        self.family_of = None
+        self.query_one("#search", Input).value = ""
+        self.apply()
+
+    def action_family(self) -> None:
+        s = self.current
+        if self.family_of:
+            self.family_of = None
+        elif s is not None:
+            self.family_of = s.id
+        self.apply()
+
+    # -- opening, marking, comparing -----------------------------------------------------------------
+
+    def on_episode_table_open(self, message: EpisodeTable.Open) -> None:
+        from icplay.tui.screens.view_episode import EpisodeScreen
+
+        if 0 <= message.index < len(self.shown):
+            summary = self.shown[message.index]
+            self.app.push_screen(EpisodeScreen(summary, family(self.all, summary.id)))
+
+    def on_episode_table_mark(self, message: EpisodeTable.Mark) -> None:
+        if 0 <= message.index < len(self.shown):
+            ref = self.shown[message.index].ref
+            self.marked = None if self.marked == ref else ref
+            self.apply()
+
+    def action_compare(self) -> None:
+        from icplay.tui.screens.view_episode import CompareScreen
+
+        current = self.current
+        marked = next((s for s in self.all if s.ref == self.marked), None)
+        if current is None or marked is None:
+            self.notify("Mark one episode with Space, move to another of the same task, then press c.",
+                        severity="warning")
+            return
+        if marked.ref == current.ref:
+            self.notify("Move to a second episode to compare with the marked one.", severity="warning")
+            return
+        if (marked.set, marked.task) != (current.set, current.task):
+            self.notify(f"Compare two episodes of the same task: the marked one is {marked.set}/{marked.task}, "
+                        f"this one {current.set}/{current.task}.", severity="warning")
+            return
+        self.app.push_screen(CompareScreen(marked, current))
+
+
+__all__ = ["ViewApp", "ViewScreen", "date_text"]

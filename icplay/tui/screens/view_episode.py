@@ -1,0 +1,453 @@
+"""The viewer's episode screens: step through one episode's turns, compare two side by side.
+
+``EpisodeScreen`` shows one turn at a time — the action (a diff against the proposal when a
+human edited it), the thought and the comment, the observation as the play screen shows it
+(the shell's output, or the SQL grid), the reward by turn as a small curve, and the final
+breakdown with the gold. From there ``x`` re-executes the episode in a fresh sandbox
+(``icplay.review.reexecute``, on a worker thread, each turn flagged as it comes) and ``k`` /
+``w`` fork it at the current turn, continued by you (the play screen) or an agent (the
+watch screen) — see ``view_fork``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from icplay.episode import Trajectory, Turn
+from icplay.formats.summary import EpisodeSummary, load_episode
+from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
+from icplay.store import printable
+from icplay.tui.widgets.episodes import action_text, reward_curve, reward_text
+from icplay.tui.widgets.output import OutputPane
+from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, turn_status
+from icplay.tui.widgets.results import ResultsTable
+
+OBSERVATION_LIMIT = 200_000
+
+
+def sql_grid(turn: Turn) -> tuple[list, list] | None:
+    """(columns, rows) of a SQL turn that returned rows, else None."""
+    info = turn.info or {}
+    if info.get("columns") and isinstance(info.get("rows"), list):
+        return info["columns"], info["rows"]
+    return None
+
+
+def turn_heading(turn: Turn, total: int) -> Text:
+    status, style = turn_status(turn)
+    text = Text()
+    text.append(f"Turn {turn.index + 1} of {total}", style="bold")
+    text.append(f" · {turn.author}")
+    if turn.info.get("rejected"):
+        text.append(" · rejected", style="magenta")
+    if status:
+        text.append(" · ")
+        text.append(status, style=style)
+    if turn.reward is not None:
+        text.append(f" · reward {turn.reward:.2f}")
+    return text
+
+
+def check_text(check: TurnCheck | None, running: bool) -> Text:
+    if check is None:
+        return Text("re-executing…" if running else "", style="dim")
+    if check.skipped:
+        return Text(f"re-executed: skipped ({check.skipped}: nothing ran)", style="dim")
+    if not check.differs:
+        return Text("re-executed: ✓ same observation, exit code and reward", style="green")
+    text = Text()
+    text.append(f"re-executed: ✗ differs — {', '.join(check.what())}", style="bold red")
+    for line in check.diff().splitlines():
+        text.append("\n" + printable(line), style="red" if line.startswith("-") else
+                    "green" if line.startswith("+") else "dim")
+    return text
+
+
+def final_text(traj: Trajectory) -> Text:
+    text = Text()
+    text.append("Final ", style="bold")
+    text.append(f"{reward_text(traj.reward)}  best {reward_text(traj.best_reward)}  ({traj.status})\n")
+    if traj.reward is not None and traj.reward < 0:
+        text.append("negative: the right rows in the wrong order (Kendall's tau-b)\n", style="yellow")
+    for key, value in (traj.breakdown or {}).items():
+        if isinstance(value, (int, float, str, bool)) and len(str(value)) < 40:
+            text.append(f"  {key}: {value}\n", style="dim")
+    gold = str(traj.task.get("gold") or "")
+    if gold:
+        text.append("Gold\n", style="bold")
+        text.append(gold.strip()[:600] + "\n", style="italic")
+    if traj.gold_output:
+        text.append(printable(traj.gold_output.strip()[:400]), style="dim")
+    return text
+
+
+class EpisodeScreen(Screen):
+    """One saved episode, turn by turn (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    EpisodeScreen #body { height: 1fr; }
+    EpisodeScreen #main { width: 1fr; }
+    EpisodeScreen #query { height: auto; max-height: 6; }
+    EpisodeScreen #turn-head { height: 1; padding: 0 1; }
+    EpisodeScreen #turn-text { height: auto; max-height: 45%; }
+    EpisodeScreen #action { border: round $primary; padding: 0 1; height: auto; }
+    EpisodeScreen #notes { height: auto; padding: 0 1; }
+    EpisodeScreen #check { height: auto; padding: 0 1; }
+    EpisodeScreen #output { height: 1fr; border: round $secondary; }
+    EpisodeScreen #grid { height: 1fr; border: round $secondary; }
+    EpisodeScreen #sql-note { height: auto; max-height: 12; padding: 0 1; }
+    EpisodeScreen #side { width: 38; }
+    EpisodeScreen.-narrow #side { width: 30; }
+    EpisodeScreen #steps { height: 1fr; width: 100%; }
+    EpisodeScreen #curve { height: 1; padding: 0 1; }
+    EpisodeScreen #final-box { height: auto; max-height: 40%; border: round $primary; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("escape,q", "back", "Back"),
+        Binding("right,n", "step(1)", "Next turn"),
+        Binding("left,p", "step(-1)", "Prev turn"),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+        Binding("x", "reexecute", "Re-execute"),
+        Binding("k", "fork(False)", "Fork: you go on"),
+        Binding("w", "fork(True)", "Fork: agent goes on"),
+    ]
+
+    class Checked(Message):
+        def __init__(self, check: TurnCheck | None, result: Reexecution | None = None, error: str | None = None):
+            super().__init__()
+            self.check, self.result, self.error = check, result, error
+
+    def __init__(self, summary: EpisodeSummary, family: list[EpisodeSummary] | None = None,
+                 trajectory: Trajectory | None = None) -> None:
+        super().__init__()
+        self.summary = summary
+        self.family = family or []
+        self.trajectory = trajectory or load_episode(summary.ref)
+        self.index = 0
+        self.checks: dict[int, TurnCheck] = {}
+        self.reexecution: Reexecution | None = None
+        self.reexecuting = False
+        self._cancel = threading.Event()
+
+    @property
+    def frozen(self) -> bool:
+        return getattr(self.app, "frozen", False)
+
+    def compose(self) -> ComposeResult:
+        traj = self.trajectory
+        yield StatusBar(id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                query = QueryPanel(Text(str(traj.task.get("query") or "")), id="query")
+                query.border_title = f"Task {traj.task_key} · {self.summary.who or traj.policy.get('kind', '')}"
+                yield query
+                yield Static(id="turn-head")
+                with VerticalScroll(id="turn-text"):
+                    yield Static(id="action", classes="code")
+                    yield Static(id="notes")
+                    yield Static(id="check")
+                if traj.env == "sql":
+                    yield ResultsTable(id="grid")
+                    yield Static(id="sql-note")
+                else:
+                    output = OutputPane(id="output")
+                    output.border_title = "Observation"
+                    yield output
+            with Vertical(id="side"):
+                yield TurnList(frozen=self.frozen, id="steps")
+                yield Static(id="curve")
+                with VerticalScroll(id="final-box"):
+                    yield Static(final_text(traj), id="final")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(TurnList).set_turns(self.trajectory.turns)
+        self.show_turn()
+
+    # -- stepping --------------------------------------------------------------------------
+
+    def show_turn(self) -> None:
+        traj = self.trajectory
+        turns = traj.turns
+        status = self.query_one(StatusBar)
+        parts = [f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}", self.summary.source or traj.env]
+        if traj.forked_from:
+            parts.insert(0, f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
+        if self.reexecution is not None:
+            n = len(self.reexecution.diverged)
+            parts.insert(0, "reproduced" if self.reexecution.reproduced else f"{n} turn{'s differ' if n != 1 else ' differs'}")
+        status.show(f"icplay view · {traj.task_key}", parts, keep=2)
+        self.query_one("#curve", Static).update(Text("reward by turn  ", style="dim") +
+                                                reward_curve([t.reward for t in turns], self.index))
+        if not turns:
+            self.query_one("#turn-head", Static).update(Text("no turns were recorded", style="dim"))
+            return
+        turn = turns[self.index]
+        self.query_one("#turn-head", Static).update(turn_heading(turn, len(turns)))
+        action = self.query_one("#action", Static)
+        if turn.info.get("rejected"):
+            action.update(Text("proposed (not run): ", style="magenta") + Text(turn.proposed or ""))
+        else:
+            action.update(action_text(turn.proposed, turn.action))
+        action.border_title = "Action" + (" (edited: - proposed, + ran)" if turn.proposed not in (None, turn.action)
+                                          and turn.action else "")
+        notes = Text()
+        if turn.thought:
+            notes.append("Thought ", style="bold")
+            notes.append(turn.thought.strip(), style="italic")
+        if turn.comment:
+            notes.append("\n" if notes else "")
+            notes.append("Comment ", style="bold")
+            notes.append(turn.comment.strip())
+        self.query_one("#notes", Static).update(notes)
+        self.query_one("#notes", Static).display = bool(notes.plain)
+        check = check_text(self.checks.get(turn.index), self.reexecuting) if (self.reexecuting or self.checks) else Text()
+        self.query_one("#check", Static).update(check)
+        self.query_one("#check", Static).display = bool(check.plain)
+        self._show_observation(turn)
+        turn_list = self.query_one(TurnList)
+        if turn_list.highlighted != self.index:
+            turn_list.highlighted = self.index
+
+    def _show_observation(self, turn: Turn) -> None:
+        observation = printable(turn.observation or "")
+        if len(observation) > OBSERVATION_LIMIT:
+            observation = observation[:OBSERVATION_LIMIT] + f"\n… ({len(turn.observation) - OBSERVATION_LIMIT:,} more)"
+        if self.trajectory.env == "sql":
+            grid = self.query_one("#grid", ResultsTable)
+            note = self.query_one("#sql-note", Static)
+            table = sql_grid(turn)
+            if table is not None:
+                grid.set_results(*table)
+                grid.display = True
+                rows = len(table[1])
+                note.update(Text(f"{rows:,} row{'s' if rows != 1 else ''}" +
+                                 (f" (first {rows:,} saved)" if turn.info.get("rows_saved") else ""), style="dim"))
+            else:
+                grid.clear()
+                grid.display = False
+                error = turn.info.get("error")
+                note.update(Text(observation or "(no output)", style="red" if error else ""))
+            return
+        output = self.query_one("#output", OutputPane)
+        output.clear()
+        if turn.action:
+            output.write_command("$", turn.action)
+            output.write_ansi(observation.rstrip("\n"))
+            if turn.exit_code not in (0, None):
+                output.write_note(f"[exit {turn.exit_code}]", style="red")
+        else:
+            output.write_note(observation or "(nothing ran)", style="dim")
+
+    def action_step(self, delta: int) -> None:
+        if self.trajectory.turns:
+            self.index = max(0, min(len(self.trajectory.turns) - 1, self.index + delta))
+            self.show_turn()
+
+    def action_edge(self, end: int) -> None:
+        if self.trajectory.turns:
+            self.index = len(self.trajectory.turns) - 1 if end else 0
+            self.show_turn()
+
+    def on_option_list_option_highlighted(self, event) -> None:
+        if (event.option_list.id == "steps" and self.focused is event.option_list and event.option_index is not None
+                and event.option_index != self.index):
+            self.index = event.option_index
+            self.show_turn()
+
+    def on_turn_list_show(self, message: TurnList.Show) -> None:
+        message.stop()
+        self.index = message.index
+        self.show_turn()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    # -- re-execution -------------------------------------------------------------------------
+
+    def action_reexecute(self) -> None:
+        traj = self.trajectory
+        if self.reexecuting:
+            return
+        if traj.env not in ("bash", "sql"):
+            self.notify(f"Re-execution runs Bash and SQL episodes, not {traj.env}.", severity="warning")
+            return
+        self.reexecuting = True
+        self.checks.clear()
+        self.reexecution = None
+        self.show_turn()
+        pool, cancel = self.app.pool, self._cancel
+        post = self.post_message
+
+        def work() -> None:
+            lease = None
+            try:
+                lease = pool.lease(traj.env)
+                result = reexecute(traj, lease.env, on_turn=lambda c: post(self.Checked(c)), cancel=cancel)
+                post(self.Checked(None, result))
+            except Exception as exc:
+                if lease is not None:
+                    lease.discard()
+                    lease = None
+                post(self.Checked(None, None, f"{type(exc).__name__}: {exc}"))
+            finally:
+                if lease is not None:
+                    lease.give_back()
+
+        self.run_worker(work, thread=True, group="reexecute")
+        self.notify("Re-executing the episode in a fresh sandbox…", timeout=3)
+
+    def on_episode_screen_checked(self, message: Checked) -> None:
+        if message.check is not None:
+            self.checks[message.check.index] = message.check
+            if message.check.index == self.index:
+                self.show_turn()
+            return
+        self.reexecuting = False
+        if message.error:
+            self.notify(message.error, title="Re-execution failed", severity="error")
+            self.show_turn()
+            return
+        result = self.reexecution = message.result
+        if result is not None:
+            diverged = [c.index for c in result.diverged]
+            if diverged:
+                self.index = diverged[0]
+                turns = ", ".join(str(i + 1) for i in diverged)
+                self.notify(f"Turns {turns} differ from the recording" +
+                            (" (and the final reward)" if result.final_differs else ""), severity="warning")
+            elif result.final_differs:
+                self.notify(f"The final reward differs: recorded {reward_text(result.recorded_final)}, "
+                            f"now {reward_text(result.final)}", severity="warning")
+            else:
+                self.notify("Reproduced: every turn matches the recording.")
+        self.show_turn()
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    # -- forking ---------------------------------------------------------------------------------
+
+    def action_fork(self, agent: bool) -> None:
+        from icplay.tui.screens.view_fork import start_fork
+
+        start_fork(self, self.trajectory, self.index + 1 if self.trajectory.turns else 0, agent)
+
+
+def aligned(turns: list[Turn]) -> list[list[Turn]]:
+    """Turns grouped by turn number: each counted turn with the rejected proposals just
+    before it (a rejection uses no turn), so that turn n faces turn n."""
+    groups, pending = [], []
+    for turn in turns:
+        pending.append(turn)
+        if turn.counts:
+            groups.append(pending)
+            pending = []
+    if pending:
+        groups.append(pending)
+    return groups
+
+
+class CompareScreen(Screen):
+    """Two episodes of one task side by side, aligned by turn."""
+
+    DEFAULT_CSS = """
+    CompareScreen #query { height: auto; max-height: 5; }
+    CompareScreen #compare-head { height: auto; border-bottom: solid $primary; }
+    CompareScreen #compare-rows { height: 1fr; }
+    CompareScreen .compare-row { height: auto; border-bottom: dashed $secondary; }
+    CompareScreen .compare-row.same { color: $text-muted; }
+    CompareScreen .half { width: 1fr; height: auto; padding: 0 1; }
+    CompareScreen .turn-no { width: 5; }
+    CompareScreen #compare-head .half { padding-left: 6; }
+    """
+
+    BINDINGS = [Binding("escape,q", "back", "Back")]
+
+    def __init__(self, left: EpisodeSummary, right: EpisodeSummary) -> None:
+        super().__init__()
+        self.summaries = (left, right)
+        self.left = load_episode(left.ref)
+        self.right = load_episode(right.ref)
+
+    @staticmethod
+    def head(s: EpisodeSummary, traj: Trajectory) -> Text:
+        text = Text()
+        text.append(s.who or traj.policy.get("kind", ""), style="bold")
+        text.append(f"  {s.mix_text}  final {reward_text(traj.reward)}  best {reward_text(traj.best_reward)}")
+        text.append(f"\n{s.source} · {traj.id}", style="dim")
+        text.append("  ")
+        text.append_text(reward_curve([t.reward for t in traj.turns]))
+        return text
+
+    @staticmethod
+    def cell(group: list[Turn] | None) -> Text:
+        if not group:
+            return Text("—", style="dim")
+        text = Text()
+        for n, turn in enumerate(group):
+            if n:
+                text.append("\n")
+            status, style = turn_status(turn)
+            text.append(f"{turn.author}", style="cyan" if turn.author == "agent" else "yellow"
+                        if turn.author != "human" else "")
+            if status:
+                text.append(f" · {status}", style=style)
+            if turn.reward is not None:
+                text.append(f" · {turn.reward:.2f}")
+            text.append("\n")
+            if turn.info.get("rejected"):
+                text.append("(rejected) " + (turn.proposed or ""), style="magenta")
+                if turn.comment:
+                    text.append(f"\n“{turn.comment}”", style="italic")
+                continue
+            text.append_text(action_text(turn.proposed, turn.action))
+            observation = printable(turn.observation or "").strip().splitlines()
+            if observation:
+                text.append("\n")
+                text.append("\n".join(line[:200] for line in observation[:4]) +
+                            (f"\n… {len(observation) - 4} more lines" if len(observation) > 4 else ""), style="dim")
+        return text
+
+    def compose(self) -> ComposeResult:
+        left, right = self.left, self.right
+        yield StatusBar(id="status")
+        query = QueryPanel(Text(str(left.task.get("query") or "")), id="query")
+        query.border_title = f"Task {left.task_key}"
+        yield query
+        with Horizontal(id="compare-head"):
+            yield Static(self.head(self.summaries[0], left), classes="half")
+            yield Static(self.head(self.summaries[1], right), classes="half")
+        with VerticalScroll(id="compare-rows"):
+            lefts, rights = aligned(left.turns), aligned(right.turns)
+            for i in range(max(len(lefts), len(rights))):
+                a = lefts[i] if i < len(lefts) else None
+                b = rights[i] if i < len(rights) else None
+                same = (a is not None and b is not None and a[-1].action == b[-1].action
+                        and a[-1].observation == b[-1].observation)
+                with Horizontal(classes="compare-row" + (" same" if same else "")):
+                    yield Static(Text(f"{i + 1:>2} {'=' if same else '≠'}", style="dim" if same else "bold"),
+                                 classes="turn-no")
+                    yield Static(self.cell(a), classes="half")
+                    yield Static(self.cell(b), classes="half")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        left, right = self.left, self.right
+        same = sum(1 for a, b in zip(aligned(left.turns), aligned(right.turns)) if a[-1].action == b[-1].action)
+        self.query_one(StatusBar).show(f"icplay view · compare {left.task_key}",
+                                       [f"{left.turns_taken} vs {right.turns_taken} turns",
+                                        f"{same} same actions", "Escape back"])
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,75 @@
+"""Forks opened from the viewer: the play screen (you go on) or the watch screen (an agent
+goes on) on a fork of a saved episode.
+
+The fork is made by ``icplay.review.fork`` and saved in the app's fork session; the screens
+below are the playground's own, told to use that session: they find the fork there as a
+stopped episode and resume it — the env is reset and the first k turns' actions run again
+(the status line says "resumed: k saved turns replayed") — before the human or the agent
+takes the next turn.
+"""
+
+from __future__ import annotations
+
+from icplay.episode import Trajectory
+from icplay.review.fork import ForkError, fork
+from icplay.tasks.model import Task
+from icplay.tui.config import AgentChoice, agent_choice
+from icplay.tui.runner import user_name
+from icplay.tui.screens.play import PlayScreen
+from icplay.tui.screens.watch import WatchScreen
+
+
+class ForkPlayScreen(PlayScreen):
+    """The play screen on a fork: saved in the fork session."""
+
+    @property
+    def session(self):
+        return self.app.fork_session
+
+    def action_retry(self) -> None:
+        self.notify("A fork is not retried: fork the episode again from the viewer.", severity="warning")
+
+
+class ForkWatchScreen(WatchScreen):
+    """The watch screen on a fork: saved in the fork session."""
+
+    @property
+    def session(self):
+        return self.app.fork_session
+
+
+def agent_for(source: Trajectory, app) -> AgentChoice:
+    """The agent that goes on: the source's own model and strategy when an LLM made it, else the
+    last agent used (config.toml's [agent])."""
+    policy = source.policy or {}
+    if policy.get("kind") == "llm" and policy.get("model"):
+        return AgentChoice(policy="llm", model=policy.get("model"), base_url=policy.get("base_url"),
+                           strategy=policy.get("strategy"), protocol=policy.get("protocol") or "agent",
+                           mode="confirm")
+    if policy.get("kind") == "gold":
+        return AgentChoice(policy="gold", mode="confirm")
+    return agent_choice(app.config, app.home)
+
+
+def start_fork(screen, source: Trajectory, k: int, agent: bool) -> None:
+    """Fork ``source`` keeping its first ``k`` turns and open it (from ``screen``)."""
+    app = screen.app
+    if source.env not in ("bash", "sql"):
+        screen.notify(f"Forks run Bash and SQL episodes, not {source.env}.", severity="warning")
+        return
+    try:
+        task = Task.from_dict(source.task)
+        earlier = {key: v for key, v in (source.policy or {}).items() if key not in ("usage", "previous")}
+        policy = None if agent else {"kind": "human", "ui": "tui", "user": user_name(), "previous": [earlier]}
+        trajectory = fork(source, k, policy)
+        app.fork_session.save(trajectory)
+    except (ForkError, KeyError, ValueError, OSError) as exc:
+        screen.notify(str(exc), title="Cannot fork", severity="error")
+        return
+    who = "an agent" if agent else "you"
+    screen.notify(f"Forked at turn {k}: {k} turn{'s' if k != 1 else ''} replay into a fresh sandbox, then {who} "
+                  f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6)
+    if agent:
+        app.push_screen(ForkWatchScreen(task, agent_for(source, app)))
+    else:
+        app.push_screen(ForkPlayScreen(task))

@@ -1,0 +1,123 @@
+"""The viewer's pieces: the episode table (fast at thousands of rows), the reward curve,
+and the text of a turn's action (a diff when a human edited the proposal)."""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+
+from icplay.formats.summary import EpisodeSummary
+from icplay.session import format_duration
+from icplay.tui.widgets.results import MAX_COL, ResultsTable
+
+COLUMNS = ("", "set/task", "env", "who", "authors", "turns", "best", "final", "ok", "time", "date")
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def reward_text(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def date_text(ts: float) -> str:
+    """UTC, so that a recording reads the same on every machine."""
+    if not ts:
+        return ""
+    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).strftime("%y-%m-%d %H:%M")
+
+
+def summary_row(s: EpisodeSummary, marked: bool = False) -> tuple:
+    flag = ("●" if marked else "") + ("⑂" if s.forked_from else "")
+    return (flag, f"{s.set}/{s.task}", s.env, s.who, s.mix_text, s.turns, reward_text(s.best), reward_text(s.final),
+            "✓" if s.solved else "", format_duration(s.time_worked) if s.time_worked else "", date_text(s.date))
+
+
+class EpisodeTable(ResultsTable):
+    """The episodes, one row each; Enter opens the highlighted one, Space marks it."""
+
+    BINDINGS = ResultsTable.BINDINGS + [
+        Binding("enter", "open", "Open", show=True),
+        Binding("space", "mark", "Mark", show=True),
+    ]
+
+    class Open(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    class Mark(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    class Moved(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def set_results(self, columns, rows) -> None:
+        """Like ``ResultsTable.set_results``, sized from a smaller sample: a filter applied
+        at every key press re-sets up to thousands of rows (every row is a short summary)."""
+        self.columns = list(columns)
+        self.rows = rows
+        count = len(rows)
+        sample = rows if count <= 300 else [rows[int(i * count / 300)] for i in range(300)] + [rows[-1]]
+        widths = [max(1, len(c)) for c in self.columns]
+        for row in sample:
+            for i, value in enumerate(row):
+                w = len(value) if isinstance(value, str) else len(str(value))
+                if w > widths[i]:
+                    widths[i] = w
+        self.widths = [min(w, MAX_COL) for w in widths]
+        self.numeric = [c == "turns" for c in self.columns]
+        self._number_width = len(str(count)) if count else 1
+        self.virtual_size = Size(self._line_width(), count + 1)
+        self.cursor_row = 0
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def action_open(self) -> None:
+        if self.rows:
+            self.post_message(self.Open(self.cursor_row))
+
+    def action_mark(self) -> None:
+        if self.rows:
+            self.post_message(self.Mark(self.cursor_row))
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        super().watch_cursor_row(old, new)
+        self.post_message(self.Moved(new))
+
+
+def reward_curve(rewards: list[float | None], current: int | None = None) -> Text:
+    """One character per turn: a bar as high as the reward (0..1), '·' unscored, a red '▁'
+    below 0 (a SQL order gone wrong); the current turn underlined."""
+    text = Text()
+    for i, r in enumerate(rewards):
+        style = "underline " if i == current else ""
+        if r is None:
+            text.append("·", style=style + "dim")
+        elif r < 0:
+            text.append("▁", style=style + "red")
+        else:
+            bar = BARS[min(len(BARS) - 1, int(round(r * (len(BARS) - 1))))]
+            text.append(bar, style=style + ("green" if r >= 1 else "cyan"))
+    return text
+
+
+def action_text(proposed: str | None, action: str) -> Text:
+    """The executed action; when it differs from the proposal, a line diff (- proposed, + ran)."""
+    if proposed is None or proposed == action or not action:
+        return Text(action or "(nothing ran)")
+    text = Text()
+    for line in difflib.ndiff(proposed.splitlines(), action.splitlines()):
+        if line.startswith("?"):
+            continue
+        style = "red" if line.startswith("-") else "green" if line.startswith("+") else ""
+        text.append(line + "\n", style=style)
+    text.rstrip()
+    return text

@@ -1,0 +1,212 @@
+"""The viewer (`icplay view`) driven with Textual's Pilot over episodes recorded on the real
+SQLite env (and bwrap for Bash forks): browse, search, filter, sort, step through turns,
+compare, re-execute in the app, fork into the play and watch screens."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from icplay.session import Session
+from icplay.store import load_trajectory
+from icplay.tui.config import Config
+from icplay.tui.screens.modals import ScoreScreen
+from icplay.tui.screens.view import ViewApp, ViewScreen
+from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+from icplay.tui.screens.view_fork import ForkPlayScreen, ForkWatchScreen
+from icplay.tui.widgets.results import ResultsTable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
+
+from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
+from tui_helpers import play_state, run_command, text_of, wait_for, wait_ready
+from view_fixtures import BASH_TASK, SQL_TASK, record_bash, record_sql, tamper
+
+
+@pytest.fixture
+def view_app(home):
+    apps = []
+
+    def make(**kwargs) -> ViewApp:
+        kwargs.setdefault("home", home)
+        kwargs.setdefault("config", Config(history=False))
+        kwargs.setdefault("sandbox", "bwrap")
+        app = ViewApp(**kwargs)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close_envs()
+
+
+async def loaded(pilot) -> ViewScreen:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.loading, 20,
+                   "the episodes")
+    return pilot.app.screen
+
+
+def rows(screen: ViewScreen) -> list[tuple[str, str, str]]:
+    return [(s.task, s.who, s.source) for s in screen.shown]
+
+
+async def test_browse_search_filter_sort(view_app, home):
+    record_sql(home)
+    app = view_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await loaded(pilot)
+        assert rows(screen) == [("bookshop-01", "gpt-4o-mini/react", "watch"), ("bookshop-02", "ann", "ann"),
+                                ("bookshop-01", "ann", "ann")]                      # newest first
+        assert screen.table.rows[0][1:6] == ("sql/bookshop-01", "sql", "gpt-4o-mini/react", "A1 E1 R1", 2)
+        await pilot.press("slash", *"lisbon")                                       # the query text is searched
+        assert rows(screen) == [("bookshop-02", "ann", "ann")]
+        await pilot.press("enter", "x")                                             # back to the table, clear
+        assert len(screen.shown) == 3
+        await pilot.press("s")                                                      # solved: yes
+        assert [s.solved for s in screen.shown] == [True, True]
+        await pilot.press("s")                                                      # solved: no
+        assert rows(screen) == [("bookshop-02", "ann", "ann")]
+        await pilot.press("s", "a")                                                 # any; author: human
+        assert {s.who for s in screen.shown} == {"ann"}
+        await pilot.press("a", "a")                                                 # author: mixed (an edit)
+        assert rows(screen) == [("bookshop-01", "gpt-4o-mini/react", "watch")]
+        await pilot.press("x", "m")                                                 # model: the one there is
+        assert screen.filter.model == "gpt-4o-mini" and len(screen.shown) == 1
+        await pilot.press("x", "o")                                                 # sort by set/task, descending
+        assert screen.sort == "task" and [s.task for s in screen.shown][0] == "bookshop-02"
+        await pilot.press("r")
+        assert [s.task for s in screen.shown][-1] == "bookshop-02"
+
+
+async def test_stepper_shows_each_turn(view_app, home):
+    record_sql(home)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")                                                  # the agent's episode
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        screen = app.screen
+        assert "Turn 1 of 3 · agent · 36 rows · reward -0.19" in text_of(screen.query_one("#turn-head"))
+        assert "All titles first" in text_of(screen.query_one("#notes"))
+        assert len(screen.query_one("#grid", ResultsTable).rows) == 36
+        await pilot.press("right")
+        assert "rejected" in text_of(screen.query_one("#turn-head"))
+        assert "proposed (not run): DROP TABLE books" in text_of(screen.query_one("#action"))
+        await pilot.press("n")
+        action = text_of(screen.query_one("#action"))
+        assert "- SELECT title FROM books WHERE genre = 'poetry'" in action
+        assert "+ SELECT title FROM books WHERE genre = 'Poetry' ORDER BY title" in action
+        assert "Comment the genre is capitalised" in text_of(screen.query_one("#notes"))
+        assert [r[0] for r in screen.query_one("#grid", ResultsTable).rows][0] == "Falling Upward"
+        assert text_of(screen.query_one("#curve")).split()[-1] == "▁·█"
+        final = text_of(screen.query_one("#final"))
+        assert "Final 1.00" in final and SQL_TASK.gold in final
+        await pilot.press("right")                                                  # stays on the last turn
+        assert screen.index == 2
+        await pilot.press("escape")
+        assert isinstance(app.screen, ViewScreen)
+
+
+async def test_compare_aligns_turns(view_app, home):
+    record_sql(home)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.press("c")                                                      # nothing marked: a hint
+        assert isinstance(app.screen, ViewScreen)
+        await pilot.press("space", "down", "c")                                     # another task: refused
+        assert isinstance(app.screen, ViewScreen)
+        await pilot.press("down", "c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), 10, "the comparison")
+        compare = app.screen
+        rows_ = list(compare.query(".compare-row"))
+        assert len(rows_) == 3                                                      # the human's three turns
+        first_right = text_of(rows_[1].query(".half")[1])
+        second_left = text_of(rows_[1].query(".half")[0])
+        assert "(rejected) DROP TABLE books" in second_left and "genre = 'Poetry'" in second_left
+        assert "WHERE genre = 'Poetry'" in first_right
+        assert "= " not in text_of(rows_[0].query(".turn-no")[0]) and "≠" in text_of(rows_[0].query(".turn-no")[0])
+        assert "=" in text_of(rows_[1].query(".turn-no")[0]) or "≠" in text_of(rows_[1].query(".turn-no")[0])
+        await pilot.press("escape")
+        assert screen.marked is not None
+
+
+async def test_reexecute_in_the_app_flags_the_tampered_turn(view_app, home):
+    paths = record_sql(home)
+    tamper(paths["human"], 1, "Falling Upward", "Rising Downward")
+    app = view_app(paths=[paths["human"]])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        screen = app.screen
+        await pilot.press("x")
+        await wait_for(pilot, lambda: screen.reexecution is not None, 30, "the re-execution")
+        assert [c.index for c in screen.reexecution.diverged] == [1]
+        assert screen.index == 1                                                    # moved to the first divergence
+        check = text_of(screen.query_one("#check"))
+        assert "✗ differs — observation" in check
+        assert "Rising Downward" in check and "Falling Upward" in check
+        await pilot.press("p")
+        assert "✓ same" in text_of(screen.query_one("#check"))
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+async def test_fork_from_turn_one_goes_on_in_the_play_screen(view_app, home):
+    source = load_trajectory(record_bash(home))
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("k")                                                      # fork after turn 1
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        await run_command(pilot, "cat /testbed/fork_note.txt")
+        turn = app.screen.episode.trajectory.turns[-1]
+        assert turn.observation.strip() == "kept-by-fork"                          # turn 1's file is there
+        await pilot.press("ctrl+b")                                                 # back to the browser
+        screen = await loaded(pilot)
+        assert len(screen.shown) == 2
+        fork = next(s for s in screen.shown if s.forked_from)
+        assert fork.forked_from == {"id": source.id, "turn": 1} and screen.table.rows[0][0] == "⑂"
+        assert "family:" in text_of(screen.query_one("#preview"))
+        await pilot.press("f")
+        assert {s.id for s in screen.shown} == {source.id, fork.id}
+    saved = Session("forks", home=home).load(BASH_TASK)
+    assert [t.action for t in saved.turns] == [source.turns[0].action, "cat /testbed/fork_note.txt"]
+    assert saved.policy["kind"] == "human" and saved.policy["previous"][0]["user"] == "ann"
+
+
+async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, monkeypatch):
+    """A human's first turn, then a model (the scripted OpenAI-compatible server, the real
+    openai client) goes on in the watch screen."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    paths = record_sql(home)
+    source = load_trajectory(paths["human"])
+    fake = FakeOpenAIServer(Script([fenced(SQL_TASK.gold)], then="submit")).start()
+    try:
+        app = view_app(paths=[paths["human"]], sandbox=None, config=Config(history=False, agent={
+            "policy": "llm", "model": "fake-model", "base_url": fake.url, "mode": "auto"}))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await loaded(pilot)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+            await pilot.press("w")                                                  # fork after turn 1, agent goes on
+            await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
+                           "the watched fork")
+            # the score dialog focuses its Next button when mounted: leaving before that would quit
+            # the app under a dialog still mounting (modals.ScoreScreen.on_mount then finds no button)
+            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
+                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+        prompt = str(fake.requests[0])
+        assert "SELECT title FROM books" in prompt                                  # the model saw the human's turn
+    finally:
+        fake.stop()
+    saved = Session("forks", home=home).load(SQL_TASK)
+    assert saved.forked_from == {"id": source.id, "turn": 1}
+    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
+                                                           ("agent", SQL_TASK.gold)]
+    assert saved.status == "submitted" and saved.reward == 1.0 and saved.policy["model"] == "fake-model"

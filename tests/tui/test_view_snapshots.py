@@ -1,0 +1,72 @@
+"""Snapshots of the viewer (pytest-textual-snapshot): the browser, the turn stepper, the
+comparison. Deterministic: episodes recorded on SQLite with fixed ids and times (dates are
+shown in UTC), a frozen display (no durations).
+Update after an intended change: pytest tests/tui/test_view_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from icplay.tui.config import Config
+from icplay.tui.screens.view import ViewApp, ViewScreen
+from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+
+from tui_helpers import wait_for
+from view_fixtures import record_sql
+
+
+@pytest.fixture
+def frozen_view(home):
+    apps = []
+
+    def make() -> ViewApp:
+        record_sql(home)
+        app = ViewApp(home=home, config=Config(history=False), frozen=True)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close_envs()
+
+
+async def loaded(pilot) -> None:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.loading, 20,
+                   "the episodes")
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_browser(snap_compare, frozen_view, size):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("down")
+
+    assert snap_compare(frozen_view(), terminal_size=size, run_before=work)
+
+
+def test_browser_filtered(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("s", "slash", *"poetry", "enter")
+
+    assert snap_compare(frozen_view(), terminal_size=(120, 30), run_before=work)
+
+
+def test_turn_stepper(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("right", "right")
+
+    assert snap_compare(frozen_view(), terminal_size=(120, 40), run_before=work)
+
+
+def test_comparison(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("space", "down", "down", "c")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), 10, "the comparison")
+
+    assert snap_compare(frozen_view(), terminal_size=(120, 40), run_before=work)

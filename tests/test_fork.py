@@ -8,7 +8,7 @@ import pytest
 
 from icplay.driver import Driver, Limits
 from icplay.episode import Proposal
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.episode import Episode
 from icplay.formats.summary import family, scan
 from icplay.review import fork, open_fork

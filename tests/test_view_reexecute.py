@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.episode import Episode
 from icplay.review import reexecute
 from icplay.session import Session

@@ -48,7 +48,7 @@ def run(args) -> int:
 
 
 def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = None) -> int:
-    from icplay.envs import make_env
+    from icplay.languages import make_env
     from icplay.formats.summary import load_episode
     from icplay.review import reexecute
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.episode import AGENT, AGENT_EDITED, Episode, Proposal
 from icplay.session import Session
 from icplay.store import load_trajectory, save_trajectory

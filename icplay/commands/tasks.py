@@ -16,10 +16,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if not args.set:
-        print(f"{'SET':<12} {'ENV':<7} {'TASKS':>6}  DESCRIPTION")
+        print(f"{'SET':<14} {'ENV':<7} {'TASKS':>6}  DESCRIPTION")
         for task_set in task_sets():
             count = len(task_set.load()) if task_set.available else 0
-            print(f"{task_set.name:<12} {task_set.env:<7} {count:>6}  {task_set.description}")
+            print(f"{task_set.name:<14} {task_set.env:<7} {count:>6}  {task_set.description}")
         return 0
     task_set = find_set(args.set, args.env)
     tasks = task_set.load()

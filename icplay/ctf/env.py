@@ -30,6 +30,8 @@ DEFAULT_IMAGE = "icplay-ctf:latest"
 SETUP_TIMEOUT = 120.0
 # The tools InterCode-CTF's tasks reach for; ``missing_host_tools`` names those a bwrap
 # sandbox (which sees the host's /usr) lacks.
+# Tools of the icplay-ctf image a task's setup may try to fetch (InterCode task 14 clones binwalk).
+IMAGE_TOOLS = frozenset({"binwalk", "sleuthkit", "pycryptodome"})
 TOOLS = ("python3", "gcc", "gdb", "objdump", "strings", "file", "xxd", "unzip", "nc", "curl", "mmls", "fls",
          "icat", "pdftotext", "convert", "exiftool", "binwalk", "openssl", "git")
 

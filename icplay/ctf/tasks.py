@@ -109,3 +109,10 @@ def playable(tasks: list[Task], include_remote: bool = False) -> tuple[list[Task
         else:
             kept.append(task)
     return kept, skipped
+
+
+def mark_all(tasks: list[Task], assets: Path | None) -> list[Task]:
+    """Every task of a set marked (``mark``), its files at ``<assets>/<id>`` when that exists."""
+    from icplay.ctf.env import IMAGE_TOOLS
+
+    return [mark(task, assets / task.id if assets is not None else None, IMAGE_TOOLS) for task in tasks]

@@ -20,8 +20,9 @@ def register(sub) -> None:
                    "episode, a list, JSONL, or an object keyed by task index) or a folder of them")
     p.add_argument("--tasks", required=True, help="the task file the episodes index into (a set name or a path)")
     p.add_argument("--databases", help="the databases' MySQL dump (default: the set's, or the .sql beside the task file)")
-    p.add_argument("--sandbox", choices=("mysql", "sqlite"), default="mysql",
-                   help="database backend (default mysql: InterCode recorded on MySQL)")
+    p.add_argument("--sandbox", choices=("mysql", "sqlite", "docker", "bwrap", "none"), default=None,
+                   help="SQL: database backend (default mysql: InterCode recorded on MySQL); CTF: docker or "
+                        "bwrap, or none to score the submits without replaying the other actions")
     p.add_argument("--image", help="server image for --sandbox mysql (default icplay-sql:latest)")
     p.add_argument("--out", help="write one JSON line per turn here")
     p.add_argument("--jobs", type=int, default=1, help="episodes replayed in parallel, each on its own server")
@@ -36,6 +37,15 @@ def run(args) -> int:
     from icplay.tasks.registry import find_set
 
     task_set = find_set(args.tasks, env="sql")
+    if task_set.env == "ctf":
+        from icplay.ctf.rescore import run_command
+
+        return run_command(args, task_set)
+    args.sandbox = args.sandbox or "mysql"
+    if args.sandbox not in ("mysql", "sqlite"):
+        from icplay.cli import UserError
+
+        raise UserError(f"SQL rescores on mysql or sqlite, not {args.sandbox!r}")
     tasks = task_set.load()
     databases = args.databases or (None if task_set.databases else guess_databases(Path(task_set.path)))
     if databases:

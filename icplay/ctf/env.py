@@ -102,6 +102,10 @@ class CtfSandboxes:
         if self.image or task.image:
             raise SandboxError("a CTF task that needs its own image runs only on Docker: use --sandbox docker")
         if self._template is None:
+            missing = missing_host_tools()
+            if missing and self.progress is not None:
+                self.progress(f"bwrap runs CTF tasks with this host's tools; missing here: {', '.join(missing)} "
+                              "(the icplay-ctf image has them all: --sandbox docker)")
             template = template_folder() / "ctf-root"
             for folder in ("testbed", "root", "ctf"):
                 (template / folder).mkdir(parents=True)

@@ -10,7 +10,7 @@ from typing import Callable
 
 from icplay.envs.base import Env, StepResult, SubmitResult, parse_submit
 
-SANDBOXES = {"bash": ("docker", "bwrap"), "sql": ("sqlite", "mysql")}
+SANDBOXES = {"bash": ("docker", "bwrap"), "sql": ("sqlite", "mysql"), "ctf": ("docker", "bwrap")}
 
 __all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "make_env", "default_sandbox", "SANDBOXES",
            "EnvFactory"]
@@ -28,7 +28,7 @@ def docker_available() -> bool:
 
 def default_sandbox(env_name: str) -> str:
     """Docker when a daemon answers (bash), else the local one; SQLite for SQL."""
-    if env_name == "bash":
+    if env_name in ("bash", "ctf"):
         return "docker" if docker_available() else "bwrap"
     if env_name == "sql":
         return "sqlite"
@@ -64,6 +64,10 @@ def make_env(env_name: str, sandbox: str | None = None, image: str | None = None
     used one proved pristine again (see ``icplay/sandbox/recycle.py``).
     """
     sandbox = _checked_sandbox(env_name, sandbox)
+    if env_name == "ctf":
+        from icplay.ctf.env import make_ctf_env
+
+        return make_ctf_env(sandbox, image=image, timeout=timeout, progress=progress, recycle=recycle)
     if env_name == "bash":
         from icplay.envs.bash import BashEnv
 
@@ -92,6 +96,13 @@ class EnvFactory:
         self._shared = None
 
     def __call__(self) -> Env:
+        if self.env_name == "ctf":
+            if self._shared is None:
+                from icplay.ctf.env import CtfEnvFactory
+
+                self._shared = CtfEnvFactory(self.sandbox, image=self.image, timeout=self.timeout,
+                                             progress=self.progress, recycle=self.recycle)
+            return self._shared()
         if self.env_name != "bash":
             return make_env(self.env_name, self.sandbox, self.image, self.timeout, self.progress, self.recycle,
                             **self.options)

@@ -40,8 +40,12 @@ LANGUAGE_NOTES = {
         "- To submit, reply `submit <function_name>`."
     ),
     "ctf": (
-        "- Find the flag (usually of the form picoCTF{...}). Each command has a time limit and no stdin.\n"
-        "- When you have the flag, reply `submit <flag>`."
+        "- The task's files are in your working directory (/ctf/<task id>); there is no network.\n"
+        "- Each command has a 10 second time limit and gets no input on stdin: no editors, pagers or interactive\n"
+        "  programs (run gdb with -batch, python3 with -c or a script, feed input with pipes or here-docs).\n"
+        "- The flag usually looks like picoCTF{...} or icplay{...}; if the task says how to wrap the answer, do so.\n"
+        "- When you have the flag, reply `submit <flag>`: the whole rest of the line is the flag (case does not\n"
+        "  matter). A submit ends the episode, so submit only a flag you have seen or computed."
     ),
 }
 

@@ -11,7 +11,7 @@ import argparse
 import statistics
 import time
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.sandbox.docker import DockerSandbox
 from icplay.sandbox.images import IMAGES, docker_client, ensure_image
 from icplay.tasks.model import Task

@@ -11,7 +11,7 @@ How it scales: an idle episode (one waiting for its policy) holds no thread. The
 parts (a sandbox command, a query, a reset, scoring) run on one bounded thread pool
 shared by every env of an ``AsyncEnvs`` (``max_workers``, default 16), so 1000 episodes
 in flight cost 16 threads. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
-pools and gold runs (``icplay.envs.EnvFactory``): a Bash container recycled after one
+pools and gold runs (``icplay.languages.EnvFactory``): a Bash container recycled after one
 episode serves the next. Each env is one episode at a time; its calls are serialised.
 """
 
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from icplay.envs import EnvFactory
+from icplay.languages import EnvFactory
 from icplay.library import EpisodeRunner, find_task, load_task_list
 from icplay.tasks.model import Task
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.envs import Env, make_env, parse_submit
+from icplay.envs import Env, parse_submit
+from icplay.languages import make_env
 from icplay.episode import AGENT, Episode, Trajectory
 from icplay.tasks.model import Task
 
@@ -54,7 +55,7 @@ class EpisodeRunner:
     """Reset / step / close over one icplay env; builds the env on first reset.
 
     ``env_factory`` (a zero-argument callable returning an Env) lets many runners share
-    sandbox pools (``icplay.envs.EnvFactory``); by default each runner makes its own env.
+    sandbox pools (``icplay.languages.EnvFactory``); by default each runner makes its own env.
     """
 
     def __init__(self, env_name: str, sandbox: str | None = None, *, image: str | None = None,

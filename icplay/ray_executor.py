@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from icplay.agents.protocols import Limits, play
-from icplay.envs import EnvFactory
+from icplay.languages import EnvFactory
 from icplay.episode import Trajectory
 from icplay.runner import RunResult, Runner
 from icplay.store import TrajectoryBusyError

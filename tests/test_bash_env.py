@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.episode import Episode
 from icplay.tasks.model import Task
 from icplay.tasks.registry import load_tasks
@@ -95,7 +95,7 @@ def test_a_fifo_where_the_gold_makes_a_file_does_not_hang_scoring(env):
 
 @pytest.mark.docker
 def test_parallel_envs_share_recycled_containers_and_one_gold_run_per_task(bash_image):
-    from icplay.envs import EnvFactory
+    from icplay.languages import EnvFactory
 
     factory = EnvFactory("bash", sandbox="docker")
     first, second = factory(), factory()
@@ -122,7 +122,7 @@ def test_parallel_envs_share_recycled_containers_and_one_gold_run_per_task(bash_
 
 @pytest.mark.docker
 def test_without_recycling_every_episode_has_a_new_container(bash_image):
-    from icplay.envs import EnvFactory
+    from icplay.languages import EnvFactory
 
     factory = EnvFactory("bash", sandbox="docker", recycle=False)
     env = factory()
@@ -140,7 +140,7 @@ def test_without_recycling_every_episode_has_a_new_container(bash_image):
 
 @pytest.mark.docker
 def test_a_lazy_env_reports_a_sandbox_that_cannot_start_at_the_first_action(docker_client):
-    from icplay.envs import EnvFactory
+    from icplay.languages import EnvFactory
     from icplay.sandbox.base import SandboxError
 
     factory = EnvFactory("bash", sandbox="docker", image="icplay-no-such-image:latest")
@@ -157,7 +157,7 @@ def test_a_lazy_env_reports_a_sandbox_that_cannot_start_at_the_first_action(dock
 
 def test_a_lazy_env_on_bwrap_keeps_its_sandbox_alive(bwrap_ready):
     # bwrap dies with the thread that started it: the lazy take must use a thread that lives on
-    from icplay.envs import EnvFactory
+    from icplay.languages import EnvFactory
 
     factory = EnvFactory("bash", sandbox="bwrap")
     env = factory()

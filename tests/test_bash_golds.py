@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.paths import data_dir
 from icplay.tasks.registry import load_tasks
 

@@ -107,7 +107,7 @@ def test_unreadable_trajectory_gets_a_clear_error(tmp_path):
 WRITER = """
 import sys, time
 from icplay.episode import Episode
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.store import TrajectoryStore
 from icplay.tasks.model import Task
 from icplay.envs.bash import BashEnv, BashSandboxes

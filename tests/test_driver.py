@@ -20,7 +20,7 @@ from icplay.agents.replay import GoldPolicy  # noqa: E402
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, PAUSED, PROPOSAL,  # noqa: E402
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
 from icplay.driver.driver import CANCELLED, DELTA, ERROR, REQUEST, RETRY, RUNNING, STATE  # noqa: E402
-from icplay.envs import make_env  # noqa: E402
+from icplay.languages import make_env  # noqa: E402
 from icplay.episode import Episode  # noqa: E402
 from icplay.session import Session  # noqa: E402
 from icplay.tasks.registry import load_tasks  # noqa: E402

@@ -22,7 +22,7 @@ from fake_openai_server import ByTask, FakeOpenAIServer, fenced  # noqa: E402
 
 from icplay.driver import ACTION, CONFIRM, PROPOSAL, SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits  # noqa: E402
 from icplay.driver.driver import REQUEST  # noqa: E402
-from icplay.envs import make_env  # noqa: E402
+from icplay.languages import make_env  # noqa: E402
 from icplay.episode import Proposal  # noqa: E402
 from icplay.session import Session  # noqa: E402
 from icplay.tasks.registry import load_tasks  # noqa: E402

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.episode import Episode
 from icplay.session import Session, SessionNameError, check_session_name
 from icplay.store import TrajectoryBusyError, TrajectoryStore, load_trajectory, open_trajectories
@@ -85,7 +85,7 @@ def test_saving_the_same_episode_again_replaces_its_own_file_only(env, task, tmp
 CLAIMER = textwrap.dedent("""
     import sys, time
     from icplay.session import Session
-    from icplay.envs import make_env
+    from icplay.languages import make_env
     from icplay.tasks.registry import load_tasks
     env = make_env("sql", sandbox="sqlite")
     task = load_tasks("sql")[0]

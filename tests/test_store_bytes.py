@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from icplay.envs import make_env
+from icplay.languages import make_env
 from icplay.envs.sql import SqlEnv
 from icplay.episode import Episode
 from icplay.store import TrajectoryStore, load_trajectory, printable, save_trajectory

@@ -292,7 +292,7 @@ def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
     from icplay.agents.llm import ChatModel, LLMPolicy
     from icplay.driver import Broker, Driver
     from icplay.driver.lines import LineLoop
-    from icplay.envs import make_env
+    from icplay.languages import make_env
     from icplay.episode import Episode
 
     reply = "Thought: list the poetry\n```sql\nSELECT title FROM books WHERE genre = 'Poetry'\n```"

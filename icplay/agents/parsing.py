@@ -24,15 +24,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-LANGUAGE_LABELS: dict[str, tuple[str, ...]] = {
-    "sql": ("sql", "mysql", "sqlite", "sqlite3", "mariadb", "postgresql", "psql", "tsql", "plsql"),
-    "bash": ("bash", "sh", "shell", "console", "shell-session", "zsh", "terminal", "cmd"),
-    "python": ("python", "py", "python3", "pycon", "ipython"),
-    "ctf": ("bash", "sh", "shell", "console", "shell-session", "zsh", "terminal", "python", "py", "python3"),
-}
+from icplay.languages import Prompts, all_specs, find
 
-FENCE_LABEL = {"sql": "sql", "bash": "bash", "python": "python", "ctf": "bash"}
-LANGUAGE_NAME = {"sql": "SQL", "bash": "Bash", "python": "Python", "ctf": "shell"}
+
+def language_prompts(language: str) -> Prompts:
+    """How the language's spec speaks of it (a language without a spec: its own name)."""
+    spec = find(language)
+    if spec is not None:
+        return spec.prompts
+    return Prompts(name=language, setting=language, fence=language, fence_aliases=(language,), submit_arg=True)
+
+
+def fence_label(language: str) -> str:
+    p = language_prompts(language)
+    return p.fence or language
+
+
+def language_name(language: str) -> str:
+    return language_prompts(language).name
+
+
+def _labels(language: str) -> tuple[str, ...]:
+    return language_prompts(language).fence_aliases or (language,)
+
+
+def _known_labels() -> set[str]:
+    return {label for spec in all_specs() for label in spec.prompts.fence_aliases}
+
 
 SQL_START = re.compile(
     r"^\s*(select|with|show|describe|desc|explain|pragma|insert|update|delete|create|drop|alter|"
@@ -74,7 +92,7 @@ class Parsed:
 
 def retry_message(language: str, strategy: str = "tryagain") -> str:
     """What the model is told when its reply held no command (it never reaches the env)."""
-    name, label = LANGUAGE_NAME.get(language, language), FENCE_LABEL.get(language, language)
+    name, label = language_name(language), fence_label(language)
     if strategy == "react":
         form = f"Thought: <one or two sentences>\nAction: ```{label}\n<one {name} command>\n```"
     else:
@@ -112,14 +130,14 @@ def _label_word(label: str) -> str:
 def _clean_code(body: str, language: str) -> str:
     lines = body.strip("\n").splitlines()
     # a language name alone on the first line of an unlabelled fence
-    if lines and lines[0].strip().lower() in LANGUAGE_LABELS.get(language, ()) and len(lines) > 1:
+    if lines and lines[0].strip().lower() in _labels(language) and len(lines) > 1:
         lines = lines[1:]
     code = "\n".join(lines)
     code = _dedent(code)
     nonblank = [line for line in code.splitlines() if line.strip()]
     for prompt in ("$ ", "# ", "> ", "mysql> ", "sqlite> ", "MariaDB [(none)]> ", ">>> "):
         if nonblank and all(line.lstrip().startswith(prompt) for line in nonblank):
-            if prompt in ("# ", "> ") and language not in ("bash", "ctf"):
+            if prompt in ("# ", "> ") and language_prompts(language).bare_code != "shell":
                 continue
             if prompt == "# ":   # shell comments, not root prompts, unless a command follows
                 if not all(_first_word(line.lstrip()[2:]) in SHELL_COMMANDS for line in nonblank):
@@ -162,11 +180,12 @@ def looks_like_code(text: str, language: str) -> bool:
         return False
     lines = [line for line in text.splitlines() if line.strip()]
     bare = _unquoted(text)
-    if language == "sql":
+    style = language_prompts(language).bare_code
+    if style == "sql":
         if not SQL_START.match(text) or bare.rstrip().endswith((".", "?", "!", ":")):
             return False
         return not PROSE_HINT.search(bare)
-    if language in ("bash", "ctf"):
+    if style == "shell":
         if len(lines) > 3:
             return False
         for line in lines:
@@ -179,7 +198,7 @@ def looks_like_code(text: str, language: str) -> bool:
             if plain.rstrip().endswith((".", ":", "?", "!")) and PROSE_HINT.search(plain):
                 return False
         return True
-    if language == "python":
+    if style == "python":
         first = lines[0].lstrip()
         return bool(re.match(r"(def|class|import|from|for|while|if|with|try|print\(|return|@)\b|[A-Za-z_]\w*\s*=[^=]",
                              first)) and not PROSE_HINT.match(first)
@@ -200,7 +219,7 @@ def _prose(text: str) -> str | None:
 
 
 def _from_fences(text: str, language: str) -> tuple[str, int, int] | None:
-    labels = LANGUAGE_LABELS.get(language, (language,))
+    labels = _labels(language)
     for label, body, start, end in _fences(text):
         word = _label_word(label)
         if word and word not in labels:
@@ -213,7 +232,7 @@ def _from_fences(text: str, language: str) -> tuple[str, int, int] | None:
 
 def _finish(code: str, thought: str | None, how: str, language: str) -> Parsed:
     sub = _submit(code)
-    if sub is not None and (language in ("python", "ctf") or sub.submit_arg is None):
+    if sub is not None and (language_prompts(language).submit_arg or sub.submit_arg is None):
         sub.thought = thought
         return sub
     return Parsed(code, thought=thought, how=how)
@@ -227,7 +246,7 @@ def _open_one_line_fences(text: str) -> str:
     def expand(m: re.Match) -> str:
         body = m.group("body")
         first, _, rest = body.partition(" ")
-        known = {label for labels in LANGUAGE_LABELS.values() for label in labels}
+        known = _known_labels()
         label, code = (first, rest) if first.lower() in known and rest.strip() else ("", body)
         head = m.group("head")
         return f"{head}\n```{label}\n{code.strip()}\n```" if head.strip() else f"```{label}\n{code.strip()}\n```"
@@ -289,7 +308,7 @@ def parse_reply(text: str | None, language: str) -> Parsed:
     if len(spans) == 1 and looks_like_code(spans[0], language) and len(text) - len(spans[0]) < 200:
         thought = _prose(text.replace(f"`{spans[0]}`", "").strip())
         # prose around one span: accept only if the span is clearly a full statement
-        if language == "sql" and SQL_START.match(spans[0]) and len(spans[0].split()) >= 3:
+        if language_prompts(language).bare_code == "sql" and SQL_START.match(spans[0]) and len(spans[0].split()) >= 3:
             return _finish(spans[0].strip(), thought, "inline", language)
 
     # 4. a bare reply that is code and nothing else

@@ -154,20 +154,21 @@ class ReplayPolicy:
 
 
 class GoldPolicy:
-    """Plays the gold solution, then submits (CTF: submits the gold flag)."""
+    """Plays the gold solution, then submits, as the language's spec says (``gold_actions``:
+    Python submits the gold's function name, CTF the gold flag)."""
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "gold"}
 
     def propose(self, task: Task, trajectory: Trajectory, cancel=None, notify=None) -> Proposal:
-        played = trajectory.turns_taken
-        if task.env == "ctf":
-            return Proposal(f"submit {task.gold}")
-        if task.env == "python" and played >= 1:
-            import re
+        from icplay.languages import find
 
-            m = re.search(r"^def\s+(\w+)\s*\(", task.gold, re.M)
-            return Proposal(f"submit {m.group(1)}" if m else None)
-        if played == 0:
-            return Proposal(task.gold, thought="the gold solution")
-        return Proposal(None)
+        played = trajectory.turns_taken
+        spec = find(task.env)
+        actions = spec.gold(task) if spec is not None else [task.gold, "submit"]
+        if played >= len(actions) or actions[played].strip() == "submit":
+            return Proposal(None)
+        action = actions[played]
+        if action.startswith("submit "):
+            return Proposal(action)
+        return Proposal(action, thought="the gold solution" if played == 0 else None)

@@ -23,7 +23,8 @@ import re
 
 from icplay.agents import prompts
 from icplay.agents.context import ContextLimits, Exchange, fit, observation_block
-from icplay.agents.parsing import FENCE_LABEL, LANGUAGE_NAME
+from icplay.agents.parsing import fence_label, language_name
+from icplay.envs.base import shown_observation
 from icplay.episode import AGENT, AGENT_EDITED, HUMAN, Trajectory, Turn
 from icplay.tasks.model import Task
 
@@ -65,7 +66,7 @@ def parse_plan(text: str, max_steps: int = 10) -> list[str]:
 
 
 def fenced(action: str, language: str) -> str:
-    return f"```{FENCE_LABEL.get(language, language)}\n{action}\n```"
+    return f"```{fence_label(language)}\n{action}\n```"
 
 
 def _assistant_text(turn: Turn, language: str, strategy: str, proposed: bool = True) -> str:
@@ -80,7 +81,7 @@ def _assistant_text(turn: Turn, language: str, strategy: str, proposed: bool = T
 
 def _output(turn: Turn) -> tuple[str, str, str]:
     """(prefix, observation, suffix) of the user message reporting a turn's result."""
-    obs = observation_block(turn.observation)
+    obs = observation_block(shown_observation(turn.observation, turn.info))
     suffix = ""
     if turn.exit_code not in (None, 0):
         suffix += f"\n(exit code {turn.exit_code})"
@@ -91,7 +92,7 @@ def _output(turn: Turn) -> tuple[str, str, str]:
 
 def exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: ContextLimits) -> list[Exchange]:
     language = task.env
-    unit = prompts.UNITS.get(language, "command")
+    unit = prompts.unit(language)
     out: list[Exchange] = []
     for turn in trajectory.turns:
         info = turn.info or {}
@@ -166,4 +167,4 @@ def plan_request_messages(task: Task, trajectory: Trajectory, max_steps: int,
 
 
 __all__ = ["STRATEGIES", "strategy_name", "build_messages", "plan_request_messages", "parse_plan", "find_plan",
-           "counted_turns", "LANGUAGE_NAME", "AGENT"]
+           "counted_turns", "language_name", "AGENT"]

@@ -18,8 +18,10 @@ def checks() -> list[tuple[str, bool, str]]:
     """(what, ok, detail or fix) for each thing icplay can use."""
     results: list[tuple[str, bool, str]] = []
     try:
+        from icplay.languages import all_specs
         from icplay.sandbox.images import IMAGES, docker_client, image_exists, image_is_current
 
+        all_specs()   # each language's spec registers its images
         client = docker_client()
         version = client.version().get("Version", "?")
         results.append(("Docker daemon", True, f"answers (engine {version})"))

@@ -1,4 +1,4 @@
-"""``icplay images build [ENV]``: build icplay's task images (bash, sql) with visible progress."""
+"""``icplay images build [ENV]``: build icplay's task images (one or more per language) with visible progress."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ def register(sub) -> None:
 
 def run_build(args) -> int:
     from icplay.cli import UserError
+    from icplay.languages import all_specs
     from icplay.sandbox.images import IMAGES, build_image, docker_client
+
+    all_specs()   # each language's spec registers its images
 
     client = docker_client()
     names = args.env or list(IMAGES)
@@ -33,7 +36,10 @@ def run_build(args) -> int:
 
 
 def run_list(args) -> int:
+    from icplay.languages import all_specs
     from icplay.sandbox.images import IMAGES, docker_client, image_exists
+
+    all_specs()
 
     client = docker_client()
     for name, spec in IMAGES.items():

@@ -18,18 +18,18 @@ from pathlib import Path
 
 from icplay.driver.lines import HUMAN_HELP as REPL_HELP  # noqa: F401  (kept for importers)
 from icplay.driver.lines import describe_reward, format_table  # noqa: F401
-from icplay.envs import SANDBOXES, make_env
+from icplay.languages import make_env, names
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import find_set
 
 
 def register(sub) -> None:
     p = sub.add_parser("play", help="solve tasks yourself in the playground (or --plain line mode)")
-    p.add_argument("env", nargs="?", choices=sorted(SANDBOXES), help="bash or sql (default: pick in the app)")
+    p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
     p.add_argument("--task", help="start at this task id")
-    p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql")
-    p.add_argument("--image", help="Docker image to run Bash tasks on (e.g. InterCode's, for nl2bash sets)")
+    p.add_argument("--sandbox", help="bash, python: docker or bwrap; sql: sqlite or mysql")
+    p.add_argument("--image", help="Docker image to run the tasks on (e.g. InterCode's, for nl2bash sets)")
     p.add_argument("--session", help="a named baseline session: one trajectory per task, resumable")
     p.add_argument("--out", type=Path, help="folder for trajectories (default: ~/.icplay/trajectories)")
     p.add_argument("--plain", action="store_true", help="line-mode REPL instead of the app")
@@ -58,7 +58,7 @@ def run(args) -> int:
 
         return run_app(args)
     if args.env is None:
-        print("icplay: --plain needs an environment: icplay play bash --plain, or icplay play sql --plain",
+        print(f"icplay: --plain needs an environment: icplay play ENV --plain, ENV one of {', '.join(names())}",
               file=sys.stderr)
         return 2
     from icplay.driver import Broker, Driver, HUMAN_MODE, Limits

@@ -38,9 +38,13 @@ def run(args) -> int:
 
     task_set = find_set(args.tasks, env="sql")
     if task_set.env == "ctf":
+        from icplay.cli import UserError
         from icplay.ctf.rescore import run_command
 
-        return run_command(args, task_set)
+        try:
+            return run_command(args, task_set)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     args.sandbox = args.sandbox or "mysql"
     if args.sandbox not in ("mysql", "sqlite"):
         from icplay.cli import UserError

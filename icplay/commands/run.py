@@ -13,11 +13,13 @@ import os
 import sys
 from pathlib import Path
 
+from icplay.languages import names
+
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate an LLM (or the gold / a replay policy) on a task set, headless",
                        description="Play every task of a set with a policy and print the success table.")
-    p.add_argument("env", choices=["bash", "sql", "ctf"], help="the environment")
+    p.add_argument("env", choices=names(), help="the environment: " + ", ".join(names()))
     p.add_argument("--tasks", required=True, help="a task set name (icplay tasks) or a task file")
     p.add_argument("--policy", choices=["llm", "gold", "replay"], default=None,
                    help="who acts: an LLM (default), the gold solution, or a replay of --replay")
@@ -33,8 +35,8 @@ def register(sub) -> None:
     p.add_argument("-j", "--jobs", type=int, default=1, help="episodes in parallel (default 1)")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks")
     p.add_argument("--task-id", action="append", default=None, help="only this task (repeatable)")
-    p.add_argument("--sandbox", default=None, help="bash: docker or bwrap; sql: sqlite or mysql")
-    p.add_argument("--image", default=None, help="Docker image for bash tasks (e.g. InterCode's)")
+    p.add_argument("--sandbox", default=None, help="bash, python: docker or bwrap; sql: sqlite or mysql")
+    p.add_argument("--image", default=None, help="Docker image for the tasks (e.g. InterCode's)")
     p.add_argument("--no-recycle", action="store_true",
                    help="bash on Docker: a new container for every episode, instead of reusing one that "
                         "proves itself pristine again (slower; see docs/agents.md)")
@@ -90,7 +92,7 @@ def run(args) -> int:
         raise UserError(str(exc)) from None
 
     from icplay.agents.protocols import Budget, Limits
-    from icplay.envs import EnvFactory
+    from icplay.languages import EnvFactory
 
     sandbox = setup["sandbox"]
     env_factory = setup.get("env_factory") or EnvFactory(args.env, sandbox=sandbox, image=args.image,
@@ -154,7 +156,7 @@ def build(args) -> dict:
     from icplay.agents.replay import GoldPolicy
     from icplay.agents.strategies import strategy_name
     from icplay.cli import UserError
-    from icplay.envs import SANDBOXES, default_sandbox
+    from icplay.languages import default_sandbox, sandboxes
     from icplay.tasks.registry import find_set
 
     task_set = find_set(args.tasks, args.env)
@@ -167,8 +169,8 @@ def build(args) -> dict:
         if not tasks:
             raise UserError(f"no task with id {', '.join(sorted(wanted))} in {task_set.name}")
     tasks = skip_unplayable(tasks, getattr(args, "include_remote", False), getattr(args, "quiet", False))
-    if args.sandbox and args.sandbox not in SANDBOXES[args.env]:
-        raise UserError(f"{args.env} runs on {' or '.join(SANDBOXES[args.env])}, not {args.sandbox!r}")
+    if args.sandbox and args.sandbox not in sandboxes(args.env):
+        raise UserError(f"{args.env} runs on {' or '.join(sandboxes(args.env))}, not {args.sandbox!r}")
     sandbox = args.sandbox or default_sandbox(args.env)
     kind = args.policy or ("replay" if args.replay else "llm")
     if args.turns < 1:

@@ -18,14 +18,14 @@ import os
 import sys
 from pathlib import Path
 
-from icplay.envs import SANDBOXES
+from icplay.languages import names
 
 
 def register(sub) -> None:
     p = sub.add_parser("watch", help="watch an agent work tasks live, and step in (or --plain line mode)",
                        description="An agent works a task step by step; approve, edit, reject with a comment, "
                                    "take over and hand back. Every turn is recorded with its author.")
-    p.add_argument("env", choices=sorted(SANDBOXES), help="bash or sql")
+    p.add_argument("env", choices=names(), help=", ".join(names()))
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
     p.add_argument("--task", help="start at this task id (default: the first the session has not submitted)")
     p.add_argument("--policy", default=None, metavar="llm|gold|replay:FILE",
@@ -106,7 +106,7 @@ def run(args) -> int:
         return run_watch(args, policy, info, tasks)
     from icplay.driver import Broker, Driver, Limits
     from icplay.driver.lines import first_unfinished, run_tasks
-    from icplay.envs import make_env
+    from icplay.languages import make_env
 
     session = open_session(args.session or "watch", args.out)
     if args.task is None:

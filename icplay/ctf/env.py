@@ -21,7 +21,7 @@ from typing import Callable
 
 from icplay.ctf.reward import flag_reward
 from icplay.ctf.tasks import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
-from icplay.envs.base import StepResult, SubmitResult
+from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.pool import SandboxPool
 from icplay.tasks.model import Task
@@ -30,8 +30,6 @@ DEFAULT_IMAGE = "icplay-ctf:latest"
 SETUP_TIMEOUT = 120.0
 # The tools InterCode-CTF's tasks reach for; ``missing_host_tools`` names those a bwrap
 # sandbox (which sees the host's /usr) lacks.
-# Tools of the icplay-ctf image a task's setup may try to fetch (InterCode task 14 clones binwalk).
-IMAGE_TOOLS = frozenset({"binwalk", "sleuthkit", "pycryptodome"})
 TOOLS = ("python3", "gcc", "gdb", "objdump", "strings", "file", "xxd", "unzip", "nc", "curl", "mmls", "fls",
          "icat", "pdftotext", "convert", "exiftool", "binwalk", "openssl", "git")
 
@@ -169,6 +167,7 @@ class CtfEnv:
     """One CTF episode at a time: reset copies the task's files in and runs its setup."""
 
     name = "ctf"
+    capabilities = frozenset({STREAMS_OUTPUT, HAS_CWD})
 
     def __init__(self, sandboxes: CtfSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
         self.sandboxes = sandboxes
@@ -221,7 +220,7 @@ class CtfEnv:
             raise SandboxError(f"task {task.key}: cannot enter {mount_path(task)}: {result.output.strip()[-200:]}")
         setup = setup_of(task)
         if setup:
-            self.setup_output = sandbox.run(setup, timeout=SETUP_TIMEOUT).observation
+            self.setup_output = sandbox.run(setup, timeout=SETUP_TIMEOUT).output
             sandbox.run(f"cd {where}")
 
     @property
@@ -246,7 +245,7 @@ class CtfEnv:
             # a new container replaced a dead one: it has no task files until they are copied again
             self._prepare(sandbox, self.task)
             info["files_restored"] = True
-        return StepResult(result.observation, result.exit_code, result.duration, info)
+        return StepResult(result.output, result.exit_code, result.duration, info)   # notes: info["notes"]
 
     def interrupt(self) -> None:
         if self._sandbox is not None:

@@ -82,16 +82,16 @@ def rescore(episodes: list[RecordedEpisode], tasks: list[Task], make_env: Callab
 
 
 def run_command(args, task_set) -> int:
-    """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``."""
+    """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``; a bad
+    sandbox name is a ValueError (the command says it in one line)."""
     import json
     import sys
 
-    from icplay.cli import UserError
     from icplay.formats.intercode import read_results
 
     sandbox = getattr(args, "sandbox", None)
     if sandbox not in (None, "docker", "bwrap", "none"):
-        raise UserError(f"ctf rescores on docker, bwrap or none (score the submits only), not {sandbox!r}")
+        raise ValueError(f"ctf rescores on docker, bwrap or none (score the submits only), not {sandbox!r}")
     tasks = task_set.load()
     episodes = read_results(args.results)
     if args.limit:

@@ -17,6 +17,8 @@ from pathlib import Path
 from icplay.tasks.model import Task
 
 CTF_ROOT = "/ctf"
+# Tools of the icplay-ctf image a task's setup may try to fetch (InterCode task 14 clones binwalk).
+IMAGE_TOOLS = frozenset({"binwalk", "sleuthkit", "pycryptodome"})
 # Folders never copied into a sandbox (InterCode's image deleted its tasks' solution/ too).
 HIDDEN_FOLDERS = frozenset({"solution", "solutions"})
 
@@ -113,6 +115,4 @@ def playable(tasks: list[Task], include_remote: bool = False) -> tuple[list[Task
 
 def mark_all(tasks: list[Task], assets: Path | None) -> list[Task]:
     """Every task of a set marked (``mark``), its files at ``<assets>/<id>`` when that exists."""
-    from icplay.ctf.env import IMAGE_TOOLS
-
     return [mark(task, assets / task.id if assets is not None else None, IMAGE_TOOLS) for task in tasks]

@@ -24,11 +24,12 @@ from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBM
 from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REQUEST, RETRY,
                                   RUNNING, SCORE, THINKING, TURN, Driver, Event)
 from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
-from icplay.envs.base import SubmitResult, parse_submit
+from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
+                              parse_submit, render_notes, shown_observation)
 from icplay.episode import Decision, Turn
+from icplay.languages import find
 
-HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help
-SQL: end a statement with ';' (it may span lines)"""
+HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
               "s submit · q stop")
 WATCH_HUMAN_HELP = HUMAN_HELP.replace(":quit", ":agent (hand back to the agent), :quit")
@@ -69,21 +70,25 @@ def format_table(columns: list[str], rows: list[tuple], limit: int = 50) -> str:
 
 def describe_observation(turn: Turn, env_name: str) -> str:
     info = turn.info
-    if env_name == "sql" and info.get("columns") is not None and info.get("rows") is not None:
+    if info.get("columns") is not None and info.get("rows") is not None:
         text = format_table(info["columns"], info["rows"])
-        if info.get("truncated"):
-            text += "\n[icplay: result truncated at the row limit]"
-        return text
-    text = turn.observation.rstrip("\n")
+        notes = observation_parts(turn.observation, info)[1]
+        if info.get("truncated") and not notes:
+            notes = ["result truncated at the row limit"]
+        return text + ("\n" + render_notes(notes) if notes else "")
+    text = shown_observation(turn.observation, info).rstrip("\n")
     if turn.exit_code not in (0, None):
         text += f"\n[exit {turn.exit_code}]"
     return text
 
 
-def describe_reward(result: SubmitResult) -> str:
+def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
     b = result.breakdown or {}
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
-    if "p1" in b:
+    spec = find(env_name) if env_name else None
+    if spec is not None and spec.name not in ("bash", "sql"):
+        lines += [f"  {label}: {value}" for label, value in spec.explain(b)]
+    elif "p1" in b:
         lines.append(f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}")
         for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
                            ("different_content", "files with different content")):
@@ -118,6 +123,8 @@ class LineLoop:
         self.write = write
         self._write_raw = write_raw or _stdout_raw
         self.env_name = driver.episode.env.name
+        self.spec = find(self.env_name)
+        self.input_mode = self.spec.input_mode if self.spec is not None else "line"
         self.events: "queue.Queue[Event]" = queue.Queue()
         self.outcome: str | None = None
         self._streamed = False          # this turn's output has been printed as it came
@@ -204,7 +211,7 @@ class LineLoop:
                 action = display(p.action.strip("\n"))
                 self._say("agent proposes: " + (action if "\n" not in action
                                                 else "\n  " + action.replace("\n", "\n  ")))
-        elif kind == OUTPUT and self.env_name != "sql":
+        elif kind == OUTPUT and STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
             text = display(data["text"])
             if text:
                 self._streamed = True
@@ -227,7 +234,8 @@ class LineLoop:
             if ended_by in ("turns", "tokens", "cost", "time"):
                 self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
             if traj.status == "submitted" and traj.reward is not None:
-                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "")))
+                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or ""),
+                                          self.env_name))
             elif traj.status == "error":
                 self._say(display(f"the episode failed: {traj.error}"))
             return True
@@ -332,13 +340,18 @@ class LineLoop:
         return None
 
     def _prompt(self) -> str:
-        if self.env_name == "sql":
-            return "sql> "
-        return f"icplay:{getattr(self.driver.episode.env, 'cwd', None) or '?'}$ "
+        if self.spec is not None and self.spec.prompt is not None:
+            return self.spec.prompt
+        env = self.driver.episode.env
+        return f"icplay:{(env.cwd if HAS_CWD in capabilities_of(env) else None) or '?'}$ "
 
     def _human_help(self, agent: bool) -> str:
         text = WATCH_HUMAN_HELP if agent else HUMAN_HELP
-        return text if self.env_name == "sql" else text.splitlines()[0]
+        extra = self.spec.input_help if self.spec is not None else ""
+        return f"{text}\n{extra}" if extra else text
+
+    def _action_complete(self, lines: list[str]) -> bool:
+        return action_complete(lines, self.input_mode)
 
     def _read_human(self, request: Request) -> Decision | None:
         """One human move: an action (SQL: lines up to one ending with ';') or a command."""
@@ -375,9 +388,19 @@ class LineLoop:
                 if not stripped:
                     continue
             lines.append(line)
-            if self.env_name != "sql" or stripped.endswith(";"):
+            if self._action_complete(lines):
                 break
         return Decision.run("\n".join(lines))
+
+
+def action_complete(lines: list[str], mode: str) -> bool:
+    """Is the action read so far whole? ("line", "statement" up to ';', or Python's "block")."""
+    if mode == "statement":
+        return lines[-1].strip().endswith(";")
+    if mode == "block":
+        opened = lines[0].rstrip().endswith(":") or lines[0].lstrip().startswith("@")
+        return not opened or (len(lines) > 1 and not lines[-1].strip())
+    return True
 
 
 def first_unfinished(session, tasks: list) -> int:

@@ -10,7 +10,12 @@ from icplay.tasks.model import Task
 
 @dataclass
 class StepResult:
-    """The observation of one action, plus facts the UI and the trajectory keep."""
+    """The observation of one action, plus facts the UI and the trajectory keep.
+
+    ``observation`` is what the action printed, nothing more: icplay's notes about the
+    action (truncated, timed out, shell restarted) are in ``info["notes"]``, and
+    ``shown_observation`` joins the two where a reader (a model, line mode) sees one text.
+    """
 
     observation: str
     exit_code: int | None = None
@@ -31,10 +36,18 @@ class SubmitResult:
         return self.reward >= 1.0
 
 
+# What an env can do beyond reset / step / submit, declared in ``Env.capabilities`` so that
+# front ends ask the env instead of probing it with ``getattr``.
+STREAMS_OUTPUT = "streams_output"  # step() calls on_output with pieces of output as they come
+HAS_CWD = "cwd"                    # env.cwd: the shell's working directory, for a prompt
+HAS_SCHEMA = "schema"              # env.schema(): tables and columns, for a schema browser
+
+
 @runtime_checkable
 class Env(Protocol):
     name: str          # "bash", "sql", ...
     sandbox_kind: str  # "docker", "bwrap", "sqlite", "mysql"
+    capabilities: frozenset[str]  # STREAMS_OUTPUT, HAS_CWD, HAS_SCHEMA, ...
 
     def reset(self, task: Task) -> str: ...
 
@@ -45,6 +58,39 @@ class Env(Protocol):
     def interrupt(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+def capabilities_of(env: Any) -> frozenset[str]:
+    """The env's declared capabilities (none for an env written before they existed)."""
+    return frozenset(getattr(env, "capabilities", ()) or ())
+
+
+def render_notes(notes: list[str]) -> str:
+    return "\n".join(f"[icplay: {n}]" for n in notes)
+
+
+def shown_observation(observation: str, info: dict[str, Any] | None) -> str:
+    """The observation followed by icplay's notes, as a model or line mode reads it."""
+    text, notes = observation_parts(observation, info)
+    if not notes:
+        return text
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + render_notes(notes)
+
+
+def observation_parts(observation: str, info: dict[str, Any] | None) -> tuple[str, list[str]]:
+    """(what the action printed, icplay's notes) of a turn.
+
+    Trajectories saved before notes moved to ``info`` have them appended to the
+    observation too: that exact ending is taken off, so an old file reads like a new one.
+    """
+    notes = [str(n) for n in (info or {}).get("notes") or []]
+    if notes:
+        rendered = render_notes(notes)
+        if observation.endswith(rendered):
+            observation = observation[:len(observation) - len(rendered)]
+    return observation, notes
 
 
 def parse_submit(action: str) -> tuple[bool, str | None]:

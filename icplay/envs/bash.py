@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from icplay.envs.base import StepResult, SubmitResult
+from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.bash_reward import bash_reward, parse_git_status, paths_to_hash
 from icplay.paths import data_dir
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
@@ -228,6 +228,7 @@ class BashEnv:
     """
 
     name = "bash"
+    capabilities = frozenset({STREAMS_OUTPUT, HAS_CWD})
 
     def __init__(self, sandboxes: BashSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
         self.sandboxes = sandboxes
@@ -273,9 +274,9 @@ class BashEnv:
         if self.sandbox is None:
             raise RuntimeError("reset() the environment before step()")
         result = self.sandbox.run(action, on_output=on_output)
-        # InterCode compares the raw output; icplay's notes are for the reader only.
+        # InterCode compares the raw output; icplay's notes travel in info["notes"].
         self.last_output = result.output
-        return StepResult(result.observation, result.exit_code, result.duration, result.info())
+        return StepResult(result.output, result.exit_code, result.duration, result.info())
 
     def interrupt(self) -> None:
         if self._sandbox is not None:
@@ -312,3 +313,41 @@ class BashEnv:
             self._taker = None
         if self.owns_sandboxes:
             self.sandboxes.close()
+
+
+def _sandboxes(sandbox: str, image: str | None, timeout: float | None, progress: Callable[[str], None] | None,
+               recycle: bool, spares: int = 1) -> BashSandboxes:
+    return BashSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress,
+                         recycle=recycle, spares=spares)
+
+
+def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None = None,
+                  progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> BashEnv:
+    """One Bash env with its own sandbox pools (the language spec's ``env``)."""
+    return BashEnv(_sandboxes(sandbox, image, timeout, progress, recycle))
+
+
+class SharedBashEnvs:
+    """Bash envs for parallel workers (the language spec's ``env_factory``).
+
+    They share one set of sandbox pools and gold runs: a container recycled after one
+    worker's episode serves the next episode of any worker, and each task's gold runs
+    once per run. They take their sandbox lazily (while the policy thinks about its
+    first action). ``close()`` after the envs are closed.
+    """
+
+    def __init__(self, sandbox: str, image: str | None = None, timeout: float | None = None,
+                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options):
+        # No spare when containers are recycled: a used one comes back after every
+        # episode, and a lazy env takes it while its policy thinks.
+        spares = 0 if recycle and sandbox == "docker" else 1
+        self.sandboxes = _sandboxes(sandbox, image, timeout, progress, recycle, spares)
+
+    def __call__(self) -> BashEnv:
+        return BashEnv(self.sandboxes, owns_sandboxes=False, lazy=True)
+
+    def stats(self) -> dict[str, int]:
+        return self.sandboxes.stats()
+
+    def close(self) -> None:
+        self.sandboxes.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from icplay.envs.base import StepResult, SubmitResult
+from icplay.envs.base import HAS_SCHEMA, StepResult, SubmitResult
 from icplay.envs.sql_reward import non_result_reward, sql_reward
 from icplay.sql.base import QueryResult, SqlBackend, Table
 from icplay.tasks.model import Task
@@ -55,6 +55,7 @@ class SqlEnv:
     """One SQL episode at a time over a backend (``make_sql_backend``)."""
 
     name = "sql"
+    capabilities = frozenset({HAS_SCHEMA})
 
     def __init__(self, backend: SqlBackend):
         self.backend = backend
@@ -75,10 +76,11 @@ class SqlEnv:
         """Run one SQL statement; errors are observations, never exceptions."""
         result = self.backend.execute(action)
         self.last = result
-        observation = result.observation
+        observation = result.intercode_observation
         if on_output is not None:
             on_output(observation)
         info = result.info()
+        info["notes"] = result.notes_list()
         info["database"] = getattr(self.backend, "database", None)
         return StepResult(observation=observation, exit_code=0 if result.ok else 1,
                           duration=result.duration, info=info)
@@ -102,3 +104,11 @@ class SqlEnv:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def make_sql_env(sandbox: str, image: str | None = None, timeout: float | None = None,
+                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> SqlEnv:
+    """An SQL env on a SQLite or MariaDB backend (the language spec's ``env``)."""
+    from icplay.sql import make_sql_backend
+
+    return SqlEnv(make_sql_backend(sandbox, progress=progress, image=image, timeout=timeout, **options))

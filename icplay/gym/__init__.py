@@ -1,6 +1,7 @@
 """gymnasium environments for icplay (``pip install icplay[gym]``).
 
-Importing this module registers ``icplay/Bash-v0`` and ``icplay/SQL-v0``::
+Importing this module registers ``icplay/<Title>-v0`` for every language (``icplay/Bash-v0``,
+``icplay/SQL-v0``, ``icplay/Python-v0``, and those of installed plug-ins)::
 
     import gymnasium as gym
     import icplay.gym  # noqa: F401   (or gym.make("icplay.gym:icplay/SQL-v0"))
@@ -18,8 +19,9 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("icplay.gym needs gymnasium: pip install 'icplay[gym]'") from exc
 
 from icplay.gym.env import AnyText, IcplayEnv
+from icplay.languages import all_specs
 
-ENV_IDS = {"icplay/Bash-v0": "bash", "icplay/SQL-v0": "sql"}
+ENV_IDS = {f"icplay/{spec.title}-v0": spec.name for spec in all_specs()}
 
 
 def register_envs() -> None:

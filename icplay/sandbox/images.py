@@ -34,7 +34,6 @@ class ImageSpec:
     dockerfile: str
     description: str = ""
     buildargs: dict[str, str] = field(default_factory=dict)
-    data: tuple[str, ...] | None = None  # folders the image is built from (default: data/<env>)
 
 
 IMAGES: dict[str, ImageSpec] = {
@@ -42,10 +41,12 @@ IMAGES: dict[str, ImageSpec] = {
                       description="Bash tasks: coreutils and friends, /testbed committed to git"),
     "sql": ImageSpec(name="icplay-sql:latest", dockerfile="docker/sql.Dockerfile",
                      description="SQL tasks: MariaDB server on port 3306"),
-    "ctf": ImageSpec(name="icplay-ctf:latest", dockerfile="docker/ctf.Dockerfile",
-                     description="CTF tasks: InterCode-CTF's tools; task files are copied in per episode",
-                     data=()),
 }
+
+
+def register_image(key: str, spec: ImageSpec) -> None:
+    """Make a language's image known to `icplay images` and ``ensure_image`` (its spec calls this)."""
+    IMAGES.setdefault(key, spec)
 
 
 class ImageBuildError(SandboxError):
@@ -117,10 +118,9 @@ def build_inputs_digest(env: str) -> str:
     root = repo_root()
     digest = hashlib.sha256()
     files = [root / spec.dockerfile]
-    for folder in (f"data/{env}",) if spec.data is None else spec.data:
-        data = root / folder
-        if data.is_dir():
-            files += sorted(p for p in data.rglob("*") if p.is_file() or p.is_symlink())
+    data = root / "data" / env
+    if data.is_dir():
+        files += sorted(p for p in data.rglob("*") if p.is_file() or p.is_symlink())
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         if path.is_symlink():

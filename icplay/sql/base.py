@@ -81,12 +81,17 @@ class QueryResult:
     def observation(self) -> str:
         """InterCode's observation plus icplay's notes (truncation, restarts)."""
         text = self.intercode_observation
-        notes = list(self.notes)
-        if self.truncated:
-            notes.insert(0, f"result truncated: only the first {len(self.rows)} rows were kept")
+        notes = self.notes_list()
         if notes:
             text += "\n" + "\n".join(f"[icplay: {n}]" for n in notes)
         return text
+
+    def notes_list(self) -> list[str]:
+        """icplay's notes about the statement (truncation, restarts), for StepResult.info."""
+        notes = list(self.notes)
+        if self.truncated:
+            notes.insert(0, f"result truncated: only the first {len(self.rows)} rows were kept")
+        return notes
 
     def info(self) -> dict[str, Any]:
         """Facts for StepResult.info: the REPL and the TUI print ``columns`` and ``rows``."""

@@ -19,6 +19,15 @@ HARDNESS = ("easy", "medium", "hard", "extra")
 EXTRA_FIELDS = ("tests", "test_setup_code", "task_id", "setup", "db_tables", "source", "assets")
 
 
+def known_envs() -> tuple[str, ...]:
+    """icplay's languages and those of installed plug-ins (``icplay.envs`` entry points),
+    read from package metadata: no plug-in is imported to validate a task file."""
+    from importlib.metadata import entry_points
+
+    plugins = sorted({ep.name for ep in entry_points(group="icplay.envs")} - set(KNOWN_ENVS))
+    return KNOWN_ENVS + tuple(plugins)
+
+
 def read_records(path: Path) -> list[Any]:
     """The raw records of a JSON list or JSONL file."""
     try:
@@ -75,8 +84,8 @@ def task_from_record(path: Path, index: int, record: Any, env: str, set_name: st
         raise TaskFileError(path, "must not be empty", record=index, field="query")
     gold = _field(path, index, record, "gold", str, required=True)
     record_env = _field(path, index, record, "env", str) or env
-    if record_env not in KNOWN_ENVS:
-        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(KNOWN_ENVS)})",
+    if record_env not in KNOWN_ENVS and record_env not in (envs := known_envs()):
+        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(envs)})",
                             record=index, field="env")
     task_id = record.get("id", record.get("task_id", index))
     if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):

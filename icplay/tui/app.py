@@ -17,7 +17,8 @@ from typing import Callable, Iterable
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from icplay.envs import SANDBOXES, Env
+from icplay.envs import Env
+from icplay.languages import find as find_language
 from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
 from icplay.tasks.model import Task, TaskFileError
@@ -50,7 +51,7 @@ class Catalog:
             chosen = [find_set(tasks, env)]
         else:
             chosen = [s for s in task_sets() if env is None or s.env == env]
-            chosen = [s for s in chosen if s.env in SANDBOXES]   # the playground runs Bash and SQL
+            chosen = [s for s in chosen if find_language(s.env) is not None]   # the languages icplay can run
         self._sets = {s.name: s for s in chosen}
         self._tasks: dict[str, list[Task]] = {}
 
@@ -92,9 +93,13 @@ class Catalog:
 
 def default_env_factory(kind: str, sandbox: str | None, image: str | None,
                         progress: Callable[[str], None] | None = None) -> Env:
-    from icplay.envs import make_env
+    from icplay.languages import get, make_env
 
-    return make_env(kind, sandbox=sandbox, image=image if kind == "bash" else None, progress=progress)
+    return make_env(kind, sandbox=sandbox, image=image if get(kind).uses_image else None, progress=progress)
+
+
+# the input widget of each pane's key scope (``LanguageSpec.keys_scope``)
+INPUT_WIDGETS = {"bash": "#command", "sql": "#editor", "python": "#editor"}
 
 
 class PlayApp(App):
@@ -154,7 +159,8 @@ class PlayApp(App):
             self.push_screen(PickerScreen(self.start_set))
 
     def sandbox_for(self, kind: str) -> str | None:
-        if self.sandbox and self.sandbox in SANDBOXES.get(kind, ()):
+        spec = find_language(kind)
+        if self.sandbox and spec is not None and self.sandbox in spec.sandboxes:
             return self.sandbox
         return None
 
@@ -247,7 +253,7 @@ class PlayApp(App):
         if isinstance(screen, PickerScreen):
             scopes.add("picker")
         if isinstance(screen, PlayScreen):
-            scopes |= {"play", "sql" if screen.task_record.env == "sql" else "bash"}
+            scopes |= {"play", screen.language.keys_scope}
             if hasattr(screen, "broker"):
                 scopes.add("watch")
         for key in KEYS:
@@ -261,8 +267,8 @@ class PlayApp(App):
         screen = self.screen
         if scope == "app":
             await self.run_action(action)
-        elif scope in ("bash", "sql"):
-            widget = screen.query_one("#command" if scope == "bash" else "#editor")
+        elif scope in INPUT_WIDGETS:
+            widget = screen.query_one(INPUT_WIDGETS[scope])
             await widget.run_action(action)
         else:
             await screen.run_action(action)

@@ -117,7 +117,7 @@ def test_killing_pid_1_replaces_the_container_with_a_note(play_docker, docker_cl
     assert wait_until(lambda: not running(docker_client, first), 10)
     after = played.act("ls /testbed/changed.txt 2>&1; echo next")
     assert played.sandbox.container.id != first
-    assert "new container" in turn.observation + after.observation
+    assert "new container" in " ".join(turn.info["notes"] + after.info["notes"])
     assert after.info["sandbox_replaced"] or turn.info["shell_died"]
     assert "No such file" in after.observation and after.observation.count("next") == 1
     played.assert_usable()
@@ -132,7 +132,7 @@ def test_a_removed_container_is_replaced_at_the_next_action(play_docker, docker_
     docker_client.api.remove_container(played.sandbox.container.id, force=True)
     after = played.act("echo ${BEFORE:-reset}")
     assert after.observation.startswith("reset\n")
-    assert "new container" in after.observation and after.info["sandbox_replaced"]
+    assert "new container" in " ".join(after.info["notes"]) and after.info["sandbox_replaced"]
     played.assert_usable()
     played.assert_all_saved()
 

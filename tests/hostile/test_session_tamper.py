@@ -31,7 +31,7 @@ def test_tampered_shell_is_replaced_at_once(play, action, note):
     played.act("export BEFORE=1")
     turn = played.act(action)
     after = played.act("echo ${BEFORE:-reset}; ls /testbed >/dev/null && echo usable")
-    notes = turn.observation + after.observation
+    notes = " ".join(turn.info["notes"] + after.info["notes"])
     assert note in notes, notes
     assert after.observation.startswith("reset\nusable\n"), after.observation
     assert turn.info.get("restart_reason") or turn.info["shell_died"] or after.info["shell_restarted"]
@@ -46,7 +46,7 @@ def test_set_e_is_switched_off_with_a_note_and_the_shell_kept(play):
     played = play()
     played.act("export KEEP=1")
     turn = played.act("set -e")
-    assert "set -e" in turn.observation and turn.exit_code == 0
+    assert "set -e" in " ".join(turn.info["notes"]) and turn.exit_code == 0
     failed = played.act("false")
     assert failed.exit_code == 1 and not failed.info["shell_died"]
     assert played.act("echo $KEEP").observation == "1\n"

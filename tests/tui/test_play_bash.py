@@ -354,7 +354,7 @@ async def test_a_submitted_task_opens_read_only_and_retry_keeps_the_attempt(make
 
 
 async def test_timeout_is_shown_and_the_shell_survives(make_app):
-    from icplay.envs import make_env
+    from icplay.languages import make_env
 
     def short_timeout(kind, sandbox, image, progress=None):
         return make_env(kind, sandbox="bwrap", timeout=1.0)

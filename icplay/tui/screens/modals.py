@@ -12,14 +12,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from icplay.envs.base import SubmitResult
+from icplay.envs.base import SubmitResult, shown_observation
+from icplay.languages import find as find_language
 from icplay.episode import Trajectory, Turn
 from icplay.tui.keys import KEYS
 from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
     "app": "Everywhere", "picker": "Task list", "play": "Working on a task",
-    "bash": "Bash command line", "sql": "SQL editor", "watch": "Watching an agent (icplay watch)",
+    "bash": "Bash command line", "sql": "SQL editor", "python": "Python editor", "watch": "Watching an agent (icplay watch)",
 }
 
 
@@ -111,7 +112,7 @@ class TurnScreen(ModalScreen[None]):
                 if turn.comment:
                     yield Static(f"[b]Comment[/b]  {escape(turn.comment)}")
                 yield Static("[b]Observation[/b]")
-                observation = turn.observation
+                observation = shown_observation(turn.observation, turn.info)
                 if len(observation) > 200_000:
                     observation = observation[:200_000] + f"\n… ({len(turn.observation) - 200_000:,} more characters)"
                 yield Static(Text.from_ansi(observation) if observation else Text("(no output)", style="dim"),
@@ -198,39 +199,10 @@ def score_table(env: str, result: SubmitResult) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 1))
     table.add_column(style="bold")
     table.add_column()
-    if env == "bash":
-        table.add_row("p1 file-system diff", f"{b.get('p1', 0):.2f} / 0.33")
-        table.add_row("p2 file contents", f"{b.get('p2', 0):.2f} / 0.33")
-        table.add_row("p3 answer similarity", f"{b.get('p3', 0):.2f} / 0.33   (cosine {b.get('cosine', 0):.3f})")
-        table.add_row("base", "0.01")
-
-        def changes(items: list) -> str:
-            return ", ".join(f"{s} {p}" for s, p in items) if items else "none"
-
-        table.add_row("missing changes", changes(b.get("missing") or []))
-        table.add_row("extra changes", changes(b.get("extra") or []))
-        if b.get("different_content"):
-            table.add_row("different content", ", ".join(b["different_content"]))
-        if b.get("same_content"):
-            table.add_row("same content", ", ".join(b["same_content"]))
-    elif env == "sql":
-        result = b.get("agent_result")
-        if result and result != "rows":
-            table.add_row("your last result", {"error": "an error: no rows to compare (scores 0)",
-                                               "no result set": "a statement without rows (scores 0)",
-                                               "no statement was run": "nothing was run (scores 0)"}.get(result, result))
-        table.add_row("rows matched", f"{b.get('rows_matched', b.get('shared', 0))} (yours {b.get('agent_count', 0)}, "
-                                      f"gold {b.get('gold_count', 0)})")
-        table.add_row("IoU (rows)", f"{b.get('iou', 0):.3f}")
-        tau = b.get("kendall_tau_b")
-        table.add_row("order (Kendall tau-b)", "n/a (fewer than two shared rows to order)" if tau is None else f"{tau:.3f}")
-        if b.get("agent_truncated"):
-            table.add_row("note", "your result was truncated at the row limit")
-        if b.get("gold_error"):
-            table.add_row("gold error", str(b["gold_error"]))
-    else:
-        for key, value in b.items():
-            table.add_row(str(key), str(value))
+    spec = find_language(env)
+    rows = spec.explain(b) if spec is not None else [(str(k), str(v)) for k, v in b.items()]
+    for label, value in rows:
+        table.add_row(label, value)
     return table
 
 

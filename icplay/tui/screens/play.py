@@ -33,7 +33,7 @@ from icplay.tui.runner import (EpisodeRunner, Failed, Opened, Progress, Replayin
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
                                        result_from_trajectory)
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
-from icplay.tui.widgets.panes import BashPane, SqlPane, WorkPane
+from icplay.tui.widgets.panes import BashPane, WorkPane
 
 LOADING, READY, RUNNING, SUBMITTING, SUBMITTED, FAILED = "loading", "ready", "running", "submitting", "submitted", "failed"
 
@@ -75,14 +75,23 @@ class PlayScreen(Screen):
                 query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
                 yield query
                 yield from self.compose_agent()
-                if self.task_record.env == "sql":
-                    config = self.app.config
-                    yield SqlPane(show_schema=config.show_schema, schema_allowed=not config.strict,
-                                  frozen=self.frozen, id="pane")
-                else:
-                    yield BashPane(self.app.history_for("bash"), frozen=self.frozen, id="pane")
+                yield self.make_pane()
             yield TurnList(frozen=self.frozen, id="turns")
         yield Footer(compact=True)
+
+    @property
+    def language(self):
+        """The spec of the task's language (its pane, key scope, score rows)."""
+        from icplay.languages import get
+
+        return get(self.task_record.env)
+
+    def make_pane(self) -> WorkPane:
+        """The language's work pane (``LanguageSpec.pane``), built from the app's settings."""
+        from icplay.languages import resolve
+
+        pane_class = resolve(self.language.pane)
+        return pane_class.build(self.app, frozen=self.frozen, id="pane")
 
     def compose_agent(self) -> ComposeResult:
         """The watch screen's agent panel goes here; a human's play screen has none."""
@@ -122,8 +131,7 @@ class PlayScreen(Screen):
     def policy_info(self) -> dict:
         """The trajectory's policy block for this screen's episodes."""
         policy = {"kind": "human", "ui": "tui", "user": user_name()}
-        if self.task_record.env == "sql":
-            policy["schema_browser"] = not self.app.config.strict
+        policy.update(self.pane.policy_info(self.app.config))
         return policy
 
     def _set_clock_base(self, seconds: float) -> None:
@@ -188,7 +196,7 @@ class PlayScreen(Screen):
         self.pane.env_ready(self.episode.env)
         if message.replayed:
             self.pane.show_turns(turns)
-            where = "a pristine database" if self.task_record.env == "sql" else "a fresh sandbox"
+            where = self.language.fresh_state
             turns = "turn" if message.replayed == 1 else "turns"
             self._set_pane_status(Text(f"resumed: {message.replayed} saved {turns} replayed into {where}",
                                        style="green"))
@@ -236,8 +244,9 @@ class PlayScreen(Screen):
                         else "This task is over: retry it (F8) or go to the next one (Ctrl+N).",
                         severity="warning")
             return
-        if parse_submit(action)[0]:
-            self.action_submit()
+        is_submit, arg = parse_submit(action)
+        if is_submit:
+            self.action_submit(arg)
             return
         self.start_turn(action)
 
@@ -247,7 +256,7 @@ class PlayScreen(Screen):
         self._run_started = time.monotonic()
         self.pane.set_busy(True)
         self.pane.turn_started(action)
-        feed = self.pane.output.feed.feed if isinstance(self.pane, BashPane) else None
+        feed = self.pane.output_feed()
         self.runner.step(action, on_output=feed)
         self.refresh_status()
 
@@ -338,7 +347,8 @@ class PlayScreen(Screen):
 
     # -- submit -----------------------------------------------------------------------------
 
-    def action_submit(self) -> None:
+    def action_submit(self, arg: str | None = None) -> None:
+        """``arg``: what ``submit ARG`` names (CTF's flag, Python's function), if anything."""
         if self.state == SUBMITTED:
             self.action_show_score()
             return
@@ -347,16 +357,17 @@ class PlayScreen(Screen):
             self.notify("Wait for the current step to finish before submitting.", severity="warning")
             return
         turns = len([t for t in self.episode.trajectory.turns if t.action])
-        question = (f"Submit {self.task_record.key} for scoring after {turns} turn{'s' if turns != 1 else ''}?\n"
+        question = (f"Submit {self.task_record.key}{f' with {arg}' if arg else ''} for scoring after {turns} "
+                    f"turn{'s' if turns != 1 else ''}?\n"
                     "The episode ends; the score and the gold solution are shown next.")
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.start_submit()
+                self.start_submit(arg)
 
         self.app.push_screen(ConfirmScreen(question, yes="Submit"), confirmed)
 
-    def start_submit(self) -> None:
+    def start_submit(self, arg: str | None = None) -> None:
         if self.state != READY or self.episode is None or self.runner is None:
             return
         self.state = SUBMITTING
@@ -364,7 +375,7 @@ class PlayScreen(Screen):
         self._set_pane_status(Text("scoring: running the gold solution in a fresh sandbox…", style="dim"))
         if self.clock is not None:
             self.clock.hold("done")
-        self.runner.submit()
+        self.runner.submit(arg)
         self.refresh_status()
 
     def on_runner_scored(self, message: Scored) -> None:

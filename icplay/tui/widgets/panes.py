@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Label, Static, TextArea, Tree
 
+from icplay.envs.base import HAS_CWD, HAS_SCHEMA, capabilities_of, observation_parts
 from icplay.episode import Turn
 from icplay.tui.keys import bindings
 from icplay.tui.sqltext import offset_of, statement_at
@@ -19,27 +20,21 @@ from icplay.tui.widgets.panels import short_duration
 from icplay.tui.widgets.results import ResultsTable
 
 
-def split_notes(observation: str) -> list[str]:
-    """icplay's notes at the end of an observation (``[icplay: ...]`` lines)."""
-    notes = []
-    for line in reversed(observation.rstrip("\n").split("\n")):
-        if line.startswith("[icplay: ") and line.endswith("]"):
-            notes.append(line[len("[icplay: "):-1])
-        else:
-            break
-    return list(reversed(notes))
-
-
-def strip_notes(observation: str) -> str:
-    notes = split_notes(observation)
-    if not notes:
-        return observation
-    lines = observation.rstrip("\n").split("\n")
-    return "\n".join(lines[:len(lines) - len(notes)])
-
-
 class WorkPane(Vertical):
-    """What both panes offer the play screen."""
+    """What every pane offers the play screen (a language's spec names its pane class)."""
+
+    @classmethod
+    def build(cls, app: Any, frozen: bool = False, id: str = "pane") -> "WorkPane":
+        """The pane for the app's settings (its config, its command histories)."""
+        return cls(frozen=frozen, id=id)
+
+    def policy_info(self, config: Any) -> dict:
+        """What the trajectory's policy block records about how the human worked."""
+        return {}
+
+    def output_feed(self):
+        """A callable that shows output as it streams, or None when the pane shows it at the end."""
+        return None
 
     class Run(Message):
         """The human wants this action run as the next turn."""
@@ -72,6 +67,13 @@ class BashPane(WorkPane):
     BashPane #prompt { width: auto; color: $success; text-style: bold; padding: 0 1 0 0; }
     BashPane #run-status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     """
+
+    @classmethod
+    def build(cls, app: Any, frozen: bool = False, id: str = "pane") -> "BashPane":
+        return cls(app.history_for("bash"), frozen=frozen, id=id)
+
+    def output_feed(self):
+        return self.output.feed.feed
 
     def __init__(self, history: History, frozen: bool = False, **kwargs):
         super().__init__(**kwargs)
@@ -117,7 +119,7 @@ class BashPane(WorkPane):
         self.query_one("#run-status", Static).update(text)
 
     def env_ready(self, env: Any) -> None:
-        cwd = getattr(env, "cwd", None)
+        cwd = env.cwd if HAS_CWD in capabilities_of(env) else None
         if cwd:
             self.cwd = cwd
             self.query_one("#prompt", Label).update(self.prompt_text())
@@ -133,8 +135,9 @@ class BashPane(WorkPane):
             if not turn.action:
                 continue
             output.write_command("$", turn.action)
-            output.write_ansi(strip_notes(turn.observation).rstrip("\n"))
-            for note in split_notes(turn.observation):
+            text, notes = observation_parts(turn.observation, turn.info)
+            output.write_ansi(text.rstrip("\n"))
+            for note in notes:
                 output.write_note(f"[{note}]")
 
     def turn_started(self, action: str) -> None:
@@ -147,7 +150,7 @@ class BashPane(WorkPane):
         output.end_stream()
         if turn is None:
             return
-        for note in split_notes(turn.observation):
+        for note in observation_parts(turn.observation, turn.info)[1]:
             output.write_note(f"[{note}]")
         if turn.exit_code not in (0, None) and not turn.info.get("interrupted") and not turn.info.get("timed_out"):
             output.write_note(f"[exit {turn.exit_code}]", style="red")
@@ -255,6 +258,14 @@ class SqlPane(WorkPane):
     SqlPane.-no-schema #schema { display: none; }
     """
 
+    @classmethod
+    def build(cls, app: Any, frozen: bool = False, id: str = "pane") -> "SqlPane":
+        config = app.config
+        return cls(show_schema=config.show_schema, schema_allowed=not config.strict, frozen=frozen, id=id)
+
+    def policy_info(self, config: Any) -> dict:
+        return {"schema_browser": not config.strict}
+
     def __init__(self, show_schema: bool = True, schema_allowed: bool = True, frozen: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.schema_allowed = schema_allowed
@@ -298,8 +309,8 @@ class SqlPane(WorkPane):
         info.update(text)
 
     def env_ready(self, env: Any) -> None:
-        schema = getattr(env, "schema", None)
-        if self.schema_allowed and callable(schema):
+        schema = env.schema if HAS_SCHEMA in capabilities_of(env) else None
+        if self.schema_allowed and schema is not None:
             self.app.run_worker(lambda: self._load_schema(schema), thread=True, group="schema",
                                 exit_on_error=False)
 
@@ -348,7 +359,7 @@ class SqlPane(WorkPane):
         error = info.get("error")
         if error or turn.observation.startswith("Error executing query"):
             self.results.clear()
-            status.update(Text(strip_notes(turn.observation).strip() or str(error)))
+            status.update(Text(observation_parts(turn.observation, info)[0].strip() or str(error)))
             status.add_class("error")
             return
         status.remove_class("error")
@@ -369,7 +380,7 @@ class SqlPane(WorkPane):
             text.append(f" · truncated: only the first {len(rows):,} rows were kept", style="yellow")
         if not self.frozen:
             text.append(f" · {short_duration(turn.duration)}", style="dim")
-        for note in split_notes(turn.observation):
+        for note in observation_parts(turn.observation, info)[1]:
             if "truncated" not in note:
                 text.append(f"\n[{note}]", style="yellow")
         status.update(text)

@@ -1,0 +1,90 @@
+"""Languages (action spaces): one ``LanguageSpec`` each, registered in ``registry``.
+
+``make_env`` is the one place that turns a language and a sandbox name into an Env, so
+the CLI, the runner, the library and the TUI all build environments the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from icplay.envs.base import Env
+from icplay.languages.registry import ENTRY_POINT_GROUP, UnknownLanguage, all_specs, find, get, known, names
+from icplay.languages.spec import Image, LanguageSpec, Prompts, resolve
+
+__all__ = ["LanguageSpec", "Prompts", "Image", "resolve", "get", "find", "names", "known", "all_specs", "make_env",
+           "EnvFactory", "default_sandbox", "checked_sandbox", "sandboxes", "UnknownLanguage",
+           "ENTRY_POINT_GROUP"]
+
+
+def sandboxes(env_name: str) -> tuple[str, ...]:
+    return get(env_name).sandboxes
+
+
+def default_sandbox(env_name: str) -> str:
+    """The sandbox ``env_name`` runs on when none is named (Bash: Docker if a daemon answers)."""
+    return get(env_name).pick_sandbox()
+
+
+def checked_sandbox(env_name: str, sandbox: str | None) -> str:
+    """``sandbox`` (or the default), or a SandboxError naming the ones ``env_name`` runs on."""
+    from icplay.sandbox.base import SandboxError
+
+    try:
+        spec = get(env_name)
+    except UnknownLanguage as exc:
+        raise SandboxError(str(exc)) from None
+    sandbox = sandbox or spec.pick_sandbox()
+    if sandbox not in spec.sandboxes:
+        raise SandboxError(f"{env_name} runs on {' or '.join(spec.sandboxes)}, not {sandbox!r}")
+    return sandbox
+
+
+def make_env(env_name: str, sandbox: str | None = None, image: str | None = None,
+             timeout: float | None = None, progress: Callable[[str], None] | None = None,
+             recycle: bool = True, **options) -> Env:
+    """A ready Env for ``env_name`` on ``sandbox`` (default: see ``default_sandbox``).
+
+    ``recycle=False`` gives every Bash episode on Docker a new container instead of a
+    used one proved pristine again (see ``icplay/sandbox/recycle.py``).
+    """
+    sandbox = checked_sandbox(env_name, sandbox)
+    return get(env_name).make_env(sandbox, image=image, timeout=timeout, progress=progress, recycle=recycle,
+                                  **options)
+
+
+class EnvFactory:
+    """Envs for parallel workers (``icplay run -j N``), one per call.
+
+    A language with an ``env_factory`` shares what it can between the envs (Bash: one set
+    of sandbox pools and gold runs); others get a new env per call. ``close()`` after the
+    envs are closed.
+    """
+
+    def __init__(self, env_name: str, sandbox: str | None = None, image: str | None = None,
+                 timeout: float | None = None, progress: Callable[[str], None] | None = None,
+                 recycle: bool = True, **options):
+        self.env_name = env_name
+        self.sandbox = checked_sandbox(env_name, sandbox)
+        self.image, self.timeout, self.progress, self.recycle, self.options = image, timeout, progress, recycle, options
+        self._shared: Any = None
+
+    def _arguments(self) -> dict[str, Any]:
+        return dict(image=self.image, timeout=self.timeout, progress=self.progress, recycle=self.recycle,
+                    **self.options)
+
+    def __call__(self) -> Env:
+        spec = get(self.env_name)
+        if spec.env_factory is None:
+            return spec.make_env(self.sandbox, **self._arguments())
+        if self._shared is None:
+            self._shared = resolve(spec.env_factory)(self.sandbox, **self._arguments())
+        return self._shared()
+
+    def stats(self) -> dict[str, int]:
+        return self._shared.stats() if self._shared is not None else {}
+
+    def close(self) -> None:
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.close()

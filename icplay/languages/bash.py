@@ -1,0 +1,56 @@
+"""Bash (InterCode-Bash, NL2Bash): a persistent shell in a Docker container or bwrap."""
+
+from __future__ import annotations
+
+from icplay.languages.spec import Image, LanguageSpec, Prompts
+
+
+def default_sandbox() -> str:
+    from icplay.envs import docker_available
+
+    return "docker" if docker_available() else "bwrap"
+
+
+def score_rows(b: dict) -> list[tuple[str, str]]:
+    def changes(items: list) -> str:
+        return ", ".join(f"{s} {p}" for s, p in items) if items else "none"
+
+    rows = [("p1 file-system diff", f"{b.get('p1', 0):.2f} / 0.33"),
+            ("p2 file contents", f"{b.get('p2', 0):.2f} / 0.33"),
+            ("p3 answer similarity", f"{b.get('p3', 0):.2f} / 0.33   (cosine {b.get('cosine', 0):.3f})"),
+            ("base", "0.01"),
+            ("missing changes", changes(b.get("missing") or [])),
+            ("extra changes", changes(b.get("extra") or []))]
+    if b.get("different_content"):
+        rows.append(("different content", ", ".join(b["different_content"])))
+    if b.get("same_content"):
+        rows.append(("same content", ", ".join(b["same_content"])))
+    return rows
+
+
+PROMPTS = Prompts(
+    name="Bash",
+    setting="Bash shell on Linux (a persistent session: cd, variables and functions carry over between commands)",
+    unit="command", units="commands", fence="bash",
+    fence_aliases=("bash", "sh", "shell", "console", "shell-session", "zsh", "terminal", "cmd"),
+    notes=(
+        "- Each command has a 10 second time limit and gets no input on stdin; do not start editors, pagers or\n"
+        "  anything interactive (use cat, sed, printf, heredocs).\n"
+        "- The files the task is about are under /testbed unless the task says otherwise.\n"
+        "- When the task asks for information, the output of your last command is compared with the expected\n"
+        "  output, so finish with a command that prints exactly what was asked and nothing else.\n"
+        "- When the task asks for a change to files, make exactly that change."
+    ),
+    bare_code="shell",
+)
+
+SPEC = LanguageSpec(
+    name="bash", title="Bash", sandboxes=("docker", "bwrap"),
+    env="icplay.envs.bash:make_bash_env", env_factory="icplay.envs.bash:SharedBashEnvs",
+    default_sandbox=default_sandbox, prompts=PROMPTS,
+    pane="icplay.tui.widgets.panes:BashPane", keys_scope="bash",
+    score_rows=score_rows, uses_image=True,
+    images=(Image("bash", "icplay-bash:latest", "docker/bash.Dockerfile",
+                  "Bash tasks: coreutils and friends, /testbed committed to git"),),
+    description="a persistent Bash shell over a /testbed file system",
+)

@@ -1,0 +1,121 @@
+"""A language spec: everything icplay needs to know about one action space, in one object.
+
+A spec is declarative and cheap to import. What is heavy (the env, the TUI pane) is named
+by a reference — a callable, or an import path ``"module:attribute"`` resolved on first
+use — so that ``icplay tasks`` never imports Docker clients and only ``icplay.tui`` ever
+imports the pane (only icplay.tui imports textual).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+from icplay.tasks.model import Task
+
+Ref = Union[str, Callable[..., Any]]
+
+
+def resolve(ref: Ref) -> Any:
+    """The object a reference names: itself when it is not a string, else ``module:attr``."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """How prompts and the reply parser speak of the language.
+
+    ``bare_code`` names the heuristic that accepts an unfenced reply as code ("shell",
+    "sql", "python", or "" for never). ``sandbox_notes`` adds a rule per sandbox (e.g. how
+    to list SQLite's tables); ``task_lines`` adds lines to the task message (e.g. the
+    database's name).
+    """
+
+    name: str                                  # "Bash": in "one Bash command"
+    setting: str                               # "Bash shell on Linux (...)"
+    unit: str = "command"
+    units: str = "commands"
+    fence: str = ""                            # the fence label to ask for (default: the spec's name)
+    fence_aliases: tuple[str, ...] = ()        # labels accepted on a model's fence
+    notes: str = ""                            # the rules, "- ..." lines
+    bare_code: str = ""
+    submit_arg: bool = False                   # submit takes an argument (Python's function, CTF's flag)
+    sandbox_notes: dict[str, str] = field(default_factory=dict)
+    task_lines: Callable[[Task], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Image:
+    """A Docker image a language builds from the repository (``icplay images build NAME``)."""
+
+    key: str          # "bash": what `icplay images build` takes
+    tag: str          # "icplay-bash:latest"
+    dockerfile: str   # relative to the repository root
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """One language: its sandboxes, env, prompts, pane, score renderer and gold policy.
+
+    - ``env(sandbox, image=, timeout=, progress=, recycle=, **options) -> Env``
+    - ``env_factory(...)`` (same arguments) -> a callable giving one Env per call with
+      ``close()`` and ``stats()``, for parallel workers that share sandbox pools;
+      without one, every call makes an env with ``env``.
+    - ``default_sandbox() -> str``: without one, the first of ``sandboxes``.
+    - ``pane``: the TUI's work pane class (import path into icplay.tui, or a class);
+      ``keys_scope`` names the key table of its input ("bash" for a command line,
+      "sql" for an editor).
+    - ``score_rows(breakdown) -> [(label, value), ...]``: the reward explained, for the
+      score screen and ``--plain``; without one, the breakdown's items.
+    - ``gold_actions(task) -> [action, ...]``: what the gold policy plays, ending with
+      ``submit`` or ``submit ARG`` (default: the gold, then ``submit``).
+    - ``uses_image``: ``--image`` applies (a Docker image to run the tasks on).
+    - ``input_mode``: how line mode reads one action: "line" (one line), "statement"
+      (lines up to one ending with ';'), "block" (a line ending with ':' opens a block
+      that a blank line closes, as in Python's REPL); ``input_help`` says so in one line;
+      ``prompt`` is line mode's prompt (None: the shell's ``icplay:CWD$``).
+    """
+
+    name: str
+    title: str
+    sandboxes: tuple[str, ...]
+    env: Ref
+    prompts: Prompts
+    pane: Ref = "icplay.tui.widgets.panes:BashPane"
+    keys_scope: str = "bash"
+    env_factory: Ref | None = None
+    default_sandbox: Ref | None = None
+    score_rows: Callable[[dict], list[tuple[str, str]]] | None = None
+    gold_actions: Callable[[Task], list[str]] | None = None
+    images: tuple[Image, ...] = ()
+    uses_image: bool = False
+    description: str = ""
+    fresh_state: str = "a fresh sandbox"   # what a retry starts from, in a sentence
+    input_mode: str = "line"
+    input_help: str = ""
+    prompt: str | None = None
+
+    def pick_sandbox(self) -> str:
+        return resolve(self.default_sandbox)() if self.default_sandbox is not None else self.sandboxes[0]
+
+    def make_env(self, sandbox: str, **options) -> Any:
+        return resolve(self.env)(sandbox, **options)
+
+    def explain(self, breakdown: dict | None) -> list[tuple[str, str]]:
+        breakdown = breakdown or {}
+        if self.score_rows is not None:
+            return self.score_rows(breakdown)
+        return [(str(k), str(v)) for k, v in breakdown.items()]
+
+    def gold(self, task: Task) -> list[str]:
+        if self.gold_actions is not None:
+            return self.gold_actions(task)
+        return [task.gold, "submit"]

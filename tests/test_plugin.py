@@ -55,8 +55,9 @@ def test_play_plain_on_the_plugin(installed, tmp_path):
                   tmp_path, lines)
     assert "Traceback" not in done.stderr, done.stderr
     out = done.stdout
-    assert "=== task icplay_example_env/c1 (1 of 3)" in out or "=== task tasks/c1 (1 of 3)" in out, out
-    assert "1440\n" in out and "86400\n" in out and "NameError: oops is not defined" in out
+    assert "=== task tasks/c1 (1 of 3) [easy] ===" in out, out
+    assert "calc> x = 24 * 60\n1440\ncalc> y = x * 60\n86400\n" in out
+    assert "calc> z = oops\nNameError: oops is not defined\n" in out
     assert "reward: 1.00" in out           # c1: the last value, 86400, is 24 * 60 * 60
     assert "reward: 0.00" in out           # c2 submitted before any action
 

@@ -77,5 +77,5 @@ SPEC = LanguageSpec(
     name="calc", title="Calc", sandboxes=("memory",), env=CalcEnv,
     prompts=Prompts(name="calc", setting="calculator (variables carry over between lines)", unit="line",
                     units="lines", fence="calc", notes="- One expression or `name = expression` per reply."),
-    description="arithmetic in a calculator: the last value is the answer",
+    description="arithmetic in a calculator: the last value is the answer", prompt="calc> ",
 )

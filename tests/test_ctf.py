@@ -91,8 +91,10 @@ def _solution(task: Task) -> str:
                         pytest.param("bwrap", marks=pytest.mark.bwrap)])
 def ctf_env(request):
     if request.param == "docker":
+        from icplay.languages import get
         from icplay.sandbox.images import ensure_image
 
+        get("ctf")   # its spec registers the image
         ensure_image(request.getfixturevalue("docker_client"), "ctf", lambda line: None)
     else:
         request.getfixturevalue("bwrap_ready")

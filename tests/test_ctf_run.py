@@ -22,8 +22,10 @@ SANDBOXES = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("bwr
 
 def ready(sandbox: str, request) -> None:
     if sandbox == "docker":
+        from icplay.languages import get
         from icplay.sandbox.images import ensure_image
 
+        get("ctf")   # its spec registers the image
         ensure_image(request.getfixturevalue("docker_client"), "ctf", lambda line: None)
     else:
         request.getfixturevalue("bwrap_ready")

@@ -92,6 +92,9 @@ class CtfSandboxes:
                 self._client = docker_client()
             image = self.image_for(task)
             if image == DEFAULT_IMAGE:
+                from icplay.languages import get
+
+                get("ctf")   # the spec registers its image (an env made without the spec, too)
                 ensure_image(self._client, "ctf", self.progress or (lambda line: None))
             client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
             return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle)

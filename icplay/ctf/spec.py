@@ -46,6 +46,8 @@ PROMPTS = Prompts(
     ),
     bare_code="shell",
     submit_arg=True,
+    sandbox_notes={"bwrap": "This sandbox has the host's tools: some of those named above may be missing (check "
+                            "with `command -v`)."},
     task_lines=task_lines,
 )
 

@@ -153,3 +153,14 @@ def test_the_next_episode_sees_only_its_own_task(ctf_env):
     ctf_env.reset(second)
     listing = ctf_env.step("ls -A /ctf; ls -A /tmp")
     assert listing.observation.split() == [second.id], listing.observation
+
+
+def test_icplay_tasks_shows_why_a_task_is_skipped(shared_intercode, capsys):
+    from icplay.cli import main
+
+    assert main(["tasks", "intercode-ctf"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("(skipped by run: ") == 22
+    assert "(skipped by run: its files are not here (suspicious.dd.sda1))" in out
+    assert out.rstrip().endswith("22 task(s) are skipped by `icplay run` (--include-remote plays those that need "
+                                 "a server)")

@@ -26,8 +26,14 @@ def run(args) -> int:
     by_hardness = Counter(t.hardness or "-" for t in tasks)
     print(f"{task_set.name}: {len(tasks)} {task_set.env} tasks ({task_set.path})"
           + ("; " + ", ".join(f"{k} {v}" for k, v in sorted(by_hardness.items())) if len(by_hardness) > 1 else ""))
+    skipped = 0
     for task in tasks:
         query = " ".join(task.query.split())
         label = f"[{task.hardness}] " if task.hardness else ""
         print(f"  {task.id:>6}  {label}{query[:100]}")
+        if task.extra.get("skip"):   # CTF tasks that need a server or whose files are absent
+            skipped += 1
+            print(f"  {'':>6}  (skipped by run: {task.extra['skip']})")
+    if skipped:
+        print(f"{skipped} task(s) are skipped by `icplay run` (--include-remote plays those that need a server)")
     return 0

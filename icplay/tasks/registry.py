@@ -68,6 +68,8 @@ def task_sets() -> list[TaskSet]:
         TaskSet("sql", "sql", data_dir() / "sql/tasks.json",
                 "icplay's bundled SQL tasks over its own databases", databases=data_dir() / "sql/databases",
                 bundled=True),
+        TaskSet("python", "python", data_dir() / "python/tasks.json",
+                "icplay's bundled Python tasks (functions with tests, easy to hard)", bundled=True),
         TaskSet("ctf", "ctf", data_dir() / "ctf/tasks.json",
                 "icplay's bundled CTF tasks over files it generates", assets=data_dir() / "ctf/files", bundled=True),
     ]

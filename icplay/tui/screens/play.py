@@ -60,6 +60,7 @@ class PlayScreen(Screen):
         self.runner: EpisodeRunner | None = None
         self._run_started = 0.0
         self._froze = False
+        self.submit_arg: str | None = None   # the argument of a typed `submit ARG`
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -246,7 +247,8 @@ class PlayScreen(Screen):
             return
         is_submit, arg = parse_submit(action)
         if is_submit:
-            self.action_submit(arg)
+            self.submit_arg = arg     # `submit NAME` (Python's function, CTF's flag)
+            self.action_submit()
             return
         self.start_turn(action)
 
@@ -347,8 +349,7 @@ class PlayScreen(Screen):
 
     # -- submit -----------------------------------------------------------------------------
 
-    def action_submit(self, arg: str | None = None) -> None:
-        """``arg``: what ``submit ARG`` names (CTF's flag, Python's function), if anything."""
+    def action_submit(self) -> None:
         if self.state == SUBMITTED:
             self.action_show_score()
             return
@@ -357,17 +358,16 @@ class PlayScreen(Screen):
             self.notify("Wait for the current step to finish before submitting.", severity="warning")
             return
         turns = len([t for t in self.episode.trajectory.turns if t.action])
-        question = (f"Submit {self.task_record.key}{f' with {arg}' if arg else ''} for scoring after {turns} "
-                    f"turn{'s' if turns != 1 else ''}?\n"
+        question = (f"Submit {self.task_record.key} for scoring after {turns} turn{'s' if turns != 1 else ''}?\n"
                     "The episode ends; the score and the gold solution are shown next.")
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.start_submit(arg)
+                self.start_submit()
 
         self.app.push_screen(ConfirmScreen(question, yes="Submit"), confirmed)
 
-    def start_submit(self, arg: str | None = None) -> None:
+    def start_submit(self) -> None:
         if self.state != READY or self.episode is None or self.runner is None:
             return
         self.state = SUBMITTING
@@ -375,7 +375,8 @@ class PlayScreen(Screen):
         self._set_pane_status(Text("scoring: running the gold solution in a fresh sandbox…", style="dim"))
         if self.clock is not None:
             self.clock.hold("done")
-        self.runner.submit(arg)
+        self.runner.submit(self.submit_arg)
+        self.submit_arg = None
         self.refresh_status()
 
     def on_runner_scored(self, message: Scored) -> None:

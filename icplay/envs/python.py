@@ -33,9 +33,10 @@ DIED_NOTE = "the Python interpreter exited; the next action starts a new one"
 
 
 def outcome_of(result: PyResult) -> Outcome:
+    how = f"{result.status} (exit {result.exit_code})"
     if result.cut:
-        return Outcome(CUT, result.output)
-    return Outcome("ok" if result.status == "ok" else "error", result.output)
+        return Outcome(CUT, result.output, how)
+    return Outcome("ok" if result.status == "ok" else "error", result.output, how)
 
 
 class PythonSandboxes(BashSandboxes):

@@ -260,6 +260,9 @@ class LineLoop:
                 if not self._at_line_start:
                     self.write("")
                     self._at_line_start = True
+                notes = observation_parts(turn.observation, turn.info)[1]
+                if notes:
+                    self.write(display(render_notes(notes)))
                 if tail:
                     self.write(tail)
             else:

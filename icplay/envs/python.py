@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -24,14 +25,18 @@ from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-python:latest"
 TEST_TIMEOUT = 10.0      # seconds per test at submit: a test that hangs is cut
+# The gold's outcomes are the reference every scoring of the task compares with: a gold
+# test cut by a slow moment of the machine would wrong every solver, so it gets longer.
+GOLD_TEST_TIMEOUT = 60.0
 RESTART_NOTE = "a new Python interpreter was started: the definitions of earlier actions are gone"
 DIED_NOTE = "the Python interpreter exited; the next action starts a new one"
 
 
 def outcome_of(result: PyResult) -> Outcome:
+    how = f"{result.status} (exit {result.exit_code})"
     if result.cut:
-        return Outcome(CUT, result.output)
-    return Outcome("ok" if result.status == "ok" else "error", result.output)
+        return Outcome(CUT, result.output, how)
+    return Outcome("ok" if result.status == "ok" else "error", result.output, how)
 
 
 class PythonSandboxes(BashSandboxes):
@@ -49,6 +54,7 @@ class PythonSandboxes(BashSandboxes):
         self._gold_lock = threading.Lock()
         self._gold_outcomes: dict[tuple[str, str], list[Outcome]] = {}
         self._golds_run = 0
+        self._keeper: ThreadPoolExecutor | None = None
         self._empty: tempfile.TemporaryDirectory | None = None
 
     def _image_for(self, task: Task) -> str:
@@ -82,9 +88,13 @@ class PythonSandboxes(BashSandboxes):
         key = (task.key, task.gold)
         with self._gold_lock:
             if key not in self._gold_outcomes:
-                if self._gold_box is None:   # one kept sandbox, started here (a pool would start a spare)
+                if self._gold_box is None:   # one kept sandbox (a pool would start a spare)
+                    # started in a thread that lives as long as these sandboxes: bwrap dies
+                    # with the thread that started it, and a run's worker threads end early
+                    if self._keeper is None:
+                        self._keeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-python-gold")
                     box = self._make_factory(task, "gold")()
-                    box.start()
+                    self._keeper.submit(box.start).result()
                     self._gold_box = box
                 self._golds_run += 1
                 interpreter = Interpreter(self._gold_box, session=f"gold{self._golds_run}")
@@ -99,6 +109,9 @@ class PythonSandboxes(BashSandboxes):
             box, self._gold_box = self._gold_box, None
         if box is not None:
             box.close()
+        if self._keeper is not None:
+            self._keeper.shutdown(wait=True)
+            self._keeper = None
         super().close()
         if self._empty is not None:
             self._empty.cleanup()
@@ -113,23 +126,24 @@ def run_tests(interpreter: Interpreter, task: Task, bind: str | None,
     tests = [str(t) for t in task.extra.get("tests") or []]
     name = gold_function_name(task.gold, tests)
     setup = str(task.extra.get("test_setup_code") or "")
+    timeout = GOLD_TEST_TIMEOUT if bind is None else TEST_TIMEOUT
 
     def prepare() -> None:
         if bind is None:
-            interpreter.run(task.gold.replace("\r\n", "\n"), timeout=TEST_TIMEOUT)
+            interpreter.run(task.gold.replace("\r\n", "\n"), timeout=timeout)
         elif replay is not None and not interpreter.alive:
             replay()
         if bind is not None and name and bind != name:
-            interpreter.run(f"{name} = {bind}", timeout=TEST_TIMEOUT)
+            interpreter.run(f"{name} = {bind}", timeout=timeout)
         if setup.strip():
-            interpreter.run(setup, timeout=TEST_TIMEOUT)
+            interpreter.run(setup, timeout=timeout)
 
     prepare()
     outcomes = []
     for test in tests:
         if not interpreter.alive:
             prepare()
-        outcomes.append(outcome_of(interpreter.run(test, timeout=TEST_TIMEOUT)))
+        outcomes.append(outcome_of(interpreter.run(test, timeout=timeout)))
     return outcomes
 
 

@@ -35,6 +35,7 @@ class Outcome:
 
     status: str
     output: str = ""
+    how: str = ""     # how the run ended (the interpreter's state, an exit code): for the reader only
 
     def matches(self, other: "Outcome") -> bool:
         return self.status != CUT and other.status != CUT and (self.status, self.output) == (other.status, other.output)

@@ -38,6 +38,17 @@ def bash_image(docker_client) -> str:
 
 
 @pytest.fixture(scope="session")
+def python_image(docker_client) -> str:
+    """The icplay-python image, built if it is missing."""
+    from icplay.languages import get
+    from icplay.sandbox.images import IMAGES, ensure_image
+
+    get("python")   # its spec registers the image
+    ensure_image(docker_client, "python", lambda line: None)
+    return IMAGES["python"].name
+
+
+@pytest.fixture(scope="session")
 def bwrap_ready() -> None:
     from icplay.sandbox.bwrap import bwrap_problem
 

@@ -81,7 +81,7 @@ def test_cli_reports_a_bad_task_file_in_one_line(tmp_path):
 
 def test_intercode_files_load_as_they_are(shared_intercode):
     names = {s.name for s in task_sets()}
-    assert {"spider", "wikisql", "nl2bash-1", "mbpp", "ctf"} <= names
+    assert {"spider", "wikisql", "nl2bash-1", "mbpp", "ctf", "intercode-ctf"} <= names
     spider = load_tasks("spider")
     assert len(spider) == 1034 and spider[0].db and spider[0].hardness in ("easy", "medium", "hard", "extra")
     assert spider[0].extra["databases"].endswith("ic_spider_dbs.sql")

@@ -40,6 +40,9 @@ def register(sub) -> None:
     p.add_argument("--no-recycle", action="store_true",
                    help="bash on Docker: a new container for every episode, instead of reusing one that "
                         "proves itself pristine again (slower; see docs/agents.md)")
+    p.add_argument("--include-remote", action="store_true",
+                   help="ctf: also play the tasks that need a remote server (with the network on); they are "
+                        "skipped by default")
     p.add_argument("--out", default=None, help="folder for the trajectories (default ~/.icplay/runs/<run>)")
     p.add_argument("--fresh", action="store_true", help="discard the episodes already in --out")
     p.add_argument("--replay", default=None, help="a trajectory file or folder, or an InterCode results file")
@@ -163,6 +166,7 @@ def build(args) -> dict:
         tasks = [t for t in tasks if t.id in wanted]
         if not tasks:
             raise UserError(f"no task with id {', '.join(sorted(wanted))} in {task_set.name}")
+    tasks = skip_unplayable(tasks, getattr(args, "include_remote", False), getattr(args, "quiet", False))
     if args.sandbox and args.sandbox not in sandboxes(args.env):
         raise UserError(f"{args.env} runs on {' or '.join(sandboxes(args.env))}, not {args.sandbox!r}")
     sandbox = args.sandbox or default_sandbox(args.env)
@@ -211,6 +215,23 @@ def build(args) -> dict:
     info = {k: v for k, v in info.items() if v is not None}
     return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
             "sandbox": sandbox, "turns": turns, "kind": kind}
+
+
+def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
+    """The tasks without a reason to be skipped (``extra["skip"]``: CTF tasks that need a
+    server or whose files are absent), saying on stderr which were left out and why."""
+    from icplay.cli import UserError
+
+    kept = [t for t in tasks if not t.extra.get("skip") or (include_remote and t.extra.get("remote"))]
+    left = [t for t in tasks if t not in kept]
+    if left and not quiet:
+        shown = "; ".join(f"{t.id}: {t.extra['skip']}" for t in left[:5])
+        more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
+        hint = " (--include-remote plays those that need a server)" if not include_remote else ""
+        print(f"icplay: skipping {len(left)} task(s){hint}: {shown}{more}", file=sys.stderr)
+    if not kept:
+        raise UserError(f"every selected task is skipped: {left[0].extra['skip']}")
+    return kept
 
 
 def load_replay(path, tasks: list, none_of: str, mismatch: str):

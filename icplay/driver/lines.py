@@ -87,7 +87,7 @@ def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
     spec = find(env_name) if env_name else None
     if spec is not None and spec.name not in ("bash", "sql"):
-        lines += [f"  {label}: {value}" for label, value in spec.explain(b)]
+        lines += [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
     elif "p1" in b:
         lines.append(f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}")
         for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
@@ -260,6 +260,9 @@ class LineLoop:
                 if not self._at_line_start:
                     self.write("")
                     self._at_line_start = True
+                notes = observation_parts(turn.observation, turn.info)[1]
+                if notes:
+                    self.write(display(render_notes(notes)))
                 if tail:
                     self.write(tail)
             else:

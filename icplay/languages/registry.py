@@ -17,6 +17,8 @@ ENTRY_POINT_GROUP = "icplay.envs"
 BUILTIN = {
     "bash": "icplay.languages.bash:SPEC",
     "sql": "icplay.languages.sql:SPEC",
+    "python": "icplay.languages.python:SPEC",
+    "ctf": "icplay.ctf.spec:SPEC",
 }
 
 _lock = threading.Lock()

@@ -432,9 +432,13 @@ class BwrapSandbox:
     kind = "bwrap"
 
     def __init__(self, root_template: Path, workdir: str = "/testbed", timeout: float = DEFAULT_TIMEOUT,
-                 output_cap: int = DEFAULT_OUTPUT_CAP, network: bool = False, limits: Limits | None = None):
+                 output_cap: int = DEFAULT_OUTPUT_CAP, network: bool = False, limits: Limits | None = None,
+                 binds: tuple[tuple[str, str], ...] = ()):
+        """``binds``: more (folder of the root, path inside) pairs bound writable, e.g. CTF's
+        ("ctf", "/ctf")."""
         self.root_template = Path(root_template)
         self.workdir = workdir
+        self.binds = tuple(binds)
         self.network = network
         self.limits = limits or Limits.from_env()
         self.episode_dir: Path | None = None
@@ -517,6 +521,7 @@ class BwrapSandbox:
                  *_sized(self.limits.disk), "--tmpfs", "/tmp", *_sized(self.limits.small_tmpfs), "--tmpfs", "/run",
                  *self._etc_args(folder / "etc"),
                  "--bind", str(root / "testbed"), "/testbed", "--bind", str(root / "root"), "/root",
+                 *[arg for folder, inside in self.binds for arg in ("--bind", str(root / folder), inside)],
                  "--remount-ro", "/", "--chdir", "/", "--clearenv"]
         for name, value in ENVIRONMENT.items():
             args += ["--setenv", name, value]

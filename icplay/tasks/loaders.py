@@ -16,6 +16,7 @@ KNOWN_ENVS = ("bash", "sql", "python", "ctf")
 HARDNESS = ("easy", "medium", "hard", "extra")
 
 # Fields beyond the common ones that are kept in Task.extra when present.
+TASK_FIELDS = ("id", "task_id", "query", "gold", "env", "hardness", "db", "tags", "image", "network")
 EXTRA_FIELDS = ("tests", "test_setup_code", "task_id", "setup", "db_tables", "source", "assets")
 
 
@@ -75,9 +76,12 @@ def task_from_record(path: Path, index: int, record: Any, env: str, set_name: st
         raise TaskFileError(path, "must not be empty", record=index, field="query")
     gold = _field(path, index, record, "gold", str, required=True)
     record_env = _field(path, index, record, "env", str) or env
-    if record_env not in KNOWN_ENVS:
-        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(KNOWN_ENVS)})",
-                            record=index, field="env")
+    plugin = record_env not in KNOWN_ENVS
+    if plugin and not (record_env.isidentifier() and record_env.islower()):
+        # a plug-in's language (entry point group icplay.envs) is any lower-case name;
+        # whether it is installed is checked where an env is made
+        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(KNOWN_ENVS)}, or an "
+                            "installed plug-in's name)", record=index, field="env")
     task_id = record.get("id", record.get("task_id", index))
     if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
         raise TaskFileError(path, "expected a string or integer", record=index, field="id")
@@ -91,6 +95,8 @@ def task_from_record(path: Path, index: int, record: Any, env: str, set_name: st
     if record_env == "python":
         _field(path, index, record, "tests", list, required=True)
     extra = {k: record[k] for k in EXTRA_FIELDS if k in record}
+    if plugin:   # a plug-in's own fields travel in Task.extra
+        extra.update({k: v for k, v in record.items() if k not in TASK_FIELDS and k not in extra})
     return Task(
         id=str(task_id), set=set_name, env=record_env, query=query, gold=gold,
         hardness=hardness, db=_field(path, index, record, "db", str), tags=tuple(tags),

@@ -21,6 +21,7 @@ class TaskSet:
     path: Path
     description: str
     databases: Path | None = None   # SQL: a dump or a folder of schema files
+    assets: Path | None = None      # CTF: a folder of per-task folders (<assets>/<id>/)
     needs_image: bool = False       # runs only on an image the user names (--image)
     bundled: bool = False
 
@@ -34,6 +35,10 @@ class TaskSet:
         if self.databases is not None:
             for task in tasks:
                 task.extra.setdefault("databases", str(self.databases))
+        if self.env == "ctf":
+            from icplay.ctf.tasks import mark_all
+
+            tasks = mark_all(tasks, self.assets)
         return tasks
 
 
@@ -49,7 +54,9 @@ def _intercode_sets(root: Path) -> list[TaskSet]:
                             f"InterCode-Bash: NL2Bash file system {n} (needs InterCode's image, --image)",
                             needs_image=True))
     sets.append(TaskSet("mbpp", "python", root / "python/mbpp/ic_mbpp.json", "InterCode-Python: 974 MBPP tasks"))
-    sets.append(TaskSet("ctf", "ctf", root / "ctf/ic_ctf.json", "InterCode-CTF: 100 picoCTF tasks"))
+    sets.append(TaskSet("intercode-ctf", "ctf", root / "ctf/ic_ctf.json",
+                        "InterCode-CTF: 100 picoCTF tasks (those needing a server or absent files are skipped)",
+                        assets=root / "ctf/task_assets"))
     return [s for s in sets if s.available]
 
 
@@ -61,6 +68,10 @@ def task_sets() -> list[TaskSet]:
         TaskSet("sql", "sql", data_dir() / "sql/tasks.json",
                 "icplay's bundled SQL tasks over its own databases", databases=data_dir() / "sql/databases",
                 bundled=True),
+        TaskSet("python", "python", data_dir() / "python/tasks.json",
+                "icplay's bundled Python tasks (functions with tests, easy to hard)", bundled=True),
+        TaskSet("ctf", "ctf", data_dir() / "ctf/tasks.json",
+                "icplay's bundled CTF tasks over files it generates", assets=data_dir() / "ctf/files", bundled=True),
     ]
     root = intercode_dir()
     if root is not None:

@@ -19,7 +19,7 @@ class Key:
     action: str
     description: str
     help: str
-    scope: str                  # app | picker | play | watch | bash | sql | modal
+    scope: str                  # app | picker | play | watch | bash | sql | python | modal
     show: bool = True
     priority: bool = False
     palette: bool = True        # offered in the command palette
@@ -105,6 +105,10 @@ KEYS: list[Key] = [
         priority=True),
     Key("sql.results", "ctrl+o", "focus_results", "Results",
         "Move to the results table (Escape moves on to the schema browser)", "sql", show=False, priority=True),
+    # the Python editor (Enter is handled by the editor itself, as for the Bash command line)
+    Key("python.enter", "enter", "enter", "Enter", "Run a complete statement; in a block, a new line (an empty "
+        "line runs the block)", "python", show=False, palette=False),
+    Key("python.run", "f5,ctrl+enter,ctrl+j", "run", "Run all", "Run everything in the editor", "python"),
 ]
 
 BY_ID = {k.id: k for k in KEYS}

@@ -215,14 +215,14 @@ class EpisodeRunner:
 
         return self.run(job, "step")
 
-    def submit(self) -> Future:
+    def submit(self, arg: str | None = None) -> Future:
         episode = self.episode
         assert episode is not None
 
         def job() -> None:
             try:
                 with gc_paused():
-                    result = episode.submit()
+                    result = episode.submit(arg)
                 self.emit(Scored(result))
             except Exception as exc:
                 self.emit(Scored(None, describe(exc)))

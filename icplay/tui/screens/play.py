@@ -60,6 +60,7 @@ class PlayScreen(Screen):
         self.runner: EpisodeRunner | None = None
         self._run_started = 0.0
         self._froze = False
+        self.submit_arg: str | None = None   # the argument of a typed `submit ARG`
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -244,7 +245,9 @@ class PlayScreen(Screen):
                         else "This task is over: retry it (F8) or go to the next one (Ctrl+N).",
                         severity="warning")
             return
-        if parse_submit(action)[0]:
+        is_submit, arg = parse_submit(action)
+        if is_submit:
+            self.submit_arg = arg     # `submit NAME` (Python's function, CTF's flag)
             self.action_submit()
             return
         self.start_turn(action)
@@ -372,7 +375,8 @@ class PlayScreen(Screen):
         self._set_pane_status(Text("scoring: running the gold solution in a fresh sandbox…", style="dim"))
         if self.clock is not None:
             self.clock.hold("done")
-        self.runner.submit()
+        self.runner.submit(self.submit_arg)
+        self.submit_arg = None
         self.refresh_status()
 
     def on_runner_scored(self, message: Scored) -> None:

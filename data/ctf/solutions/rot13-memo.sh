@@ -1,0 +1,1 @@
+tr 'A-Za-z' 'N-ZA-Mn-za-m' < memo.txt | grep -o 'icplay{[^}]*}'

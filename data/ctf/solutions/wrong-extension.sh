@@ -1,0 +1,2 @@
+# `file report.pdf` says gzip
+gunzip -c < report.pdf | grep -o 'icplay{[^}]*}'

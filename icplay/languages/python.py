@@ -1,0 +1,66 @@
+"""Python (InterCode-Python, MBPP): a persistent interpreter in the sandbox; ``submit NAME``."""
+
+from __future__ import annotations
+
+from icplay.languages.spec import Image, LanguageSpec, Prompts
+from icplay.tasks.model import Task
+
+
+def default_sandbox() -> str:
+    from icplay.envs import docker_available
+
+    return "docker" if docker_available() else "bwrap"
+
+
+def score_rows(b: dict) -> list[tuple[str, str]]:
+    rows = [("tests matching the gold", f"{b.get('passed', 0)} of {b.get('total', 0)}"),
+            ("your function", f"{b.get('function') or '?'} (bound to the gold's name {b.get('gold_function') or '?'})")]
+    for i, test in enumerate(b.get("tests") or [], start=1):
+        yours, gold = test.get("yours") or {}, test.get("gold") or {}
+        mark = "same" if test.get("match") else "different"
+        shown = (yours.get("output") or "").strip().splitlines()
+        detail = "cut: it hung or flooded the output" if yours.get("status") == "cut" else (
+            shown[-1] if shown else "passed silently")
+        gold_lines = (gold.get("output") or "").strip().splitlines()
+        gold_detail = gold_lines[-1] if gold_lines else "passed silently"
+        rows.append((f"test {i}: {mark}", f"{test.get('test', '')}\n  yours: {detail}\n  gold:  {gold_detail}"))
+    return rows
+
+
+def gold_actions(task: Task) -> list[str]:
+    from icplay.python.reward import gold_function_name
+
+    name = gold_function_name(task.gold, [str(t) for t in task.extra.get("tests") or []])
+    return [task.gold.replace("\r\n", "\n"), f"submit {name}" if name else "submit"]
+
+
+def task_lines(task: Task) -> list[str]:
+    tests = task.extra.get("tests") or []
+    return ["Your function must pass tests like:\n" + "\n".join(str(t) for t in tests[:1])] if tests else []
+
+
+PROMPTS = Prompts(
+    name="Python", setting="Python 3 interpreter (definitions carry over between inputs)",
+    unit="snippet", units="snippets", fence="python",
+    fence_aliases=("python", "py", "python3", "pycon", "ipython"),
+    notes=(
+        "- Each snippet runs in the same interpreter, like Python's REPL: a bare expression's value is shown,\n"
+        "  a whole `def` (or class) is one snippet, errors show the traceback's last line. No input on stdin.\n"
+        "- Define the requested function; test it on small examples before submitting.\n"
+        "- To submit, reply `submit <function_name>`."
+    ),
+    bare_code="python", submit_arg=True, task_lines=task_lines,
+)
+
+SPEC = LanguageSpec(
+    name="python", title="Python", sandboxes=("docker", "bwrap"),
+    env="icplay.envs.python:make_python_env", env_factory="icplay.envs.python:SharedPythonEnvs",
+    default_sandbox=default_sandbox, prompts=PROMPTS,
+    pane="icplay.tui.widgets.python_pane:PythonPane", keys_scope="python",
+    score_rows=score_rows, gold_actions=gold_actions, uses_image=True,
+    images=(Image("python", "icplay-python:latest", "docker/python.Dockerfile",
+                  "Python tasks: Debian's python3; icplay's interpreter server is copied in per episode"),),
+    description="a persistent Python interpreter; submit NAME scores your function with the task's tests",
+    fresh_state="a fresh interpreter", input_mode="block", prompt=">>> ",
+    input_help="Python: a line ending with ':' opens a block; an empty line runs it. `submit NAME` scores NAME.",
+)

@@ -1,0 +1,1 @@
+"""Python (MBPP): a persistent interpreter inside the sandbox, and InterCode-Python's reward."""

@@ -1,0 +1,187 @@
+"""The Python pane: an editor with Python highlighting over the interpreter's output.
+
+Enter works as in Python's REPL: a complete one-line statement runs; a line that opens a
+block (ending with ':') or a line inside a block inserts a new, indented line, and Enter
+on an empty line runs the block. F5 / Ctrl+Enter / Ctrl+J runs everything in the editor
+at once (a whole ``def`` with blank lines inside, several statements).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widgets import Static, TextArea
+
+from icplay.envs.base import observation_parts
+from icplay.episode import Turn
+from icplay.tui.keys import active_keys, bindings
+from icplay.tui.widgets.output import OutputPane
+from icplay.tui.widgets.panels import short_duration
+from icplay.tui.widgets.panes import WorkPane
+
+
+def opens_block(line: str) -> bool:
+    stripped = line.split("#", 1)[0].rstrip()
+    return stripped.endswith(":") or line.lstrip().startswith("@")
+
+
+def enter_runs(text: str, row: int) -> bool:
+    """Does Enter run the editor's text (else it inserts a line)? The REPL's rule."""
+    lines = text.split("\n")
+    if not text.strip():
+        return False
+    if len(lines) == 1:
+        return not opens_block(lines[0]) and not lines[0].rstrip().endswith("\\")
+    # a block: Enter on its last line, when that line is empty, runs it
+    return row == len(lines) - 1 and not lines[-1].strip()
+
+
+class PythonEditor(TextArea):
+    """The code being written; posts ``PythonEditor.Run`` with the code to run."""
+
+    BINDINGS = bindings("python")
+
+    class Run(Message):
+        def __init__(self, code: str) -> None:
+            super().__init__()
+            self.code = code
+
+    def __init__(self, **kwargs):
+        super().__init__(language="python", soft_wrap=True, show_line_numbers=True, tab_behavior="indent",
+                         **kwargs)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "run" and self.read_only:
+            return False
+        return True
+
+    def action_run(self) -> None:
+        code = self.text.rstrip().lstrip("\n")     # the indent Enter left on the last line goes
+        if code.strip():
+            self.post_message(self.Run(code))
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key in active_keys(self.app, "python.enter"):
+            event.stop()
+            event.prevent_default()
+            self.action_enter()
+            return
+        await super()._on_key(event)
+
+    def action_enter(self) -> None:
+        if self.read_only:
+            return
+        row = self.cursor_location[0]
+        if enter_runs(self.text, row):
+            self.action_run()
+            return
+        line = self.document.get_line(row)
+        indent = line[:len(line) - len(line.lstrip())]
+        if opens_block(line):
+            indent += "    "
+        self.insert("\n" + indent)
+
+
+class PythonPane(WorkPane):
+    DEFAULT_CSS = """
+    PythonPane { height: 1fr; }
+    PythonPane #output { height: 2fr; border: round $secondary; }
+    PythonPane #editor { height: 1fr; min-height: 4; max-height: 14; border: round $primary; }
+    PythonPane #editor:focus { border: round $accent; }
+    PythonPane #run-status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
+    """
+
+    def __init__(self, frozen: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.frozen = frozen
+
+    def compose(self) -> ComposeResult:
+        output = OutputPane(id="output")
+        output.border_title = "Python"
+        yield output
+        editor = PythonEditor(id="editor", placeholder="Python · Enter runs a statement (a block: Enter on an "
+                                                       "empty line) · F5 / Ctrl+J runs it all")
+        editor.border_title = "Code"
+        if self.frozen:
+            editor.cursor_blink = False
+        yield editor
+        yield Static("", id="run-status")
+
+    @property
+    def output(self) -> OutputPane:
+        return self.query_one(OutputPane)
+
+    @property
+    def editor(self) -> PythonEditor:
+        return self.query_one(PythonEditor)
+
+    def output_feed(self):
+        return self.output.feed.feed
+
+    def focus_input(self) -> None:
+        self.editor.focus()
+
+    def set_busy(self, busy: bool) -> None:
+        pass
+
+    def set_done(self) -> None:
+        self.editor.read_only = True
+        self.editor.load_text("")
+
+    def set_status(self, text: str | Text) -> None:
+        self.query_one("#run-status", Static).update(text)
+
+    def env_ready(self, env: Any) -> None:
+        pass
+
+    def on_python_editor_run(self, message: PythonEditor.Run) -> None:
+        message.stop()
+        self.post_message(self.Run(message.code))
+
+    def _write_code(self, code: str) -> None:
+        lines = code.split("\n")
+        self.output.write_command(">>>", lines[0])
+        for line in lines[1:]:
+            self.output.write_command("...", line)
+
+    def show_turns(self, turns: list[Turn]) -> None:
+        for turn in turns[-50:]:
+            if not turn.action:
+                continue
+            self._write_code(turn.action)
+            text, notes = observation_parts(turn.observation, turn.info)
+            self.output.write_ansi(text.rstrip("\n"))
+            for note in notes:
+                self.output.write_note(f"[{note}]")
+
+    def turn_started(self, action: str) -> None:
+        self.editor.load_text("")
+        self._write_code(action)
+        self.output.start_stream()
+
+    def turn_finished(self, turn: Turn | None) -> None:
+        output = self.output
+        output.end_stream()
+        if turn is None:
+            return
+        for note in observation_parts(turn.observation, turn.info)[1]:
+            output.write_note(f"[{note}]")
+        status = Text()
+        state = (turn.info or {}).get("interpreter")
+        if turn.info.get("interrupted"):
+            status.append("interrupted", style="yellow")
+        elif turn.info.get("timed_out"):
+            status.append("timed out", style="yellow")
+        elif state == "error":
+            status.append("raised an error", style="red")
+        elif state == "died":
+            status.append("the interpreter exited", style="red")
+        else:
+            status.append("ok", style="green")
+        if not self.frozen:
+            status.append(f" · {short_duration(turn.duration)}")
+        self.set_status(status)

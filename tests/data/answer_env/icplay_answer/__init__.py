@@ -1,0 +1,1 @@
+"""An example icplay environment in one small package (see icplay's docs/own-env.md)."""

@@ -333,8 +333,9 @@ class Runner:
                 if traj.status == "error":
                     with self._lock:
                         errors.append(f"{traj.task_key}: {traj.error}")
-                        if len(errors) >= 3 and not any(r.status == "submitted" for r in results.values()):
-                            self.stop(f"the first episodes all failed; last error: {traj.error}")
+                        all_failed = len(errors) >= 3 and not any(r.status == "submitted" for r in results.values())
+                    if all_failed:   # outside the lock: stop() takes it (a Lock, not re-entrant)
+                        self.stop(f"the first episodes all failed; last error: {traj.error}")
                 if traj.status in ("submitted", "error"):
                     with self._lock:
                         results[index] = traj

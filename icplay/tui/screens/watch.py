@@ -148,9 +148,10 @@ class WatchScreen(PlayScreen):
             self.state = RUNNING
             self._run_started = time.monotonic()
             self.pane.turn_started(self._next_action)
-            if isinstance(self.pane, BashPane):   # a new feed per command: hand it what came already
+            feed = self.pane.output_feed()
+            if feed is not None:   # a new feed per command: hand it what came already
                 with self._out_lock:
-                    self._feed = self.pane.output.feed.feed
+                    self._feed = feed
                     for text in self._early_output:
                         self._feed(text)
                     self._early_output.clear()

@@ -59,6 +59,9 @@ START_TIMEOUT = 30.0
 MAX_MARKER = 4096 + 64
 
 SHELL_ARGV = ["bash", "--noprofile", "--norc"]
+# What icplay's own shells export; a sandbox that shows the action only its image's
+# environment (``faithful``, see docker.py) exports nothing.
+SHELL_EXPORTS = "export PAGER=cat GIT_PAGER=cat LC_ALL=C.UTF-8 TERM=${TERM:-dumb}"
 RESTART_NOTE = ("started a new shell because the previous one had exited: "
                 "working directory, variables and functions are reset")
 # What the marker's health word means; every one but errexit replaces the shell.
@@ -272,8 +275,9 @@ class PersistentShell:
     """One long-lived bash; ``run`` executes one action and returns its ShellResult."""
 
     def __init__(self, control: ShellControl, init_script: str = "", output_cap: int = DEFAULT_OUTPUT_CAP,
-                 default_timeout: float = DEFAULT_TIMEOUT):
+                 default_timeout: float = DEFAULT_TIMEOUT, exports: str = SHELL_EXPORTS):
         self.control = control
+        self.exports = exports
         self.init_script = init_script
         self.output_cap = output_cap
         self.default_timeout = default_timeout
@@ -299,7 +303,7 @@ class PersistentShell:
         threading.Thread(target=self._pump, args=(transport, inbox), daemon=True, name="icplay-shell-reader").start()
         script = (
             "exec 2>&1\n"
-            "export PAGER=cat GIT_PAGER=cat LC_ALL=C.UTF-8 TERM=${TERM:-dumb}\n"
+            f"{self.exports}\n"
             "shopt -s expand_aliases extdebug\n"
             "set -T\n"
             "__ic_dbg() { [[ -n ${__ic_abort-} && ${#FUNCNAME[@]} -gt 1 ]] && return 2; return 0; }\n"

@@ -1,8 +1,9 @@
-"""``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded SQL episodes.
+"""``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded episodes.
 
-Re-executes every recorded action on pristine task databases, recomputes each turn's
+Re-executes every recorded action (SQL: on pristine task databases; Bash: in a new
+container of ``--image``, icplay's shell or ``--compat intercode``), recomputes each turn's
 reward, writes one JSON line per turn (``--out``) and prints how many turns and episodes
-agree with the recorded numbers. The logic is in ``icplay.sql.rescore``.
+agree with the recorded numbers. The logic is in ``icplay.sql.rescore`` and ``icplay.bash.rescore``.
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("rescore", help="replay InterCode's recorded SQL episodes and recompute their rewards",
+    p = sub.add_parser("rescore", help="replay InterCode's recorded SQL or Bash episodes and recompute their rewards",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("results", help="an InterCode results file (turn_history), a per-episode log file (one "
                    "episode, a list, JSONL, or an object keyed by task index) or a folder of them")
     p.add_argument("--tasks", required=True, help="the task file the episodes index into (a set name or a path)")
     p.add_argument("--databases", help="the databases' MySQL dump (default: the set's, or the .sql beside the task file)")
+    p.add_argument("--env", choices=("sql", "bash"), default=None,
+                   help="the environment (default: the task set's; sql for a task file)")
     p.add_argument("--sandbox", choices=("mysql", "sqlite"), default="mysql",
-                   help="database backend (default mysql: InterCode recorded on MySQL)")
-    p.add_argument("--image", help="server image for --sandbox mysql (default icplay-sql:latest)")
+                   help="SQL: database backend (default mysql: InterCode recorded on MySQL)")
+    p.add_argument("--image", help="SQL: server image for --sandbox mysql (default icplay-sql:latest); "
+                                   "Bash: the task image (e.g. intercode-nl2bash-fs1)")
+    p.add_argument("--compat", choices=("intercode",), default=None,
+                   help="Bash: replay with InterCode's own execution semantics (see docs/rewards.md)")
     p.add_argument("--out", help="write one JSON line per turn here")
     p.add_argument("--jobs", type=int, default=1, help="episodes replayed in parallel, each on its own server")
     p.add_argument("--limit", type=int, help="replay only the first N episodes")
@@ -30,6 +36,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from icplay.tasks.registry import task_sets
+
+    env_name = args.env or next((s.env for s in task_sets() if s.name == args.tasks), "sql")
+    if env_name == "bash":
+        return run_bash(args)
     from icplay.envs.sql import SqlEnv
     from icplay.sql import make_sql_backend
     from icplay.sql.rescore import check_databases, guess_databases, read_results, rescore
@@ -69,6 +80,48 @@ def run(args) -> int:
 
     print(f"replaying {len(episodes)} episodes on {args.sandbox}", file=sys.stderr)
     results, summary = rescore(episodes, tasks, make_env, jobs=max(1, args.jobs), progress=progress)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            for episode in episodes:
+                for record in results.get(episode.key, []):
+                    out.write(json.dumps(record.to_dict(), default=str) + "\n")
+    for line in summary.lines():
+        print(line)
+    if summary.disagreeing_episodes:
+        shown = ", ".join(summary.disagreeing_episodes[:20])
+        more = len(summary.disagreeing_episodes) - 20
+        print(f"episodes whose solved status differs: {shown}" + (f" (+{more} more)" if more > 0 else ""))
+    print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def run_bash(args) -> int:
+    from icplay.bash.rescore import rescore
+    from icplay.cli import UserError
+    from icplay.envs import make_env
+    from icplay.formats.intercode import read_results
+    from icplay.tasks.registry import find_set
+
+    tasks = find_set(args.tasks, env="bash").load()
+    if not (args.image or all(t.image for t in tasks)):
+        raise UserError("Bash episodes replay on the image they were recorded on: pass --image "
+                        "(e.g. intercode-nl2bash-fs1; icplay images build nl2bash builds them)")
+    episodes = read_results(args.results)
+    if args.limit:
+        episodes = episodes[:args.limit]
+    options = {"compat": args.compat} if args.compat else {}
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(f"  {done}/{total} episodes", file=sys.stderr, flush=True)
+
+    mode = f"--compat {args.compat}" if args.compat else "icplay's shell"
+    where = args.image or "the tasks' images"
+    print(f"replaying {len(episodes)} Bash episodes on {where} ({mode})", file=sys.stderr)
+    results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox="docker", image=args.image,
+                                                                 **options),
+                               jobs=max(1, args.jobs), progress=progress)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as out:
             for episode in episodes:

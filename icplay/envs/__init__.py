@@ -64,6 +64,8 @@ def make_env(env_name: str, sandbox: str | None = None, image: str | None = None
     used one proved pristine again (see ``icplay/sandbox/recycle.py``).
     """
     sandbox = _checked_sandbox(env_name, sandbox)
+    if env_name == "bash" and options.get("compat") == "intercode":
+        return _intercode_bash(sandbox, image, timeout)
     if env_name == "bash":
         from icplay.envs.bash import BashEnv
 
@@ -72,6 +74,19 @@ def make_env(env_name: str, sandbox: str | None = None, image: str | None = None
     from icplay.sql import make_sql_backend
 
     return SqlEnv(make_sql_backend(sandbox, progress=progress, image=image, timeout=timeout, **options))
+
+
+COMPAT_MODES = ("intercode",)
+
+
+def _intercode_bash(sandbox: str, image: str | None, timeout: float | None) -> Env:
+    """``compat="intercode"``: InterCode's own execution semantics (icplay/bash/compat.py)."""
+    from icplay.bash.compat import IntercodeBashEnv
+    from icplay.sandbox.base import SandboxError
+
+    if sandbox != "docker":
+        raise SandboxError("--compat intercode runs on Docker only (InterCode's containers)")
+    return IntercodeBashEnv(image=image, timeout=timeout)
 
 
 class EnvFactory:
@@ -92,6 +107,8 @@ class EnvFactory:
         self._shared = None
 
     def __call__(self) -> Env:
+        if self.env_name == "bash" and self.options.get("compat") == "intercode":
+            return _intercode_bash(self.sandbox, self.image, self.timeout)
         if self.env_name != "bash":
             return make_env(self.env_name, self.sandbox, self.image, self.timeout, self.progress, self.recycle,
                             **self.options)

@@ -172,10 +172,16 @@ class BashSandboxes:
             finally:
                 pool.discard(box)
 
-    def known_deterministic(self, task: Task) -> bool:
-        """Whether the task's gold is known (from its prefetch runs) to be deterministic."""
+    def should_bracket(self, task: Task, sandbox: Sandbox) -> bool:
+        """Whether an action of this task runs between two gold runs (``bracket``): when its
+        gold is known to be nondeterministic, or not known yet on a faithful (not recycled)
+        sandbox; a recycled one would need a third container for it."""
+        if self.kind != "docker":
+            return False
         gold = self._gold_runs.get(self._gold_key(task))
-        return gold is not None and not gold.nondeterministic
+        if gold is not None:
+            return gold.nondeterministic
+        return getattr(sandbox, "faithful", False)   # only Docker sandboxes have the mode
 
     def bracket(self, task: Task, action: Callable[[], object]) -> tuple[object, list[GoldRun]]:
         """Run ``action`` between two gold runs in ready pristine sandboxes, one just before
@@ -326,10 +332,10 @@ class BashEnv:
         if self.sandbox is None:
             raise RuntimeError("reset() the environment before step()")
         sandbox = self.sandbox
-        # A gold not known (yet) to be deterministic runs just before and just after the
-        # action, each in its own pristine sandbox: one run saw the agent's moment.
+        # A gold that may print the time runs just before and just after the action, each
+        # in its own pristine sandbox: one of the two saw the agent's moment.
         self._bracket = []
-        if self.sandbox_kind == "docker" and not self.sandboxes.known_deterministic(self.task):
+        if self.sandboxes.should_bracket(self.task, sandbox):
             result, self._bracket = self.sandboxes.bracket(
                 self.task, lambda: sandbox.run(action, on_output=on_output))
         else:

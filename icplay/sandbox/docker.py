@@ -100,6 +100,7 @@ FAITHFUL_WARDEN = (
     'done < /proc/$k/status; if (( mask & 0x200 )); then kill -KILL "$k"; else kill -USR1 "$k"; fi; done 2>/dev/null; '
     + _FAITHFUL_KILL + '; for k in $keep; do kill -CONT "$k" 2>/dev/null; done' + "' USR2\n"
     "trap 'keep=\" \"; " + _FAITHFUL_KILL + "' HUP\n"
+    "trap '" + _FAITHFUL_KEEP + "; " + _FAITHFUL_KILL + "' WINCH\n"
     "trap 'exit 0' TERM INT\n"
     "while :; do read -r _ || sleep 1; done\n"
 )
@@ -352,7 +353,7 @@ class DockerSandbox:
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
-                         sweep=None if self.faithful else self._sweep),
+                         sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
             **({"exports": ":"} if self.faithful else {}))
 
@@ -652,7 +653,16 @@ class DockerSandbox:
 
     def _sweep(self, shell_pid: int) -> None:
         """Kill every process but the warden and the two shells, through the control shell
-        (builtins only, so it works while a fork bomb holds every pid)."""
+        (builtins only, so it works while a fork bomb holds every pid); in a faithful
+        container, through the warden (SIGWINCH), watching Docker's process list."""
+        if self.faithful:
+            self._signal("SIGWINCH")
+            deadline = time.monotonic() + KILL_SHELL_WAIT
+            while time.monotonic() < deadline:
+                if len(self.client.api.top(self.container.id).get("Processes") or []) <= 2:
+                    return
+                time.sleep(0.05)
+            raise SandboxError("the sweep left processes running")
         if self.control is None or not shell_pid:
             raise SandboxError("no control shell to sweep with")
         self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)

@@ -52,19 +52,14 @@ def test_nothing_of_icplay_is_visible_to_an_action(env):
     walked = env.step("find /proc -maxdepth 3 2>&1 >/dev/null | grep -c 'Permission denied'").observation
     assert walked.strip() == "0"
     assert env.step("locale 2>&1 | grep LC_CTYPE").observation.strip() == 'LC_CTYPE="POSIX"'
+    # errors read as bash's own, numbered from the action's first line
+    assert env.step("nosuch").observation == "bash: line 1: nosuch: command not found\n"
+    assert env.step("true\nnosuch").observation == "bash: line 2: nosuch: command not found\n"
+    assert "OLDPWD" not in env.step("set").observation
 
 
-def test_gold_and_agent_containers_look_alike(env):
-    gold = "hostname; find / 2>&1 | grep -v '^/proc/[0-9]*/\\(task\\|fd\\|fdinfo\\|map_files\\)' | md5sum"
-    env.reset(_task(gold, "look-alike"))
-    seen = env.step(gold).observation
-    result = env.submit()
-    assert result.gold_output == seen
-    assert result.reward == 1.0
-
-
-def test_find_root_identical_for_gold_and_agent(env):
-    gold = "find / 2>&1 | wc -l; find -name '*php' | xargs cat | wc -l"
+def test_find_root_counts_score_one(env):
+    gold = "find / 2>&1 | wc -l; find -name '*php' | xargs cat | wc -l; find -type f | sed -e 's@^.*/@@' | grep -c '[aeiou]'"
     env.reset(_task(gold, "find-root"))
     seen = env.step(gold).observation
     result = env.submit()
@@ -78,7 +73,7 @@ def test_a_date_gold_scores_one_ten_times_in_a_row(env):
         env.step("date")
         result = env.submit()
         rewards.append(result.reward)
-        assert result.breakdown.get("gold_nondeterministic") is True
+        assert result.breakdown.get("gold_nondeterministic") is True, result.breakdown
     assert rewards == [1.0] * 10
 
 

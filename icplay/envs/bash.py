@@ -93,7 +93,7 @@ class GoldRun:
         return (self.output, self.changes, self.hashes) == (other.output, other.changes, other.hashes)
 
 
-# The second prefetch run starts at least this long after the first, so that a gold
+# The second prefetch run starts at least this long after the first ended, so that a gold
 # printing the time to the second (``date``) differs between the two and is detected.
 SECOND_RUN_GAP = 1.05
 
@@ -151,11 +151,8 @@ class BashSandboxes:
             lock = self._gold_locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._gold_runs:
-                started = time.monotonic()
                 first = self.fresh_gold_run(task)
-                delay = started + SECOND_RUN_GAP - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+                time.sleep(SECOND_RUN_GAP)   # after the first run ended: its command ran before
                 second = self.fresh_gold_run(task)
                 self._gold_runs[key] = (first if first.same_as(second)
                                         else dataclasses.replace(second, nondeterministic=True, earlier=(first,)))
@@ -353,7 +350,7 @@ class BashEnv:
             raise RuntimeError("reset() the environment before submit()")
         gold = self.sandboxes.gold_run(self.task)
         golds = [gold]
-        if gold.nondeterministic:
+        if gold.nondeterministic or any(not run.same_as(gold) for run in self._bracket):
             # Run it again next to the agent's final state; the agent's last output was
             # made between the prefetch runs and this one, so it is scored against each
             # and the best counts (a `date` gold: one of them printed the agent's second).

@@ -102,7 +102,8 @@ FAITHFUL_WARDEN = (
     "trap 'keep=\" \"; " + _FAITHFUL_KILL + "' HUP\n"
     "trap '" + _FAITHFUL_KEEP + "; " + _FAITHFUL_KILL + "' WINCH\n"
     "trap 'exit 0' TERM INT\n"
-    "while :; do read -r _ || sleep 1; done\n"
+    # stdin ends only when icplay's connection is gone (icplay died): stop reading then
+    "while :; do read -r _ || exec sleep infinity; done\n"
 )
 
 
@@ -343,6 +344,7 @@ class DockerSandbox:
         self._hardened = False
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
+        self._warden_stdin: _ExecSocketTransport | None = None   # faithful containers: pid 1's stdin
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
 
@@ -355,7 +357,7 @@ class DockerSandbox:
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
                          sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
-            **({"exports": ":"} if self.faithful else {}))
+            **({"exports": ":", "bash_named_errors": True} if self.faithful else {}))
 
     def start(self) -> None:
         reap_once(self.client)
@@ -425,13 +427,12 @@ class DockerSandbox:
                 network_mode=None if self.network else "none", privileged=False,
                 security_opt=["no-new-privileges"], hostname=faithful_hostname(image_id), **options)
             track(self.container.id)
+        # The connection stays open as long as the container: closed, it would end pid 1's
+        # stdin, and the warden's `read` would return at once instead of waiting.
         sock = self.container.attach_socket(params={"stdin": 1, "stream": 1})
-        transport = _ExecSocketTransport(sock)
-        try:
-            self.container.start()
-            transport.write(FAITHFUL_WARDEN.encode())
-        finally:
-            transport.close()
+        self._warden_stdin = _ExecSocketTransport(sock)
+        self.container.start()
+        self._warden_stdin.write(FAITHFUL_WARDEN.encode())
 
     def _fill(self, tree: bytes) -> None:
         """Unpack the image's writable roots into their (empty) tmpfs mounts."""
@@ -624,6 +625,9 @@ class DockerSandbox:
     def close(self) -> None:
         self.shell.close()
         self._close_control()
+        stdin, self._warden_stdin = self._warden_stdin, None
+        if stdin is not None:
+            stdin.close()
         if self.container is not None:
             container, self.container = self.container, None
             _remove_quietly(self.client, container.id)

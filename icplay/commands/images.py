@@ -1,19 +1,32 @@
-"""``icplay images build [ENV]``: build icplay's task images (one or more per language) with visible progress."""
+"""``icplay images build [ENV]``: build icplay's task images (one or more per language) with visible progress;
+``icplay images build nl2bash --from-intercode PATH``: InterCode's four NL2Bash images."""
 
 from __future__ import annotations
 
 import sys
 
+NL2BASH = "nl2bash"
+
 
 def register(sub) -> None:
     p = sub.add_parser("images", help="build or list icplay's Docker images")
     actions = p.add_subparsers(dest="images_action", metavar="ACTION")
-    build = actions.add_parser("build", help="build the task images (all, or one: bash, sql)")
-    build.add_argument("env", nargs="*", help="which images (default: all)")
+    build = actions.add_parser("build", help="build the task images (all, or one: bash, sql, python, ctf; nl2bash: InterCode's)")
+    build.add_argument("env", nargs="*", help="which images (default: all of icplay's; nl2bash: InterCode's four "
+                                              "NL2Bash images, intercode-nl2bash-fs1..fs4)")
+    build.add_argument("--from-intercode", metavar="PATH",
+                       help="nl2bash: an InterCode checkout, or its docker/ folder (default: ../shared/intercode)")
+    build.add_argument("--base", metavar="IMAGE",
+                       help="nl2bash: the base image to build on (default: the Dockerfile's ubuntu:latest if "
+                            "present, else a local Debian or Ubuntu)")
     build.set_defaults(func=run_build)
     listing = actions.add_parser("list", help="show which images exist")
     listing.set_defaults(func=run_list)
     p.set_defaults(func=run_list)
+
+
+def _say(line: str) -> None:
+    print("  " + line.rstrip(), file=sys.stderr)
 
 
 def run_build(args) -> int:
@@ -22,26 +35,51 @@ def run_build(args) -> int:
     from icplay.sandbox.images import IMAGES, build_image, docker_client
 
     all_specs()   # each language's spec registers its images
-
-    client = docker_client()
     names = args.env or list(IMAGES)
     for name in names:
-        if name not in IMAGES:
-            raise UserError(f"no image {name!r} (known: {', '.join(IMAGES)})")
+        if name not in IMAGES and name != NL2BASH:
+            raise UserError(f"no image {name!r} (known: {', '.join([*IMAGES, NL2BASH])})")
+    if (args.from_intercode or args.base) and NL2BASH not in names:
+        raise UserError("--from-intercode and --base are for `icplay images build nl2bash`")
+    client = docker_client()
     for name in names:
+        if name == NL2BASH:
+            _build_nl2bash(client, args)
+            continue
         print(f"building {IMAGES[name].name} ...", file=sys.stderr)
-        build_image(client, name, lambda line: print("  " + line.rstrip(), file=sys.stderr))
+        build_image(client, name, _say)
         print(f"built {IMAGES[name].name}", file=sys.stderr)
     return 0
 
 
+def _build_nl2bash(client, args) -> None:
+    from icplay.bash.intercode_images import IntercodeSourceError, build_nl2bash_images
+    from icplay.cli import UserError
+    from icplay.paths import intercode_dir
+
+    source = args.from_intercode or intercode_dir()
+    if source is None:
+        raise UserError("say where InterCode is: icplay images build nl2bash --from-intercode PATH "
+                        "(a checkout of github.com/princeton-nlp/intercode)")
+    try:
+        built = build_nl2bash_images(client, source, _say, base=args.base)
+    except IntercodeSourceError as exc:
+        raise UserError(str(exc)) from None
+    for name, base in built:
+        print(f"built {name} (on {base})", file=sys.stderr)
+
+
 def run_list(args) -> int:
+    from icplay.bash.intercode_images import VERSIONS, image_name
     from icplay.languages import all_specs
     from icplay.sandbox.images import IMAGES, docker_client, image_exists
 
     all_specs()
-
     client = docker_client()
     for name, spec in IMAGES.items():
-        print(f"{name:<6} {spec.name:<24} {'present' if image_exists(client, spec.name) else 'missing (icplay images build ' + name + ')'}")
+        print(f"{name:<7} {spec.name:<24} {'present' if image_exists(client, spec.name) else 'missing (icplay images build ' + name + ')'}")
+    for version in VERSIONS:
+        tag = image_name(version)
+        state = "present" if image_exists(client, tag) else "missing (icplay images build nl2bash --from-intercode PATH)"
+        print(f"{NL2BASH:<7} {tag:<24} {state}")
     return 0

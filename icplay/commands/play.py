@@ -28,8 +28,10 @@ def register(sub) -> None:
     p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
     p.add_argument("--task", help="start at this task id")
-    p.add_argument("--sandbox", help="bash, python: docker or bwrap; sql: sqlite or mysql")
+    p.add_argument("--sandbox", help="bash, python, ctf: docker or bwrap; sql: sqlite or mysql")
     p.add_argument("--image", help="Docker image to run the tasks on (e.g. InterCode's, for nl2bash sets)")
+    p.add_argument("--compat", choices=["intercode"], default=None,
+                   help="bash, --plain: InterCode's own execution semantics (see docs/rewards.md)")
     p.add_argument("--session", help="a named baseline session: one trajectory per task, resumable")
     p.add_argument("--out", type=Path, help="folder for trajectories (default: ~/.icplay/trajectories)")
     p.add_argument("--plain", action="store_true", help="line-mode REPL instead of the app")
@@ -69,7 +71,8 @@ def run(args) -> int:
     session = open_session(args.session or "plain", args.out)
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
-    env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr))
+    env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr),
+                   **({"compat": args.compat} if args.compat else {}))
     try:
         return run_tasks(tasks, env, session, lambda episode: Driver(
             episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",

@@ -1,9 +1,11 @@
-"""``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded SQL or Python episodes.
+"""``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded episodes.
 
-Re-executes every recorded action on pristine task databases, recomputes each turn's
+Re-executes every recorded action (SQL: on pristine task databases; Bash: in a new
+container of ``--image``, icplay's shell or ``--compat intercode``; Python and CTF: in
+fresh sandboxes), recomputes each turn's
 reward, writes one JSON line per turn (``--out``) and prints how many turns and episodes
-agree with the recorded numbers. The logic is in ``icplay.sql.rescore`` and, for Python
-(MBPP) sets, ``icplay.python.rescore``.
+agree with the recorded numbers. The logic is in ``icplay.sql.rescore``,
+``icplay.bash.rescore``, ``icplay.python.rescore`` and ``icplay.ctf.rescore``.
 """
 
 from __future__ import annotations
@@ -15,17 +17,22 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("rescore", help="replay InterCode's recorded SQL or Python episodes and recompute their rewards",
+    p = sub.add_parser("rescore", help="replay InterCode's recorded SQL, Bash, Python or CTF episodes and recompute their rewards",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("results", help="an InterCode results file (turn_history), a per-episode log file (one "
                    "episode, a list, JSONL, or an object keyed by task index) or a folder of them")
     p.add_argument("--tasks", required=True, help="the task file the episodes index into (a set name or a path)")
     p.add_argument("--databases", help="the databases' MySQL dump (default: the set's, or the .sql beside the task file)")
+    p.add_argument("--env", choices=("sql", "bash", "python", "ctf"), default=None,
+                   help="the environment (default: the task set's; sql for a task file)")
     p.add_argument("--sandbox", choices=("mysql", "sqlite", "docker", "bwrap", "none"), default=None,
                    help="SQL: database backend (default mysql: InterCode recorded on MySQL); "
                         "Python: docker or bwrap (default docker when a daemon answers); CTF: docker or "
                         "bwrap, or none to score the submits without replaying the other actions")
-    p.add_argument("--image", help="server image for --sandbox mysql (default icplay-sql:latest)")
+    p.add_argument("--image", help="SQL: server image for --sandbox mysql (default icplay-sql:latest); "
+                                   "Bash: the task image (e.g. intercode-nl2bash-fs1)")
+    p.add_argument("--compat", choices=("intercode",), default=None,
+                   help="Bash: replay with InterCode's own execution semantics (see docs/rewards.md)")
     p.add_argument("--out", help="write one JSON line per turn here")
     p.add_argument("--jobs", type=int, default=1, help="episodes replayed in parallel, each on its own server")
     p.add_argument("--limit", type=int, help="replay only the first N episodes")
@@ -38,7 +45,12 @@ def run(args) -> int:
     from icplay.sql.rescore import check_databases, guess_databases, read_results, rescore
     from icplay.tasks.registry import find_set
 
-    task_set = find_set(args.tasks)
+    from icplay.tasks.registry import task_sets
+
+    env_name = args.env or next((s.env for s in task_sets() if s.name == args.tasks), None)
+    if env_name == "bash":
+        return run_bash(args)
+    task_set = find_set(args.tasks, env=env_name) if env_name else find_set(args.tasks)
     if task_set.env == "python":
         return run_python(args, task_set)
     if task_set.env == "ctf":
@@ -52,7 +64,7 @@ def run(args) -> int:
     if task_set.env != "sql":
         from icplay.cli import UserError
 
-        raise UserError(f"rescore replays SQL, Python and CTF sets; {task_set.name!r} is a {task_set.env} set")
+        raise UserError(f"rescore replays SQL, Bash, Python and CTF sets; {task_set.name!r} is a {task_set.env} set")
     args.sandbox = args.sandbox or "mysql"
     if args.sandbox not in ("mysql", "sqlite"):
         from icplay.cli import UserError
@@ -132,5 +144,48 @@ def run_python(args, task_set) -> int:
         print(line)
     if summary.disagreeing_episodes:
         print(f"episodes whose solved status differs: {', '.join(summary.disagreeing_episodes[:20])}")
+    print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def run_bash(args) -> int:
+    """Replay recorded Bash episodes on their image (``icplay.bash.rescore``)."""
+    from icplay.bash.rescore import rescore
+    from icplay.cli import UserError
+    from icplay.languages import make_env
+    from icplay.formats.intercode import read_results
+    from icplay.tasks.registry import find_set
+
+    tasks = find_set(args.tasks, env="bash").load()
+    if not (args.image or all(t.image for t in tasks)):
+        raise UserError("Bash episodes replay on the image they were recorded on: pass --image "
+                        "(e.g. intercode-nl2bash-fs1; icplay images build nl2bash builds them)")
+    episodes = read_results(args.results)
+    if args.limit:
+        episodes = episodes[:args.limit]
+    options = {"compat": args.compat} if args.compat else {}
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(f"  {done}/{total} episodes", file=sys.stderr, flush=True)
+
+    mode = f"--compat {args.compat}" if args.compat else "icplay's shell"
+    where = args.image or "the tasks' images"
+    print(f"replaying {len(episodes)} Bash episodes on {where} ({mode})", file=sys.stderr)
+    results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox="docker", image=args.image,
+                                                                 **options),
+                               jobs=max(1, args.jobs), progress=progress)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as out:
+            for episode in episodes:
+                for record in results.get(episode.key, []):
+                    out.write(json.dumps(record.to_dict(), default=str) + "\n")
+    for line in summary.lines():
+        print(line)
+    if summary.disagreeing_episodes:
+        shown = ", ".join(summary.disagreeing_episodes[:20])
+        more = len(summary.disagreeing_episodes) - 20
+        print(f"episodes whose solved status differs: {shown}" + (f" (+{more} more)" if more > 0 else ""))
     print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return 0

@@ -35,8 +35,11 @@ def register(sub) -> None:
     p.add_argument("-j", "--jobs", type=int, default=1, help="episodes in parallel (default 1)")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks")
     p.add_argument("--task-id", action="append", default=None, help="only this task (repeatable)")
-    p.add_argument("--sandbox", default=None, help="bash, python: docker or bwrap; sql: sqlite or mysql")
+    p.add_argument("--sandbox", default=None, help="bash, python, ctf: docker or bwrap; sql: sqlite or mysql")
     p.add_argument("--image", default=None, help="Docker image for the tasks (e.g. InterCode's)")
+    p.add_argument("--compat", choices=["intercode"], default=None,
+                   help="bash: InterCode's own execution semantics (per-action bash -c, cd emulation, git "
+                        "reset, gold at submit; see docs/rewards.md) instead of icplay's persistent shell")
     p.add_argument("--no-recycle", action="store_true",
                    help="bash on Docker: a new container for every episode, instead of reusing one that "
                         "proves itself pristine again (slower; see docs/agents.md)")
@@ -86,6 +89,8 @@ def run(args) -> int:
     out = Path(args.out) if args.out else runs_root() / safe_name(label)
     identity = {"label": label, "env": args.env, "tasks": setup["set"], "policy": info,
                 "protocol": args.protocol, "max_turns": setup["turns"], "sandbox": setup["sandbox"]}
+    if args.compat:
+        identity["compat"] = args.compat
     try:
         check_run_folder(out, identity, fresh=args.fresh)
     except RunConfigError as exc:
@@ -96,7 +101,7 @@ def run(args) -> int:
 
     limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
                     max_seconds=args.episode_time)
-    spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle),
+    spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle, compat=args.compat),
                    policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, info)
     budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
     progress = None if args.quiet else Progress(len(tasks), sys.stderr)

@@ -9,8 +9,10 @@ added, and the TF-IDF cosine of the agent's last output with the gold's output.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,21 +75,35 @@ SCORED_STATUSES = ("A", "??", "C")
 class GoldRun:
     """What the gold command does to a pristine sandbox: its output, changes and hashes.
 
-    The gold is deterministic by contract (same initial state, same command), so one run
-    per task serves every scoring of it: the ``intercode`` protocol scores after every
-    action, and re-running the gold each time would cost a container per turn.
+    Most golds are deterministic (same initial state, same command), so one run per task
+    serves every scoring of it: the ``intercode`` protocol scores after every action, and
+    re-running the gold each time would cost a container per turn. A gold whose two runs
+    at prefetch differ (``date``, ``$RANDOM``, a file's time in ``ls -l``) is marked
+    ``nondeterministic`` and run again at every submit (see ``BashEnv.submit``).
     """
 
     output: str
     exit_code: int | None
     changes: tuple[tuple[str, str], ...]
     hashes: dict[str, str]
+    nondeterministic: bool = False
+    earlier: tuple["GoldRun", ...] = ()     # a nondeterministic gold's earlier prefetch run
+
+    def same_as(self, other: "GoldRun") -> bool:
+        return (self.output, self.changes, self.hashes) == (other.output, other.changes, other.hashes)
 
 
-def run_gold(sandbox: Sandbox, gold: str) -> GoldRun:
-    # In a subshell: the gold's cd, variables and traps die with it, so the sandbox's
-    # shell stays as it started and a recycled gold sandbox can keep it.
-    result = sandbox.run(f"(\n{gold}\n)")
+# The second prefetch run starts at least this long after the first ended, so that a gold
+# printing the time to the second (``date``) differs between the two and is detected.
+SECOND_RUN_GAP = 1.05
+
+
+def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True) -> GoldRun:
+    # ``isolated``: in a subshell, so that the gold's cd, variables and traps die with it
+    # and a recycled gold sandbox can keep its shell. A faithful sandbox (a new container
+    # per run, see docker.py) runs the gold as the agent's actions run, so that the two
+    # containers hold the same processes (``find /`` walks /proc).
+    result = sandbox.run(f"(\n{gold}\n)" if isolated else gold)
     changes = file_changes(sandbox)
     added = [path for status, path in changes if status in SCORED_STATUSES]
     return GoldRun(result.output, result.exit_code, tuple(changes), content_hashes(sandbox, added))
@@ -128,20 +144,57 @@ class BashSandboxes:
         return (self._image_for(task), task.key, task.gold)
 
     def gold_run(self, task: Task) -> GoldRun:
-        """The task's gold run, made once in a pristine sandbox and kept."""
+        """The task's gold run, made in a pristine sandbox and kept: run twice (the second
+        at least SECOND_RUN_GAP after the first) to tell a nondeterministic gold."""
         key = self._gold_key(task)
         with self._lock:
             lock = self._gold_locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._gold_runs:
-                pool = self.pool(task, role="gold")
-                with self._gold_slots:
-                    box = pool.take()
-                    try:
-                        self._gold_runs[key] = run_gold(box, task.gold)
-                    finally:
-                        pool.discard(box)
+                first = self.fresh_gold_run(task)
+                time.sleep(SECOND_RUN_GAP)   # after the first run ended: its command ran before
+                second = self.fresh_gold_run(task)
+                self._gold_runs[key] = (first if first.same_as(second)
+                                        else dataclasses.replace(second, nondeterministic=True, earlier=(first,)))
             return self._gold_runs[key]
+
+    def fresh_gold_run(self, task: Task) -> GoldRun:
+        """The gold run once more, now, in a pristine sandbox (not kept)."""
+        pool = self.pool(task, role="gold")
+        with self._gold_slots:
+            box = pool.take()
+            try:
+                # (only Docker sandboxes have a faithful mode; bwrap's always isolate)
+                return run_gold(box, task.gold, isolated=not getattr(box, "faithful", False))
+            finally:
+                pool.discard(box)
+
+    def should_bracket(self, task: Task, sandbox: Sandbox) -> bool:
+        """Whether an action of this task runs between two gold runs (``bracket``): when its
+        gold is known to be nondeterministic, or not known yet on a faithful (not recycled)
+        sandbox; a recycled one would need a third container for it."""
+        if self.kind != "docker":
+            return False
+        gold = self._gold_runs.get(self._gold_key(task))
+        if gold is not None:
+            return gold.nondeterministic
+        return getattr(sandbox, "faithful", False)   # only Docker sandboxes have the mode
+
+    def bracket(self, task: Task, action: Callable[[], object]) -> tuple[object, list[GoldRun]]:
+        """Run ``action`` between two gold runs in ready pristine sandboxes, one just before
+        and one just after: a gold that prints the time (``date``) printed, in one of
+        them, the second the action saw (when the three take less than a second)."""
+        pool = self.pool(task, role="gold")
+        boxes = [pool.take(), pool.take()]
+        try:
+            isolated = not getattr(boxes[0], "faithful", False)
+            before = run_gold(boxes[0], task.gold, isolated)
+            result = action()
+            after = run_gold(boxes[1], task.gold, isolated)
+            return result, [before, after]
+        finally:
+            for box in boxes:
+                pool.discard(box)
 
     def prefetch_gold(self, task: Task) -> None:
         """Start the task's gold run in the background, so that scoring does not wait for it.
@@ -195,6 +248,8 @@ class BashSandboxes:
         with self._lock:
             if key not in self._pools:
                 spares = 0 if role == "gold" and self.recycle else self.spares
+                if role == "gold" and self.kind == "docker" and self._image_for(task) != DEFAULT_IMAGE:
+                    spares = 2   # faithful containers are not recycled: keep two ready (``bracket``)
                 self._pools[key] = SandboxPool(self._make_factory(task, role), spares=spares, recycle=self.recycle,
                                                urgent=role == "gold")
             return self._pools[key]
@@ -240,6 +295,7 @@ class BashEnv:
         self._pending: Future | None = None
         self._taker: ThreadPoolExecutor | None = None
         self._pool: SandboxPool | None = None
+        self._bracket: list[GoldRun] = []
         self.last_output = ""
 
     def reset(self, task: Task) -> str:
@@ -273,7 +329,15 @@ class BashEnv:
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         if self.sandbox is None:
             raise RuntimeError("reset() the environment before step()")
-        result = self.sandbox.run(action, on_output=on_output)
+        sandbox = self.sandbox
+        # A gold that may print the time runs just before and just after the action, each
+        # in its own pristine sandbox: one of the two saw the agent's moment.
+        self._bracket = []
+        if self.sandboxes.should_bracket(self.task, sandbox):
+            result, self._bracket = self.sandboxes.bracket(
+                self.task, lambda: sandbox.run(action, on_output=on_output))
+        else:
+            result = sandbox.run(action, on_output=on_output)
         # InterCode compares the raw output; icplay's notes travel in info["notes"].
         self.last_output = result.output
         return StepResult(result.output, result.exit_code, result.duration, result.info())
@@ -286,17 +350,32 @@ class BashEnv:
         if self.sandbox is None or self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         gold = self.sandboxes.gold_run(self.task)
+        golds = [gold]
+        if gold.nondeterministic or any(not run.same_as(gold) for run in self._bracket):
+            # Run it again next to the agent's final state; the agent's last output was
+            # made between the prefetch runs and this one, so it is scored against each
+            # and the best counts (a `date` gold: one of them printed the agent's second).
+            golds = [*self._bracket, self.sandboxes.fresh_gold_run(self.task), gold, *gold.earlier]
         agent_changes = file_changes(self.sandbox)
-        paths = paths_to_hash(agent_changes, list(gold.changes))
-        agent_hashes = content_hashes(self.sandbox, paths)
-        gold_hashes = {path: gold.hashes.get(path, "missing") for path in paths}
-        scored = bash_reward(agent_changes, list(gold.changes), agent_hashes, gold_hashes, self.last_output,
-                             gold.output)
+        best = None
+        for candidate in golds:
+            paths = paths_to_hash(agent_changes, list(candidate.changes))
+            agent_hashes = content_hashes(self.sandbox, paths)
+            gold_hashes = {path: candidate.hashes.get(path, "missing") for path in paths}
+            scored = bash_reward(agent_changes, list(candidate.changes), agent_hashes, gold_hashes,
+                                 self.last_output, candidate.output)
+            if best is None or scored.reward > best[0].reward:
+                best = (scored, candidate)
+        scored, gold = best
         breakdown = scored.to_dict()
         breakdown["gold_exit_code"] = gold.exit_code
+        if len(golds) > 1:
+            breakdown["gold_nondeterministic"] = True
+            breakdown["gold_runs_compared"] = len(golds)
         return SubmitResult(scored.reward, breakdown, gold.output)
 
     def _release(self) -> None:
+        self._bracket = []
         pool, pending, sandbox = self._pool, self._pending, self._sandbox
         self._pending = self._sandbox = None
         if pool is None:
@@ -323,8 +402,24 @@ def _sandboxes(sandbox: str, image: str | None, timeout: float | None, progress:
 
 def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None = None,
                   progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> BashEnv:
-    """One Bash env with its own sandbox pools (the language spec's ``env``)."""
+    """One Bash env with its own sandbox pools (the language spec's ``env``); with
+    ``compat="intercode"``, InterCode's own execution semantics (icplay/bash/compat.py)."""
+    if options.get("compat") == "intercode":
+        return intercode_bash(sandbox, image, timeout)
     return BashEnv(_sandboxes(sandbox, image, timeout, progress, recycle))
+
+
+COMPAT_MODES = ("intercode",)
+
+
+def intercode_bash(sandbox: str, image: str | None, timeout: float | None):
+    """``compat="intercode"``: a new InterCode-style env (its own gold and agent containers)."""
+    from icplay.bash.compat import IntercodeBashEnv
+    from icplay.sandbox.base import SandboxError
+
+    if sandbox != "docker":
+        raise SandboxError("--compat intercode runs on Docker only (InterCode's containers)")
+    return IntercodeBashEnv(image=image, timeout=timeout)
 
 
 class SharedBashEnvs:
@@ -341,13 +436,19 @@ class SharedBashEnvs:
         # No spare when containers are recycled: a used one comes back after every
         # episode, and a lazy env takes it while its policy thinks.
         spares = 0 if recycle and sandbox == "docker" else 1
-        self.sandboxes = _sandboxes(sandbox, image, timeout, progress, recycle, spares)
+        self.compat = options.get("compat")
+        self.sandbox, self.image, self.timeout = sandbox, image, timeout
+        self.sandboxes = None if self.compat == "intercode" else \
+            _sandboxes(sandbox, image, timeout, progress, recycle, spares)
 
-    def __call__(self) -> BashEnv:
+    def __call__(self):
+        if self.compat == "intercode":
+            return intercode_bash(self.sandbox, self.image, self.timeout)
         return BashEnv(self.sandboxes, owns_sandboxes=False, lazy=True)
 
     def stats(self) -> dict[str, int]:
-        return self.sandboxes.stats()
+        return self.sandboxes.stats() if self.sandboxes is not None else {}
 
     def close(self) -> None:
-        self.sandboxes.close()
+        if self.sandboxes is not None:
+            self.sandboxes.close()

@@ -16,17 +16,20 @@ from icplay.agents.protocols import Limits
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """Which language, on which sandbox and image; ``recycle`` keeps Docker containers warm."""
+    """Which language, on which sandbox and image; ``recycle`` keeps Docker containers warm;
+    ``compat="intercode"`` runs Bash with InterCode's own execution semantics."""
 
     env_name: str
     sandbox: str | None = None
     image: str | None = None
     recycle: bool = True
+    compat: str | None = None
 
     def factory(self):
         from icplay.languages import EnvFactory
 
-        return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle)
+        options = {"compat": self.compat} if self.compat else {}
+        return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle, **options)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,44 @@ WARDEN = (
     "while :; do sleep 2147483647 & wait $!; done\n"
 )
 
+# A task's own image (InterCode's, any image not built by icplay) runs *faithful*: the
+# action sees the container its image makes and nothing of icplay's. Pid 1 is a plain
+# ``/bin/bash`` (InterCode's containers run their image's ``/bin/bash``) whose warden traps
+# arrive on its stdin, not in its command line; it knows the session's shell as the
+# process whose parent is outside the container (``docker exec``'s, ppid 0: no process of
+# the action can have that parent), so no pid file is written. No control shell, no
+# pristine copies, no dropped capability (a process the action may not read would show
+# in ``find /`` as "Permission denied"), no exported variables; the host name is the same
+# in every container of the image, so a gold's container and the agent's look alike to
+# any command. Such containers are not recycled: every episode and gold run gets a new one.
+_FAITHFUL_KEEP = ('keep=" "; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; line=; '
+                  'read -r line < "$d/stat" 2>/dev/null || continue; rest=${line##*) }; rest=${rest#* }; '
+                  '[ "${rest%% *}" = 0 ] && keep="$keep$p "; done')
+_FAITHFUL_KILL = ('seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
+                  'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; '
+                  'case "$keep$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; '
+                  'fresh=1; done; [ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done')
+FAITHFUL_WARDEN = (
+    "trap '" + _FAITHFUL_KEEP + '; for k in $keep; do kill -STOP "$k" 2>/dev/null || continue; mask=0; '
+    'while read -r key value; do case "$key" in SigIgn:|SigBlk:) mask=$(( mask | 0x$value ));; esac; '
+    'done < /proc/$k/status; if (( mask & 0x200 )); then kill -KILL "$k"; else kill -USR1 "$k"; fi; done 2>/dev/null; '
+    + _FAITHFUL_KILL + '; for k in $keep; do kill -CONT "$k" 2>/dev/null; done' + "' USR2\n"
+    "trap 'keep=\" \"; " + _FAITHFUL_KILL + "' HUP\n"
+    "trap '" + _FAITHFUL_KEEP + "; " + _FAITHFUL_KILL + "' WINCH\n"
+    "trap 'exit 0' TERM INT\n"
+    # stdin ends only when icplay's connection is gone (icplay died): stop reading then
+    "while :; do read -r _ || exec sleep infinity; done\n"
+)
+
+
+def faithful_hostname(image_id: str) -> str:
+    """The host name of every faithful container of an image: twelve hex digits, as
+    Docker's own names look, the same for the gold's container and the agent's."""
+    import hashlib
+
+    return hashlib.sha256(image_id.encode()).hexdigest()[:12]
+
+
 DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "nano_cpus": 1_000_000_000}
 
 # What an action may write, on icplay's own images: the root filesystem is read-only and
@@ -277,11 +315,15 @@ class DockerSandbox:
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
-                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = "default"):
+                 recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = "default",
+                 faithful: bool | None = None):
         """``disk_limit``: the size of each writable root (and of any file) on icplay's
         images (default: $ICPLAY_DISK_LIMIT, else 2g); None or "off" leaves the root
-        filesystem writable and unbounded, as on other images."""
+        filesystem writable and unbounded, as on other images. ``faithful`` (default:
+        on any image but icplay's own): nothing of icplay visible to the action (see
+        FAITHFUL_WARDEN); never recycled."""
         self.client = client
+        self.faithful = (not icplay_image(client, image)) if faithful is None else faithful
         if disk_limit == "default":
             disk_limit = os.environ.get(DISK_LIMIT_ENV) or DEFAULT_DISK_LIMIT
         self.disk_limit = None if disk_limit in (None, "off", "0") else size_bytes(disk_limit)
@@ -302,18 +344,20 @@ class DockerSandbox:
         self._hardened = False
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
+        self._warden_stdin: _ExecSocketTransport | None = None   # faithful containers: pid 1's stdin
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
 
     def _new_shell(self) -> PersistentShell:
-        init = f"echo $$ > {SHELL_PID_FILE}"
+        init = ":" if self.faithful else f"echo $$ > {SHELL_PID_FILE}"
         if self.workdir:
             init += f"; cd {shlex.quote(self.workdir)}"
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
                          sweep=self._sweep),
-            init_script=init, output_cap=self.output_cap, default_timeout=self.timeout)
+            init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
+            **({"exports": ":", "bash_named_errors": True} if self.faithful else {}))
 
     def start(self) -> None:
         reap_once(self.client)
@@ -335,12 +379,15 @@ class DockerSandbox:
                     log_config=docker.types.LogConfig(type="none"),
                     mem_limit=size_bytes(options["mem_limit"]) + limit,
                     memswap_limit=size_bytes(options["memswap_limit"]) + limit)
-            with creating():
-                self.container = self.client.containers.run(
-                    self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
-                    network_mode=None if self.network else "none", privileged=False,
-                    security_opt=["no-new-privileges"], hostname="icplay", **options)
-                track(self.container.id)
+            if self.faithful:
+                self._start_faithful(labels, options)
+            else:
+                with creating():
+                    self.container = self.client.containers.run(
+                        self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
+                        network_mode=None if self.network else "none", privileged=False,
+                        security_opt=["no-new-privileges"], hostname="icplay", **options)
+                    track(self.container.id)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
@@ -348,7 +395,8 @@ class DockerSandbox:
         try:
             if tree:
                 self._fill(tree)
-            self._start_control()
+            if not self.faithful:
+                self._start_control()
             # the session's shell starts while the control shell takes the pristine copies
             # (nothing runs in the session before start() returns)
             failed: list[Exception] = []
@@ -369,6 +417,22 @@ class DockerSandbox:
         except Exception:
             self.close()
             raise
+
+    def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
+        """Pid 1 is the image's plain /bin/bash; the warden's traps go in through its stdin."""
+        image_id = self.client.api.inspect_image(self.image)["Id"]
+        with creating():
+            self.container = self.client.containers.create(
+                self.image, command=["/bin/bash"], stdin_open=True, detach=True, labels=labels,
+                network_mode=None if self.network else "none", privileged=False,
+                security_opt=["no-new-privileges"], hostname=faithful_hostname(image_id), **options)
+            track(self.container.id)
+        # The connection stays open as long as the container: closed, it would end pid 1's
+        # stdin, and the warden's `read` would return at once instead of waiting.
+        sock = self.container.attach_socket(params={"stdin": 1, "stream": 1})
+        self._warden_stdin = _ExecSocketTransport(sock)
+        self.container.start()
+        self._warden_stdin.write(FAITHFUL_WARDEN.encode())
 
     def _fill(self, tree: bytes) -> None:
         """Unpack the image's writable roots into their (empty) tmpfs mounts."""
@@ -561,6 +625,9 @@ class DockerSandbox:
     def close(self) -> None:
         self.shell.close()
         self._close_control()
+        stdin, self._warden_stdin = self._warden_stdin, None
+        if stdin is not None:
+            stdin.close()
         if self.container is not None:
             container, self.container = self.container, None
             _remove_quietly(self.client, container.id)
@@ -575,7 +642,7 @@ class DockerSandbox:
 
     def _open(self, which: str) -> "_ExecSocketTransport":
         api = self.client.api
-        argv = SESSION_SHELL_ARGV if which == "shell" else SHELL_ARGV
+        argv = SESSION_SHELL_ARGV if which == "shell" and not self.faithful else SHELL_ARGV
         created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
         self._exec_ids[which] = created["Id"]
         sock = api.exec_start(created["Id"], socket=True)
@@ -590,7 +657,16 @@ class DockerSandbox:
 
     def _sweep(self, shell_pid: int) -> None:
         """Kill every process but the warden and the two shells, through the control shell
-        (builtins only, so it works while a fork bomb holds every pid)."""
+        (builtins only, so it works while a fork bomb holds every pid); in a faithful
+        container, through the warden (SIGWINCH), watching Docker's process list."""
+        if self.faithful:
+            self._signal("SIGWINCH")
+            deadline = time.monotonic() + KILL_SHELL_WAIT
+            while time.monotonic() < deadline:
+                if len(self.client.api.top(self.container.id).get("Processes") or []) <= 2:
+                    return
+                time.sleep(0.05)
+            raise SandboxError("the sweep left processes running")
         if self.control is None or not shell_pid:
             raise SandboxError("no control shell to sweep with")
         self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)

@@ -165,8 +165,6 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
 
     Raises ImageBuildError (a SandboxError) with the last log lines when the build fails.
     """
-    import docker.errors
-
     spec = _spec(env)
     progress = progress or (lambda line: None)
     root = repo_root()
@@ -174,6 +172,17 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
     if not dockerfile.is_file():
         raise SandboxError(f"{dockerfile} is not there: build icplay's images from a source checkout "
                            "(git clone, pip install -e .) or set ICPLAY_ROOT to one.")
+    return stream_build(client, spec.name, spec.dockerfile, progress, path=str(root), dockerfile=spec.dockerfile,
+                        nocache=nocache, labels={INPUTS_LABEL: build_inputs_digest(env)},
+                        buildargs={**spec.buildargs, **(buildargs or {})} or None)
+
+
+def stream_build(client: Any, name: str, source: str, progress: Progress, **build: Any) -> str:
+    """``client.api.build(tag=name, **build)`` with its log lines sent to ``progress``;
+    ``source`` names what is built from, for errors. Returns ``name``; raises
+    ImageBuildError with the last log lines when the build fails."""
+    import docker.errors
+
     tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL)
 
     def emit(line: str) -> None:
@@ -184,11 +193,8 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
 
     pending = ""  # a "stream" chunk may end mid-line
     try:
-        stream = client.api.build(
-            path=str(root), dockerfile=spec.dockerfile, tag=spec.name, decode=True, rm=True,
-            forcerm=True, nocache=nocache, pull=False, timeout=BUILD_TIMEOUT,
-            labels={INPUTS_LABEL: build_inputs_digest(env)},
-            buildargs={**spec.buildargs, **(buildargs or {})} or None)
+        stream = client.api.build(tag=name, decode=True, rm=True, forcerm=True, pull=False,
+                                  timeout=BUILD_TIMEOUT, **build)
         for chunk in stream:
             if "stream" in chunk:
                 pending += chunk["stream"]
@@ -201,7 +207,7 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
                 detail = (chunk.get("errorDetail", {}).get("message") or chunk["error"]).strip()
                 if len(detail) > 300:  # "The command '/bin/sh -c <the whole RUN>' returned ..."
                     detail = detail[:150] + " ... " + detail[-120:]
-                raise ImageBuildError(f"building {spec.name} from {spec.dockerfile} failed: {detail}",
+                raise ImageBuildError(f"building {name} from {source} failed: {detail}",
                                       list(tail))
             elif "status" in chunk:
                 emit(" ".join(str(chunk[k]) for k in ("status", "id", "progress") if chunk.get(k)))
@@ -209,15 +215,15 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
     except ImageBuildError:
         raise
     except docker.errors.APIError as exc:
-        raise ImageBuildError(f"building {spec.name} failed: Docker said {exc.explanation or exc}",
+        raise ImageBuildError(f"building {name} failed: Docker said {exc.explanation or exc}",
                               list(tail)) from None
     except docker.errors.DockerException as exc:
-        raise ImageBuildError(f"building {spec.name} failed: {exc}", list(tail)) from None
+        raise ImageBuildError(f"building {name} failed: {exc}", list(tail)) from None
     except OSError as exc:  # the connection to the daemon broke, or the context is unreadable
-        raise ImageBuildError(f"building {spec.name} failed: {type(exc).__name__}: {exc}", list(tail)) from None
-    if not image_exists(client, spec.name):
-        raise ImageBuildError(f"building {spec.name} ended without an image", list(tail))
-    return spec.name
+        raise ImageBuildError(f"building {name} failed: {type(exc).__name__}: {exc}", list(tail)) from None
+    if not image_exists(client, name):
+        raise ImageBuildError(f"building {name} ended without an image", list(tail))
+    return name
 
 
 _build_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)

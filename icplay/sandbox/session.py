@@ -59,6 +59,9 @@ START_TIMEOUT = 30.0
 MAX_MARKER = 4096 + 64
 
 SHELL_ARGV = ["bash", "--noprofile", "--norc"]
+# What icplay's own shells export; a sandbox that shows the action only its image's
+# environment (``faithful``, see docker.py) exports nothing.
+SHELL_EXPORTS = "export PAGER=cat GIT_PAGER=cat LC_ALL=C.UTF-8 TERM=${TERM:-dumb}"
 RESTART_NOTE = ("started a new shell because the previous one had exited: "
                 "working directory, variables and functions are reset")
 # What the marker's health word means; every one but errexit replaces the shell.
@@ -106,6 +109,23 @@ def marker_line(nonce: str, status: str) -> str:
         "break; done; fi; "
         f"\\builtin printf '\\036{nonce} %d %d %s %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$PWD\""
     )
+
+
+# The function every action runs in. bash names an error by the file its function was
+# defined in ("main" for one read from stdin: ``main: line 9: foo: command not found``), so
+# it is defined from a file sourced under the name ``bash``, on that file's first line: errors
+# then read ``bash: line 1: foo: command not found``, as under ``bash -c``. The file is a
+# symlink to the here-string's descriptor in a private folder of /dev/shm (or /tmp), removed
+# at once, before any action; where that cannot be made the function is defined as is.
+# Used by faithful Docker containers (``bash_named_errors``); elsewhere errors say ``main``.
+_RUN_FUNCTION = '__ic_run() { __ic_status "${__ic_rc:-0}"; eval "$1"; }'
+RUN_DEFINITION = (
+    "__ic_d=/dev/shm; [ -d $__ic_d ] && [ -w $__ic_d ] || __ic_d=/tmp; __ic_d=$__ic_d/.bash$$; __ic_p=$PWD; "
+    "if { mkdir -m 700 \"$__ic_d\" && ln -s /dev/fd/3 \"$__ic_d/bash\" && \\builtin cd \"$__ic_d\"; } 2>/dev/null; "
+    f"then PATH= \\builtin source bash 3<<< {_RUN_FUNCTION!r} 2>/dev/null; \\builtin cd \"$__ic_p\"; "
+    "rm -rf \"$__ic_d\"; fi; unset OLDPWD __ic_d __ic_p; "
+    f"\\builtin declare -F __ic_run >/dev/null || {_RUN_FUNCTION}"
+)
 
 
 class Transport(Protocol):
@@ -272,8 +292,13 @@ class PersistentShell:
     """One long-lived bash; ``run`` executes one action and returns its ShellResult."""
 
     def __init__(self, control: ShellControl, init_script: str = "", output_cap: int = DEFAULT_OUTPUT_CAP,
-                 default_timeout: float = DEFAULT_TIMEOUT):
+                 default_timeout: float = DEFAULT_TIMEOUT, exports: str = SHELL_EXPORTS,
+                 bash_named_errors: bool = False):
         self.control = control
+        self.exports = exports
+        # RUN_DEFINITION's trick writes (and removes) a folder in /dev/shm or /tmp at start:
+        # only where nothing watches those (not in a container that proves itself pristine)
+        self.bash_named_errors = bash_named_errors
         self.init_script = init_script
         self.output_cap = output_cap
         self.default_timeout = default_timeout
@@ -299,12 +324,12 @@ class PersistentShell:
         threading.Thread(target=self._pump, args=(transport, inbox), daemon=True, name="icplay-shell-reader").start()
         script = (
             "exec 2>&1\n"
-            "export PAGER=cat GIT_PAGER=cat LC_ALL=C.UTF-8 TERM=${TERM:-dumb}\n"
+            f"{self.exports}\n"
             "shopt -s expand_aliases extdebug\n"
             "set -T\n"
             "__ic_dbg() { [[ -n ${__ic_abort-} && ${#FUNCNAME[@]} -gt 1 ]] && return 2; return 0; }\n"
             "__ic_status() { return \"$1\"; }\n"
-            "__ic_run() { __ic_status \"${__ic_rc:-0}\"; eval \"$1\"; }\n"
+            f"{RUN_DEFINITION if self.bash_named_errors else _RUN_FUNCTION}\n"
             "mapfile -t __ic_l < /proc/$$/limits; printf -v __ic_lim0 '%s|' \"${__ic_l[@]}\"\n"
             f"{self.init_script}\n"
             f"{marker_line(self._nonce, '$$')}\n"

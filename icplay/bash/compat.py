@@ -1,0 +1,278 @@
+"""``--compat intercode`` for Bash: InterCode's observable execution semantics.
+
+icplay's default Bash env runs actions in one persistent shell and scores against a gold
+run made once per task. InterCode's ``BashEnv`` (intercode/envs/bash/bash_env.py) does
+otherwise, and its published rewards carry the marks of it. This env reproduces them:
+
+- every action is its own ``docker exec`` of the *string* ``/bin/bash -c "ACTION"``,
+  which docker-py splits with ``shlex.split``: inner double quotes end the ``-c``
+  argument, backslashes are eaten, ``$1`` and ``$(...)`` reach bash unquoted (so they
+  work, but inside what shlex left). An action shlex cannot split observes
+  ``Malformed command``; a non-UTF-8 output too;
+- the working directory is emulated: an action starting with ``cd`` runs as
+  ``cd <path simplified by InterCode's rules>`` at ``/`` and, if it succeeds, becomes the
+  workdir of the next execs; nothing else (``export``, functions) persists;
+- an action that runs longer than 10 s observes ``Command timed out`` and is left
+  running, as InterCode's alarm leaves it;
+- reset runs ``git reset --hard; git clean -fd;`` at the image's working directory
+  (``/`` on the NL2Bash images), which deletes the image's empty directories and untracked
+  files outside .gitignore (``/tmp``, ``/mnt``): ``find -empty`` tasks depend on it;
+- the gold runs at submit time, in a second container reset the same way, at ``/``;
+- p1 parses ``git status --short`` by InterCode's whitespace split; p2 hashes each common
+  added path with ``md5sum PATH`` (a '.' in it) or ``md5deep -r PATH`` run as plain
+  execs, comparing their outputs: on an image without md5deep both fail alike and count
+  as the same; p3 compares the last action's output with the gold's.
+
+Containers are made as InterCode makes them (its image's command, a tty) and carry
+nothing of icplay's; one pair per episode, removed at the end (InterCode reuses one pair
+for every task, which leaks state in git-ignored folders from task to task: not copied).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable
+
+from icplay.envs.base import StepResult, SubmitResult
+from icplay.envs.bash_reward import BASE_REWARD, PART_WEIGHT, file_diff_score
+from icplay.envs.tfidf import tfidf_cosine
+from icplay.sandbox.base import DEFAULT_TIMEOUT, SandboxError
+from icplay.tasks.model import Task
+
+GIT_RESET_SCRIPT = "git reset --hard; git clean -fd;"
+GIT_STATUS_SCRIPT = "git status --short;"
+ENTRYPOINT = "/bin/bash"
+TIMED_OUT = "Command timed out"
+MALFORMED = "Malformed command"
+CONTENT_CHECKED = ("A", "??", "C")
+
+
+# -- InterCode's helpers, as pure functions ------------------------------------------------
+
+
+def clean_cmd(action: str, entrypoint: str = ENTRYPOINT) -> str:
+    """InterCode's command string for an action: ``/bin/bash -c "ACTION"``."""
+    return f'{entrypoint} -c "{action.strip()}"'
+
+
+def exec_argv(command: str) -> list[str]:
+    """What docker-py runs for a string command: ``shlex.split`` of it (raises ValueError
+    on unbalanced quotes, as docker-py does)."""
+    return shlex.split(command)
+
+
+def simplify_path(current: str, changed: str) -> str:
+    """InterCode's resolution of ``cd ARG`` against the emulated working directory."""
+    if not changed:
+        return current
+    if changed[0] == "/":
+        current = ""
+    path: list[str] = []
+    for segment in (current + "/" + changed).split("/"):
+        if segment == "..":
+            if path:
+                path.pop()
+        elif segment and segment != ".":
+            path.append(segment)
+    return "/" + "/".join(path)
+
+
+def parse_status(status: str) -> list[tuple[str, str]]:
+    """InterCode's parse of ``git status --short``: whitespace tokens paired as
+    (status, path); an odd last token (InterCode raises there) is dropped."""
+    tokens = status.split()
+    return [(tokens[i], tokens[i + 1]) for i in range(0, len(tokens) - 1, 2)]
+
+
+def hash_command(path: str) -> str:
+    return f"md5sum {path}" if "." in path else f"md5deep -r {path}"
+
+
+def intercode_reward(agent_changes, gold_changes, same_hash: Callable[[str], bool], agent_obs, gold_obs) -> dict:
+    """InterCode's ``get_reward`` from the facts; ``same_hash(path)`` compares one path's
+    hash outputs in the two containers."""
+    agent_set, gold_set = set(agent_changes), set(gold_changes)
+    missing, extra = sorted(gold_set - agent_set), sorted(agent_set - gold_set)
+    reward = BASE_REWARD
+    p1 = file_diff_score(len(missing) + len(extra))
+    reward += p1
+    common = sorted(change for change in agent_set & gold_set if change[0] in CONTENT_CHECKED)
+    same = [path for _status, path in common if same_hash(path)]
+    p2 = PART_WEIGHT if not common else round(PART_WEIGHT * (len(same) / len(common)), 2)
+    reward += p2
+    cosine = None
+    if agent_obs is not None and gold_obs is not None:
+        cosine = tfidf_cosine(agent_obs, gold_obs)
+    if cosine is None:
+        cosine = 1.0 if agent_obs == gold_obs else 0.0
+    p3 = round(PART_WEIGHT * cosine, 2)
+    reward += p3
+    return {"reward": reward, "p1": p1, "p2": p2, "p3": p3, "missing": [list(c) for c in missing],
+            "extra": [list(c) for c in extra], "same_content": same,
+            "different_content": [p for _s, p in common if p not in same], "cosine": cosine,
+            "compat": "intercode"}
+
+
+# -- containers ------------------------------------------------------------------------------
+
+
+class IntercodeContainer:
+    """A container as InterCode makes one (its image's command, a tty), actions as execs."""
+
+    def __init__(self, client: Any, image: str, network: bool = False):
+        from icplay.sandbox.docker import container_labels, creating, reap_once, track
+
+        reap_once(client)
+        with creating():
+            self.container = client.containers.run(image, detach=True, tty=True, labels=container_labels("bash"),
+                                                   network_mode=None if network else "none")
+            track(self.container.id)
+        self.client = client
+        self._timeouts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-ic-exec")
+
+    def exec(self, command: str | list[str], workdir: str | None = None,
+             timeout: float | None = None) -> tuple[int | None, bytes]:
+        """docker-py's ``exec_run`` of a string (shlex-split) or argv; None, b'' on timeout."""
+        argv = exec_argv(command) if isinstance(command, str) else command
+        if timeout is None:
+            result = self.container.exec_run(argv, workdir=workdir)
+            return result.exit_code, result.output or b""
+        future = self._timeouts.submit(self.container.exec_run, argv, workdir=workdir)
+        try:
+            result = future.result(timeout=timeout)
+        except FutureTimeout:
+            return None, b""
+        return result.exit_code, result.output or b""
+
+    def reset(self) -> None:
+        code, output = self.exec(clean_cmd(GIT_RESET_SCRIPT))
+        if code != 0:
+            raise SandboxError(f"InterCode's reset (git reset --hard; git clean -fd) failed: "
+                               f"{output.decode(errors='replace')[-300:]}")
+
+    def close(self) -> None:
+        from icplay.sandbox.docker import remove_container
+
+        self._timeouts.shutdown(wait=False, cancel_futures=True)
+        remove_container(self.client, self.container.id)
+
+
+class IntercodeBashEnv:
+    """A Bash env with InterCode's semantics (see the module's docstring)."""
+
+    name = "bash"
+    sandbox_kind = "docker"
+    compat = "intercode"
+
+    def __init__(self, image: str | None = None, timeout: float | None = None, client: Any = None):
+        self.image = image
+        self.timeout = timeout or DEFAULT_TIMEOUT
+        self._client = client
+        self.task: Task | None = None
+        self.agent: IntercodeContainer | None = None
+        self.eval: IntercodeContainer | None = None
+        self.workdir = "/"
+        self.last_output: str = ""
+        self.cwd: str | None = None
+        self._lock = threading.Lock()
+
+    def _image_for(self, task: Task) -> str:
+        image = self.image or task.image
+        if not image:
+            raise SandboxError("--compat intercode runs on an InterCode image: name one with --image "
+                               "(icplay images build nl2bash builds them)")
+        return image
+
+    def _client_once(self) -> Any:
+        if self._client is None:
+            from icplay.sandbox.images import docker_client
+
+            self._client = docker_client()
+        return self._client
+
+    def reset(self, task: Task) -> str:
+        self._release()
+        self.task = task
+        client = self._client_once()
+        self.agent = IntercodeContainer(client, self._image_for(task), network=task.network)
+        self.agent.reset()
+        self.workdir = self.cwd = "/"
+        self.last_output = ""
+        return task.query
+
+    def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
+        if self.agent is None:
+            raise RuntimeError("reset() the environment before step()")
+        started = time.monotonic()
+        is_cd = action.startswith("cd")
+        new_path = None
+        info: dict[str, Any] = {"compat": "intercode"}
+        try:
+            if is_cd:
+                cd_arg = action[action.index("cd ") + 3:].strip()
+                new_path = simplify_path(self.workdir, cd_arg)
+                action = f"cd {new_path}"
+            code, output = self.agent.exec(clean_cmd(action), workdir="/" if is_cd else self.workdir,
+                                           timeout=self.timeout)
+            if code is None:
+                observation, ok = TIMED_OUT, False
+                info["timed_out"] = True
+            else:
+                observation, ok = output.decode("utf-8"), code == 0
+        except Exception:   # shlex, decoding, `cd` without an argument: InterCode's bare except
+            observation, ok, code = MALFORMED, False, None
+        if is_cd and ok and new_path is not None:
+            self.workdir = self.cwd = new_path
+        info["cwd"] = self.workdir
+        self.last_output = observation
+        if on_output is not None and observation:
+            on_output(observation)
+        return StepResult(observation, code, time.monotonic() - started, info)
+
+    def interrupt(self) -> None:
+        """InterCode cannot stop an action; neither does this mode (it times out at 10 s)."""
+
+    def submit(self, arg: str | None = None) -> SubmitResult:
+        if self.agent is None or self.task is None:
+            raise RuntimeError("reset() the environment before submit()")
+        if self.eval is None:
+            self.eval = IntercodeContainer(self._client_once(), self._image_for(self.task), network=self.task.network)
+        self.eval.reset()
+        gold_obs: str | None = None
+        corrupt = False
+        try:
+            _code, output = self.eval.exec(clean_cmd(self.task.gold))
+            gold_obs = output.decode("utf-8")
+        except Exception:
+            corrupt = True
+        agent_changes = parse_status(self.agent.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
+        gold_changes = parse_status(self.eval.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
+
+        def same_hash(path: str) -> bool:
+            command = hash_command(path)
+            return self._hash(self.agent, command) == self._hash(self.eval, command)
+
+        breakdown = intercode_reward(agent_changes, gold_changes, same_hash, self.last_output, gold_obs)
+        breakdown["corrupt_gold"] = corrupt
+        return SubmitResult(breakdown["reward"], breakdown, gold_obs or "")
+
+    @staticmethod
+    def _hash(container: IntercodeContainer, command: str) -> bytes:
+        try:
+            return container.exec(command)[1]
+        except Exception as exc:   # docker-py raises where the exec cannot start: alike on both sides
+            return f"{type(exc).__name__}: {exc}".encode()
+
+    def _release(self) -> None:
+        for container in (self.agent, self.eval):
+            if container is not None:
+                container.close()
+        self.agent = self.eval = None
+
+    def close(self) -> None:
+        self._release()

@@ -99,7 +99,25 @@ class WatchScreen(PlayScreen):
                 self.policy_error = str(exc)
                 return {"kind": "human", "ui": "tui-watch", "user": user_name()}
         policy, info = self.prebuilt
+        self._warm_model(policy)
         return {**info, "protocol": self.agent.protocol, "ui": "tui-watch", "user": user_name()}
+
+    @staticmethod
+    def _warm_model(policy) -> None:
+        """Open the model's client (importing the client library, loading the TLS
+        certificates: seconds on a loaded machine) on a thread of its own while the sandbox
+        starts, so the first proposal does not wait for it after the sandbox."""
+        client = getattr(getattr(policy, "model", None), "client", None)
+        if not callable(client):
+            return
+
+        def warm() -> None:
+            try:
+                client()
+            except Exception:       # a missing key is said by the first call, in the panel
+                pass
+
+        threading.Thread(target=warm, name="icplay-warm-model", daemon=True).start()
 
     # -- the driver -----------------------------------------------------------------------------
 

@@ -132,6 +132,59 @@ def test_watch_plain_every_intervention_with_the_real_client_on_sqlite(tmp_path)
     assert all(r.get("stream") for r in requests)           # the watch streams the replies
 
 
+def test_watch_plain_switches_mode_pauses_and_single_steps_while_the_agent_works(tmp_path):
+    """The ``:`` lines act at any moment: mode switches at a waiting proposal and while the
+    model thinks, a pause that holds the next model call back, one step, going on."""
+    thinking = threading.Event()
+    replies = [fenced(WRONG), Reply(fenced("SELECT 2"), hold=thinking), fenced("SELECT 3"), fenced("SELECT 4"),
+               fenced("SELECT 5"), fenced(GOLD), "```sql\nsubmit\n```"]
+    try:
+        with FakeOpenAIServer(Script(replies)) as server:
+            proc = Proc(["watch", "sql", "--task", "bookshop-01", "--limit", "1", "--plain", "--model", "scripted",
+                         "--base-url", server.url, "--api-key", "k"], tmp_path)
+            proc.expect("any time: :auto :confirm :human")                # said once, up front
+            proc.expect(f"agent proposes: {WRONG}")
+            proc.expect("decide> ")
+            proc.send("?")
+            proc.expect(":pause after this step")                          # the help lists them
+            proc.expect("decide> ")
+            proc.send(":auto")                                             # the waiting proposal runs
+            proc.expect("(mode: auto)")
+            assert server.wait_requests(2, timeout=60)                     # the model thinks (held)
+            proc.send(":pause")
+            proc.expect("(pausing before the next step")
+            thinking.set()
+            proc.expect("agent proposes: SELECT 2")                        # runs unasked (auto) ...
+            proc.expect("paused> ")                                        # ... then the pause holds
+            assert len(server.requests) == 2                               # no call while paused
+            proc.send("n")                                                 # exactly one step
+            proc.expect("agent proposes: SELECT 3")
+            proc.expect("paused> ")
+            assert len(server.requests) == 3
+            proc.send(":confirm")                                          # paused -> confirm: asks again
+            proc.expect("agent proposes: SELECT 4")
+            proc.expect("decide> ")
+            proc.send(":human")                                            # the proposal is dropped
+            proc.expect("sql> ")
+            proc.send("SELECT 'mine';")
+            proc.expect("sql> ")
+            proc.send(":confirm")                                          # hand back, in confirm mode
+            proc.expect("agent proposes: SELECT 5")
+            proc.expect("decide> ")
+            proc.send(":auto")
+            proc.expect("reward: 1.00  (solved)")                          # GOLD, then submit, unasked
+            code, out, err = proc.finish()
+            requests = list(server.requests)
+    finally:
+        thinking.set()
+    assert code == 0, err
+    traj = saved(tmp_path, "watch", "sql", "bookshop-01")
+    assert [(t["author"], t["action"]) for t in traj["turns"]] == [
+        ("agent", WRONG), ("agent", "SELECT 2"), ("agent", "SELECT 3"), ("human", "SELECT 'mine';"),
+        ("agent", "SELECT 5"), ("agent", GOLD)]
+    assert len(requests) == 7 and traj["status"] == "submitted"
+
+
 def test_watch_plain_ctrl_c_while_the_model_thinks_takes_over_and_q_stops(tmp_path):
     hold = threading.Event()
     with FakeOpenAIServer(Script([Reply(fenced(WRONG), hold=hold), fenced(GOLD)])) as server:
@@ -272,6 +325,20 @@ def test_watch_plain_replays_an_intercode_gpt35_spider_episode_as_a_live_agent(t
     assert [(t["author"], t["action"]) for t in traj["turns"]] == [
         ("agent", recorded[0]), ("agent-edited-by-human", "SELECT Name FROM people")]
     assert traj["turns"][1]["proposed"] == recorded[1] and traj["turns"][0]["reward"] == 0.0
+
+
+@pytest.mark.shared
+def test_watch_plain_replay_starting_at_a_later_spider_task_gets_that_tasks_recording(tmp_path, shared_intercode):
+    results = shared_intercode / "results" / "sql" / "gpt-3.5" / "ic_sql_multiturn_gpt-3.5_10_turns.json"
+    recorded = json.loads(results.read_text())["3"]["turn_history"]["actions"]
+    proc = Proc(["watch", "sql", "--tasks", "spider", "--task", "3", "--policy", f"replay:{results}", "--plain"],
+                tmp_path)
+    proc.expect("=== task spider/3 (4 of ")                     # numbered in the whole set
+    proc.expect(f"agent proposes: {recorded[0]}")               # InterCode's index 3, not the slice's first
+    proc.expect("decide> ")
+    proc.send("q")
+    code, out, err = proc.finish()
+    assert code == 0, err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -97,9 +97,17 @@ def run(args) -> int:
 
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
-    tasks = select_tasks(args.env, args.tasks, args.task, args.image)
-    policy, info, tasks = build_policy(args, tasks)
-    playable = len(tasks)
+    # the policy sees the whole set: a recording names InterCode tasks by their index in it
+    everything = select_tasks(args.env, args.tasks, None, args.image)
+    policy, info, covered = build_policy(args, everything)
+    tasks = covered
+    if args.task is not None:
+        start = select_tasks(args.env, args.tasks, args.task, args.image)[0]
+        keys = [t.key for t in covered]
+        if start.key not in keys:
+            raise UserError(f"{args.policy} holds no episode of task {args.task}")
+        tasks = covered[keys.index(start.key):]
+    playable = len(covered)
     if not args.plain:
         from icplay.tui.launch import run_watch
 

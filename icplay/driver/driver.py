@@ -129,6 +129,8 @@ class Driver:
         self._stop_reason: str | None = None
         self._cancel: threading.Event | None = None
         self._running_command = False
+        self._command_over: threading.Event | None = None   # set when the running command has ended
+        self._interrupting: threading.Event | None = None   # the command an interrupt repeats for
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._worked_before = traj.time_worked or 0.0
@@ -197,7 +199,26 @@ class Driver:
             self.interrupt()
 
     def interrupt(self) -> None:
-        """Interrupt the running command (the turn is kept, marked interrupted)."""
+        """Interrupt the running command (the turn is kept, marked interrupted).
+
+        The envs drop an interrupt that arrives before the command has really started
+        (they clear the flag as a step begins), and a view learns that a command runs a
+        moment before it does; so the interrupt is repeated every 0.25 s until that
+        command has ended. Without a running command it does nothing."""
+        with self._lock:
+            over = self._command_over if self._running_command else None
+            if over is None or self._interrupting is over:
+                return
+            self._interrupting = over
+        self._env_interrupt()
+
+        def again() -> None:
+            while not over.wait(0.25):
+                self._env_interrupt()
+
+        threading.Thread(target=again, name="icplay-interrupt", daemon=True).start()
+
+    def _env_interrupt(self) -> None:
         try:
             self.episode.env.interrupt()
         except Exception:
@@ -346,17 +367,23 @@ class Driver:
 
     def run_action(self, action: str, author: str = HUMAN, proposed: str | None = None,
                    thought: str | None = None, comment: str | None = None,
-                   info: dict[str, Any] | None = None) -> Turn:
-        """Run one action in the env (output streams as OUTPUT events); record and save the turn."""
-        self._set_state(RUNNING)
+                   info: dict[str, Any] | None = None) -> Turn | None:
+        """Run one action in the env (output streams as OUTPUT events); record and save the turn.
+        None when the episode is stopping: a stop that came just before is not outrun by the command."""
         with self._lock:
+            if self._stop.is_set():
+                return None
+            # from here a stop() sees the command and interrupts it
             self._running_command = True
+            over = self._command_over = threading.Event()
+        self._set_state(RUNNING)
         try:
             turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
                                     on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
         finally:
             with self._lock:
                 self._running_command = False
+            over.set()
         self._scored_state = False
         self._after_turn(turn)
         return turn

@@ -9,6 +9,14 @@ over; ``s`` — submit; ``q`` — stop. When the human acts (``play --plain``, o
 each line is an action (SQL: up to a line ending with ``;``); ``submit`` scores the task,
 ``:agent`` hands back to the agent, ``:skip`` leaves the task for later, ``:quit`` stops.
 
+Under ``watch`` stdin is read all the time (on a thread), so these work at any moment —
+also while the model thinks, a command runs, or a decision waits: ``:auto``, ``:confirm``,
+``:human`` switch mode (a waiting proposal runs, waits or is dropped accordingly);
+``:pause`` stops before the next step, ``:step`` lets exactly one more step through,
+``:go`` goes on; ``:stop`` ends the episode (saved, resumable). Lines are taken in order:
+a decision waits for the next question, a ``:`` command acts when it is reached — so a
+script reads like a session.
+
 Ctrl+C interrupts a running command (the turn is kept), takes over from a model that is
 thinking, and quits only at the prompt. Output is shown with control characters made
 visible (an action's escape sequences cannot repaint the terminal); the trajectory keeps
@@ -17,12 +25,16 @@ the raw text.
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
+import threading
 from typing import Callable
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
 from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REQUEST, RETRY,
-                                  RUNNING, SCORE, THINKING, TURN, Driver, Event)
+                                  RUNNING, SCORE, THINKING, TURN, WAITING, Driver, Event)
+from icplay.driver.driver import PAUSED as PAUSED_STATE
 from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
 from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
                               parse_submit, render_notes, shown_observation)
@@ -31,7 +43,13 @@ from icplay.languages import find
 
 HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
-              "s submit · q stop")
+              "s submit · q stop · ? help")
+CONTROL_HELP = ("any time: :auto :confirm :human switch mode · :pause after this step · :step one step · "
+                ":go go on · :stop")
+PAUSED_HELP = "paused: [enter] go on · n one step · t take over · s submit · q stop"
+# lines that act whenever they are reached (see the module docstring)
+MODE_LINES = {":auto": "auto", ":confirm": "confirm", ":human": "human"}
+CONTROL_LINES = set(MODE_LINES) | {":pause", ":step", ":go", ":stop"}
 WATCH_HUMAN_HELP = HUMAN_HELP.replace(":quit", ":agent (hand back to the agent), :quit")
 
 # how an episode's line loop ended
@@ -108,15 +126,85 @@ def _stdout_raw(text: str) -> None:
     sys.stdout.flush()
 
 
+EOF = object()     # stdin has ended
+
+
+class _Answered(Exception):
+    """The request was answered while its line was awaited (a mode switch, a stop)."""
+
+
+class StdinLines:
+    """stdin's lines, read on a daemon thread so that a line typed while the agent works is
+    seen at once. Raw reads of the file descriptor: a thread blocked in a read holds no
+    Python lock (a buffered ``sys.stdin`` would make the interpreter's exit fail). One per
+    process (``shared()``): a second reader would take the next task's lines."""
+
+    _shared: "StdinLines | None" = None
+
+    def __init__(self, fd: int = 0):
+        self.fd = fd
+        self.lines: "queue.Queue[object]" = queue.Queue()
+        self._head: list[object] = []
+        self.echo = not os.isatty(fd)   # a script's transcript shows what was read
+        threading.Thread(target=self._read, name="icplay-stdin", daemon=True).start()
+
+    @classmethod
+    def shared(cls) -> "StdinLines":
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                if pending:
+                    self.lines.put(pending.decode(errors="replace"))
+                self.lines.put(EOF)
+                return
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                self.lines.put(line.rstrip(b"\r").decode(errors="replace"))
+
+    def peek(self, timeout: float = 0.0) -> object | None:
+        """The next line (or EOF) without taking it; None when none came within ``timeout``."""
+        if not self._head:
+            try:
+                self._head.append(self.lines.get(timeout=timeout) if timeout > 0 else self.lines.get_nowait())
+            except queue.Empty:
+                return None
+        return self._head[0]
+
+    def take(self) -> object:
+        return self._head.pop(0)
+
+
 class LineLoop:
     """Prints one episode's events and answers its requests from lines; see the module docstring."""
 
-    def __init__(self, driver: Driver, read_line: Callable[[str], str] = input,
+    def __init__(self, driver: Driver, read_line: Callable[[str], str] | None = None,
                  write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None,
-                 live: bool | None = None):
-        import sys
-
+                 live: bool | None = None, stdin: StdinLines | None = None):
+        """``read_line(prompt)``: lines are read only when a decision waits (``play --plain``,
+        tests). Without it, an agent's episode reads stdin all the time (``stdin``, by default
+        the process's ``StdinLines``), a human's alone reads it with ``input``."""
         self.driver = driver
+        if read_line is None and stdin is None:
+            if driver.policy is not None:
+                stdin = StdinLines.shared()
+            else:
+                read_line = echoing_input
+        self.stdin = stdin
+        if stdin is not None and not getattr(stdin, "told", False):
+            stdin.told = True
+            write(CONTROL_HELP)
         self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
         self._streaming = False
         self.read_line = read_line
@@ -138,7 +226,8 @@ class LineLoop:
         try:
             while True:
                 try:
-                    event = self.events.get(timeout=0.1)
+                    self._control_lines()
+                    event = self.events.get(timeout=0.05)
                 except queue.Empty:
                     if not thread.is_alive() and self.events.empty():
                         break
@@ -174,6 +263,11 @@ class LineLoop:
     def _ctrl_c(self, exc: KeyboardInterrupt) -> None:
         self._shutdown(exc)
         state = self.driver.state
+        if state in (WAITING, PAUSED_STATE) and self.driver.broker.pending():   # at a prompt: quit
+            self.outcome = QUIT
+            self._say("")
+            self.driver.stop()
+            return
         if state == RUNNING:
             self.driver.interrupt()
         elif state == THINKING:
@@ -185,6 +279,50 @@ class LineLoop:
             self.write("")
             self._at_line_start = True
         self.write(text)
+
+    # -- lines that act at any moment ---------------------------------------------------
+    def _control_lines(self) -> None:
+        """Between events: take the ``:`` commands at the head of stdin's lines (others wait
+        for the question they answer)."""
+        if self.stdin is None:
+            return
+        while True:
+            line = self.stdin.peek()
+            if not isinstance(line, str) or line.strip() not in CONTROL_LINES:
+                return
+            self.stdin.take()
+            if self.stdin.echo:
+                self._say(f"> {line.strip()}")
+            self._control(line.strip())
+
+    def _control(self, text: str) -> bool:
+        """Carry out a ``:`` command that acts at any moment; False when ``text`` is not one."""
+        broker = self.driver.broker
+        agent = self.driver.policy is not None
+        if text in MODE_LINES:
+            mode = MODE_LINES[text]
+            if not agent and mode != "human":
+                self._say("there is no agent here (icplay watch lets one work)")
+            elif broker.mode == mode:
+                self._say(f"(already in {mode} mode)")
+            else:
+                broker.set_mode(mode)
+                self._say(f"(mode: {mode})")
+        elif text == ":pause":
+            broker.pause_after_step()
+            self._say("(pausing before the next step: :go goes on, :step takes one step)")
+        elif text == ":step":
+            broker.step_one()
+            self._say("(one step, then paused)")
+        elif text == ":go":
+            broker.resume()
+            self._say("(going on)")
+        elif text == ":stop":
+            self.outcome = QUIT
+            self.driver.stop("stopped by the human")
+        else:
+            return False
+        return True
 
     # -- events -----------------------------------------------------------------------
     def _handle(self, event: Event) -> bool:
@@ -284,6 +422,8 @@ class LineLoop:
         while request.open:
             try:
                 decision = self._read_decision(request)
+            except _Answered:
+                return
             except (EOFError, KeyboardInterrupt) as exc:     # at the prompt: quit
                 if isinstance(exc, KeyboardInterrupt):
                     self._shutdown(exc)
@@ -300,6 +440,42 @@ class LineLoop:
                 continue
             return
 
+    def _read(self, prompt: str, request: Request) -> str:
+        """One line for ``request`` (EOFError at the end of stdin). ``:`` commands that act at
+        any moment are carried out on the way; None-like "" is never returned for them:
+        they raise ``_Answered`` when the request no longer waits."""
+        if self.stdin is None:
+            while True:
+                line = self.read_line(prompt)
+                if line.strip() in CONTROL_LINES and self._control(line.strip()):
+                    if not request.open:
+                        raise _Answered()
+                    continue
+                return line
+        self.write_raw(prompt)
+        while True:
+            line = self.stdin.peek(timeout=0.1)
+            if line is None:
+                if not request.open:          # answered meanwhile (a stop)
+                    self.write_raw("\n")
+                    raise _Answered()
+                continue
+            self.stdin.take()
+            if line is EOF:
+                self.stdin._head.insert(0, EOF)    # stays: every later question ends too
+                raise EOFError()
+            assert isinstance(line, str)
+            if self.stdin.echo:
+                self.write_raw(line + "\n")
+            else:
+                self._at_line_start = True
+            if line.strip() in CONTROL_LINES and self._control(line.strip()):
+                if not request.open:
+                    raise _Answered()
+                self.write_raw(prompt)
+                continue
+            return line
+
     def _read_decision(self, request: Request) -> Decision | None:
         if request.kind == ACTION:
             return self._read_human(request)
@@ -312,14 +488,20 @@ class LineLoop:
         elif request.kind == FAILED:
             self._help_once("failed", "decide: [enter] try again · t take over · s submit · q stop")
         elif request.kind == PAUSED:
-            self._say("paused: [enter] go on · t take over · s submit · q stop")
-        line = self.read_line("decide> ")
+            self._say(PAUSED_HELP)
+        line = self._read("paused> " if request.kind == PAUSED else "decide> ", request)
         return self._parse_decision(line, request)
 
     def _parse_decision(self, line: str, request: Request) -> Decision | None:
         text = line.strip()
         head, _, rest = text.partition(" ")
         rest = rest.strip()
+        if request.kind == PAUSED and text in ("", "n"):
+            if text == "":
+                self.driver.broker.resume()      # answers this request: go on
+            else:
+                self.driver.broker.step_one()    # answers it with the one step
+            return None
         if text == "":
             return Decision.run()
         if head == "e":
@@ -337,9 +519,10 @@ class LineLoop:
             self.outcome = QUIT
             return Decision.stop()
         if text in ("?", "h", ":help"):
-            self._say(AGENT_HELP)
+            self._say(PAUSED_HELP if request.kind == PAUSED else AGENT_HELP)
+            self._say(CONTROL_HELP)
             return None
-        self._say(f"? {AGENT_HELP}")
+        self._say(f"? {PAUSED_HELP if request.kind == PAUSED else AGENT_HELP}")
         return None
 
     def _prompt(self) -> str:
@@ -364,7 +547,7 @@ class LineLoop:
         lines: list[str] = []
         while True:
             try:
-                line = self.read_line(self._prompt() if not lines else "...> ")
+                line = self._read(self._prompt() if not lines else "...> ", request)
             except EOFError:
                 if not lines:
                     raise
@@ -373,6 +556,8 @@ class LineLoop:
             if not lines:
                 if stripped == ":help":
                     self._say(self._human_help(agent))
+                    if agent:
+                        self._say(CONTROL_HELP)
                     return None
                 if stripped == ":quit":
                     self.outcome = QUIT
@@ -429,7 +614,7 @@ def echoing_input(prompt: str) -> str:
     return line
 
 
-def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] = echoing_input,
+def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] | None = None,
               write: Callable[[str], None] = print, policy_info: dict | None = None, first: int = 1,
               total: int | None = None) -> int:
     """Play ``tasks`` in order in ``session`` (each resumed if it was left unfinished), one

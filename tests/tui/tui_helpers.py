@@ -69,6 +69,10 @@ async def wait_for(pilot, predicate, timeout: float = 20.0, what: str = "conditi
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
+            import faulthandler
+            import sys
+
+            faulthandler.dump_traceback(sys.__stderr__, all_threads=True)   # stuck or slow: every thread's stack
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         await pilot.pause(0.05)
 

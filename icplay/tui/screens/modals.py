@@ -240,8 +240,11 @@ class ScoreScreen(ModalScreen[str | None]):
                 yield Button("Retry (r)", id="retry")
                 yield Button("Task list (t)", id="picker")
 
+    # focused by Textual once mounted (a query in on_mount fails when the app quits as the
+    # dialog opens: its children are already being removed)
+    AUTO_FOCUS = "#next"
+
     async def on_mount(self) -> None:
-        self.query_one("#next", Button).focus()
         if self.revealed:
             self.revealed = False
             await self.action_reveal()

@@ -69,7 +69,6 @@ class WatchScreen(PlayScreen):
         self._feed = None                    # the pane's output feed while a command runs
         self._out_lock = threading.Lock()
         self._early_output: list[str] = []
-        self._interrupting = None
         self._note = ""                      # said once, before the next hint
         self.cancelled_calls = 0
 
@@ -100,7 +99,25 @@ class WatchScreen(PlayScreen):
                 self.policy_error = str(exc)
                 return {"kind": "human", "ui": "tui-watch", "user": user_name()}
         policy, info = self.prebuilt
+        self._warm_model(policy)
         return {**info, "protocol": self.agent.protocol, "ui": "tui-watch", "user": user_name()}
+
+    @staticmethod
+    def _warm_model(policy) -> None:
+        """Open the model's client (importing the client library, loading the TLS
+        certificates: seconds on a loaded machine) on a thread of its own while the sandbox
+        starts, so the first proposal does not wait for it after the sandbox."""
+        client = getattr(getattr(policy, "model", None), "client", None)
+        if not callable(client):
+            return
+
+        def warm() -> None:
+            try:
+                client()
+            except Exception:       # a missing key is said by the first call, in the panel
+                pass
+
+        threading.Thread(target=warm, name="icplay-warm-model", daemon=True).start()
 
     # -- the driver -----------------------------------------------------------------------------
 
@@ -366,18 +383,8 @@ class WatchScreen(PlayScreen):
 
     def action_interrupt(self) -> None:
         if self.state == RUNNING and self.driver is not None:
-            self.driver.interrupt()
+            self.driver.interrupt()          # repeated by the driver until the command ends
             self._set_pane_status(Text("interrupting…", style="yellow"))
-            # the env drops an interrupt that comes before the command starts: repeat it
-            if self._interrupting is None:
-                self._interrupting = self.set_interval(0.25, self._interrupt_again)
-
-    def _interrupt_again(self) -> None:
-        if self.state == RUNNING and self.driver is not None:
-            self.driver.interrupt()
-        elif self._interrupting is not None:
-            self._interrupting.stop()
-            self._interrupting = None
 
     def action_submit(self) -> None:
         if self.state in (SUBMITTED, STOPPED):

@@ -314,12 +314,23 @@ class SqlPane(WorkPane):
             self.app.run_worker(lambda: self._load_schema(schema), thread=True, group="schema",
                                 exit_on_error=False)
 
+    class SchemaLoaded(Message):
+        def __init__(self, tables: list[Any]) -> None:
+            super().__init__()
+            self.tables = tables
+
     def _load_schema(self, schema) -> None:
+        """On a worker thread. The tables travel as a Message: a thread that waited for the
+        UI (``call_from_thread``) could wait forever once the app is closing."""
         try:
             tables = schema()
         except Exception:
             return
-        self.app.call_from_thread(self.query_one(SchemaTree).set_schema, tables)
+        self.post_message(self.SchemaLoaded(tables))
+
+    def on_sql_pane_schema_loaded(self, message: "SqlPane.SchemaLoaded") -> None:
+        message.stop()
+        self.query_one(SchemaTree).set_schema(message.tables)
 
     def on_sql_editor_run_statement(self, message: SqlEditor.RunStatement) -> None:
         message.stop()

@@ -149,6 +149,12 @@ class SqliteBackend:
         self._conns: dict[str, sqlite3.Connection] = {}
         self._conn: sqlite3.Connection | None = None
         self._deadline = _Deadline()
+        # One thread at a time on the episode's connections (the runner's statement, the
+        # schema browser's worker). Two threads on one connection can deadlock: a statement's
+        # authorizer and progress callbacks need the GIL while SQLite holds the connection's
+        # mutex, and some sqlite3 calls wait for that mutex holding the GIL. ``interrupt``
+        # stays outside it (sqlite3_interrupt is made to be called from another thread).
+        self._using = threading.RLock()
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -157,6 +163,10 @@ class SqliteBackend:
 
     def reset(self, db: str | None, databases: str | Path | None = None) -> None:
         """A new episode on a pristine copy of ``db`` (the first database if None)."""
+        with self._using:
+            self._reset(db, databases)
+
+    def _reset(self, db: str | None, databases: str | Path | None) -> None:
         self._close_episode()
         self._catalog = load_catalog(databases or default_databases())
         name = db or self._catalog.names[0]
@@ -171,10 +181,11 @@ class SqliteBackend:
             self._templates.clear()
 
     def _close_episode(self) -> None:
-        for conn in self._conns.values():
-            conn.close()
-        self._conns.clear()
-        self._conn = None
+        with self._using:
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+            self._conn = None
 
     # --- templates and copies -------------------------------------------------------
 
@@ -243,6 +254,10 @@ class SqliteBackend:
 
     def execute(self, sql: str) -> QueryResult:
         """Run one agent statement in the episode's copy."""
+        with self._using:
+            return self._execute(sql)
+
+    def _execute(self, sql: str) -> QueryResult:
         if self._conn is None:
             raise SqlBackendError("no episode: call reset(db, databases) first")
         refused = not_utf8(sql)
@@ -347,16 +362,17 @@ class SqliteBackend:
 
     def schema(self) -> list[Table]:
         """Tables and columns of the episode's current database, as they are now."""
-        if self._conn is None:
-            return []
-        names = [r[0] for r in self._conn.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-        tables = []
-        for name in names:
-            info = self._conn.execute(f'PRAGMA table_info("{name}")').fetchall()
-            tables.append(Table(name, tuple(Column(c[1], _shown_type(c[2])) for c in info)))
-        return tables
+        with self._using:
+            if self._conn is None:
+                return []
+            names = [r[0] for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            tables = []
+            for name in names:
+                info = self._conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+                tables.append(Table(name, tuple(Column(c[1], _shown_type(c[2])) for c in info)))
+            return tables
 
     @property
     def database(self) -> str | None:

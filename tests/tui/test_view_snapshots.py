@@ -36,11 +36,19 @@ async def loaded(pilot) -> None:
                    "the episodes")
 
 
+async def settled(pilot) -> None:
+    """After a focus change the footer recomposes on a later refresh (removing its keys,
+    then mounting the new ones); a screenshot taken in between lacks the footer line."""
+    for _ in range(10):
+        await pilot.pause(0.05)
+
+
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_browser(snap_compare, frozen_view, size):
     async def work(pilot):
         await loaded(pilot)
         await pilot.press("down")
+        await settled(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=size, run_before=work)
 
@@ -49,6 +57,7 @@ def test_browser_filtered(snap_compare, frozen_view):
     async def work(pilot):
         await loaded(pilot)
         await pilot.press("s", "slash", *"poetry", "enter")
+        await settled(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=(120, 30), run_before=work)
 
@@ -59,6 +68,7 @@ def test_turn_stepper(snap_compare, frozen_view):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("right", "right")
+        await settled(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=(120, 40), run_before=work)
 
@@ -68,5 +78,6 @@ def test_comparison(snap_compare, frozen_view):
         await loaded(pilot)
         await pilot.press("space", "down", "down", "c")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), 10, "the comparison")
+        await settled(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=(120, 40), run_before=work)

@@ -232,7 +232,10 @@ def gold_bash_watch(tmp_path, sandbox):
     proc.expect("$ ")
     proc.send("printf 'a\\033[2Jb\\n'")                          # escape sequences are shown, not obeyed
     proc.expect("a^[[2Jb")
-    proc.send("submit")
+    proc.send(":agent")                                      # hand back
+    proc.expect("agent proposes: submit")
+    proc.expect("decide> ")
+    proc.send(":auto")                                       # switch mode while the proposal waits: it runs
     proc.expect("reward: ")
     code, out, err = proc.finish()
     assert code == 0, err

@@ -103,19 +103,7 @@ def run(args) -> int:
 
     print(f"replaying {len(episodes)} episodes on {args.sandbox}", file=sys.stderr)
     results, summary = rescore(episodes, tasks, make_env, jobs=max(1, args.jobs), progress=progress)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as out:
-            for episode in episodes:
-                for record in results.get(episode.key, []):
-                    out.write(json.dumps(record.to_dict(), default=str) + "\n")
-    for line in summary.lines():
-        print(line)
-    if summary.disagreeing_episodes:
-        shown = ", ".join(summary.disagreeing_episodes[:20])
-        more = len(summary.disagreeing_episodes) - 20
-        print(f"episodes whose solved status differs: {shown}" + (f" (+{more} more)" if more > 0 else ""))
-    print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
-    return 0
+    return report(args, episodes, results, summary, started)
 
 
 def run_python(args, task_set) -> int:
@@ -135,17 +123,7 @@ def run_python(args, task_set) -> int:
     started = time.monotonic()
     print(f"replaying {len(episodes)} episodes on {sandbox}", file=sys.stderr)
     results, summary = rescore(episodes, tasks, lambda: make_env("python", sandbox, image=args.image))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as out:
-            for episode in episodes:
-                for record in results.get(episode.key, []):
-                    out.write(json.dumps(record.to_dict(), default=str) + "\n")
-    for line in summary.lines():
-        print(line)
-    if summary.disagreeing_episodes:
-        print(f"episodes whose solved status differs: {', '.join(summary.disagreeing_episodes[:20])}")
-    print(f"({time.monotonic() - started:.1f} s)", file=sys.stderr)
-    return 0
+    return report(args, episodes, results, summary, started)
 
 
 def run_bash(args) -> int:
@@ -176,6 +154,12 @@ def run_bash(args) -> int:
     results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox="docker", image=args.image,
                                                                  **options),
                                jobs=max(1, args.jobs), progress=progress)
+    return report(args, episodes, results, summary, started)
+
+
+def report(args, episodes, results, summary, started: float) -> int:
+    """What every language's rescore prints: per-turn records to ``--out``, the agreement
+    summary, the episodes whose solved status differs, the time taken."""
     if args.out:
         with open(args.out, "w", encoding="utf-8") as out:
             for episode in episodes:

@@ -1,10 +1,13 @@
-"""Find the SQL statement under the cursor: split on ';' outside quotes and comments."""
+"""Find the SQL statement under the cursor: split on ';' outside quotes and comments, and
+on blank lines (as SQL editors such as DBeaver do), so a statement left without its ';'
+above a new one does not swallow it."""
 
 from __future__ import annotations
 
 
 def statement_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets of each statement, the ';' excluded; blank ones dropped."""
+    """(start, end) offsets of each statement, the ';' excluded; blank ones dropped. A blank
+    line outside quotes and block comments ends a statement too."""
     spans: list[tuple[int, int]] = []
     start = i = 0
     n = len(text)
@@ -35,6 +38,15 @@ def statement_spans(text: str) -> list[tuple[int, int]]:
         if ch == ";":
             spans.append((start, i))
             start = i + 1
+        elif ch == "\n" and text[start:i].strip():
+            j = i + 1
+            while j < n and text[j] in " \t\r":
+                j += 1
+            if j >= n or text[j] == "\n":       # the next line is blank: the statement ends here
+                spans.append((start, i))
+                start = j
+                i = j
+                continue
         i += 1
     spans.append((start, n))
     return [(s, e) for s, e in spans if text[s:e].strip()]

@@ -71,6 +71,10 @@ def test_keys_have_unique_ids_and_are_documented():
     ("-- a; comment\nSELECT 4;", 20, "-- a; comment\nSELECT 4"),
     ("SELECT 5;   ", 11, "SELECT 5"),
     ("", 0, ""),
+    ("SELECT 6\n\nSELECT 7;", 16, "SELECT 7"),               # the first lost its ';': a blank line parts them
+    ("SELECT 6\n  \nSELECT 7", 2, "SELECT 6"),
+    ("SELECT 'a\n\nb' AS x", 3, "SELECT 'a\n\nb' AS x"),     # a blank line inside a string is not a break
+    ("SELECT 8\nFROM t\n", 17, "SELECT 8\nFROM t"),
 ])
 def test_statement_under_cursor(text, cursor, expected):
     assert statement_at(text, cursor) == expected

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
 from icplay.envs.base import SubmitResult, parse_submit
+from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
                             Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
 
@@ -488,9 +489,10 @@ class Driver:
             return True
         return self.apply(proposal, self.decide(proposal))
 
-    def start(self, name: str = "icplay-driver") -> threading.Thread:
-        """``run()`` on a new daemon thread, as a UI runs it; returns the thread."""
-        thread = threading.Thread(target=self.run, name=name, daemon=True)
+    def start(self, name: str = "icplay-driver") -> Worker:
+        """``run()`` on a new daemon thread, as a UI runs it; returns the thread (wait for its
+        end with ``wait``/``running``, which survive a KeyboardInterrupt; ``join`` does not)."""
+        thread = Worker(self.run, name=name)
         thread.start()
         return thread
 

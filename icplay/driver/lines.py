@@ -229,7 +229,7 @@ class LineLoop:
                     self._control_lines()
                     event = self.events.get(timeout=0.05)
                 except queue.Empty:
-                    if not thread.is_alive() and self.events.empty():
+                    if not thread.running() and self.events.empty():
                         break
                     continue
                 except KeyboardInterrupt as exc:
@@ -241,11 +241,11 @@ class LineLoop:
                 except KeyboardInterrupt as exc:
                     self._ctrl_c(exc)
         finally:
-            if thread.is_alive():
+            if thread.running():
                 self.driver.stop()
-            while thread.is_alive():
+            while thread.running():
                 try:
-                    thread.join()
+                    thread.wait()
                 except KeyboardInterrupt:
                     self.driver.interrupt()
         traj = self.driver.trajectory

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from icplay.agents.protocols import Budget, Limits
+from icplay.threads import Worker
 from icplay.envs.base import Env
 from icplay.executors.episode import FatalEpisodeError, run_episode
 from icplay.executors.specs import EnvSpec, PolicySpec, RunSpec
@@ -367,14 +368,17 @@ class Runner:
             self.progress.counted_resumed(resumed)
             self.progress.start()
         errors: list[str] = []
-        workers = [threading.Thread(target=self._worker, args=(todo, results, errors), name=f"icplay-run-{n}",
-                                    daemon=True) for n in range(min(self.jobs, max(1, to_play)))]
+        # The main thread waits on the workers' ``ended`` events, not on join (icplay/threads.py:
+        # an interrupted join marks a running worker stopped, and icplay then exited under a
+        # running episode, its exit hook refusing the episode's next container).
+        workers = [Worker(self._worker, (todo, results, errors), name=f"icplay-run-{n}")
+                   for n in range(min(self.jobs, max(1, to_play)))]
         try:
             for w in workers:
                 w.start()
             for w in workers:
-                while w.is_alive():
-                    w.join(timeout=0.2)
+                while not w.wait(timeout=0.2):
+                    pass
         except KeyboardInterrupt:
             self.stop("interrupted")
             for env in list(self._envs):
@@ -382,8 +386,9 @@ class Runner:
                     env.interrupt()
                 except Exception:
                     pass
+            deadline = time.monotonic() + 30
             for w in workers:
-                w.join(timeout=30)
+                w.wait(timeout=max(0.0, deadline - time.monotonic()))
         finally:
             if self.progress:
                 self.progress.close()

@@ -21,6 +21,7 @@ from icplay.tui.widgets.results import ResultsTable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
+from test_play_sql import run_sql
 from tui_helpers import play_state, run_command, text_of, wait_for, wait_ready
 from view_fixtures import BASH_TASK, SQL_TASK, record_bash, record_sql, tamper
 
@@ -210,3 +211,39 @@ async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, mo
     assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
                                                            ("agent", SQL_TASK.gold)]
     assert saved.status == "submitted" and saved.reward == 1.0 and saved.policy["model"] == "fake-model"
+
+
+async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
+    """F8 (retry) on a submitted fork is the playground's retry made for a fork: the same episode forked again at
+    the same turn (its turns replayed), the fork left behind kept as an earlier attempt."""
+    paths = record_sql(home)
+    source = load_trajectory(paths["human"])
+    app = view_app(paths=[paths["human"]], sandbox=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("right", "k")                                             # fork after turn 2
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        first = app.screen
+        await run_sql(pilot, "SELECT COUNT(*) FROM books")
+        first_id = first.episode.trajectory.id
+        await pilot.press("ctrl+s", "enter")                                        # submit the fork
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 20, "the score")
+        await pilot.press("escape", "f8")                                           # then retry it
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen) and app.screen is not first, 10,
+                       "the second fork")
+        await wait_ready(pilot)
+        second = app.screen
+        assert isinstance(app.screen_stack[-2], EpisodeScreen)                     # in place of the first fork
+        assert second.episode.trajectory.id != first_id
+        assert [t.action for t in second.episode.trajectory.turns] == [t.action for t in source.turns[:2]]
+        await run_sql(pilot, "SELECT 1")
+    forks = Session("forks", home=home)
+    current = forks.load(SQL_TASK)
+    assert current.forked_from == {"id": source.id, "turn": 2}
+    assert [t.action for t in current.turns][-1] == "SELECT 1"
+    earlier = forks.attempts(SQL_TASK)
+    assert [(t.id, t.forked_from, t.turns[-1].action) for t in earlier] == [
+        (first_id, {"id": source.id, "turn": 2}, "SELECT COUNT(*) FROM books")]

@@ -56,6 +56,15 @@ class ViewApp(PlayApp):
             self._fork_session = Session(self.fork_session_name, home=self.home)
         return self._fork_session
 
+    async def refork(self, source, k: int, agent: bool, choice=None) -> None:
+        """A fork's retry: leave the fork on screen (awaited: its runner saves it and lets the
+        file go, and the store keeps it as an earlier attempt), then fork ``source`` at turn
+        ``k`` again from the screen below."""
+        from icplay.tui.screens.view_fork import start_fork
+
+        await self.pop_screen()
+        start_fork(self.screen, source, k, agent, choice)
+
     def show_picker(self) -> None:
         """A play screen's "back" returns to the browser (there is no task picker here)."""
         while len(self.screen_stack) > 2 and not isinstance(self.screen, ViewScreen):

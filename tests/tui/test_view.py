@@ -14,7 +14,7 @@ from icplay.store import load_trajectory
 from icplay.tui.config import Config
 from icplay.tui.screens.modals import ScoreScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
-from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+from icplay.tui.screens.view_episode import ChooseEpisode, CompareScreen, EpisodeScreen
 from icplay.tui.screens.view_fork import ForkPlayScreen, ForkWatchScreen
 from icplay.tui.widgets.results import ResultsTable
 
@@ -133,6 +133,34 @@ async def test_compare_aligns_turns(view_app, home):
         await pilot.press("escape")
         assert screen.marked is not None
 
+
+
+async def test_compare_from_the_stepper_with_an_episode_picked_from_a_list(view_app, home):
+    record_sql(home)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("down", "enter")                                          # bookshop-02: alone
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("c")                                                      # nothing to compare with: a hint
+        assert isinstance(app.screen, EpisodeScreen)
+        await pilot.press("escape", "up", "enter")                                  # the agent's bookshop-01
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        stepper = app.screen
+        assert stepper.summary.who == "gpt-4o-mini/react"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChooseEpisode), 10, "the list of episodes")
+        choose = app.screen
+        assert [(s.task, s.who) for s in choose.others] == [("bookshop-01", "ann")]   # same task only, not itself
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), 10, "the comparison")
+        compare = app.screen
+        assert (compare.left.id, compare.right.id) == ("b2b2b2b2b2b2", "a1a1a1a1a1a1")   # this one on the left
+        assert len(list(compare.query(".compare-row"))) == 3
+        await pilot.press("escape")
+        assert app.screen is stepper
+        await pilot.press("c", "escape")                                            # the list: Escape goes back
+        await wait_for(pilot, lambda: app.screen is stepper, 10, "the stepper again")
 
 async def test_reexecute_in_the_app_flags_the_tampered_turn(view_app, home):
     paths = record_sql(home)

@@ -301,7 +301,8 @@ class ViewScreen(Screen):
 
         if 0 <= message.index < len(self.shown):
             summary = self.shown[message.index]
-            self.app.push_screen(EpisodeScreen(summary, family(self.all, summary.id)))
+            same_task = [s for s in self.all if (s.set, s.task) == (summary.set, summary.task)]
+            self.app.push_screen(EpisodeScreen(summary, family(self.all, summary.id), same_task=same_task))
 
     def on_episode_table_mark(self, message: EpisodeTable.Mark) -> None:
         if 0 <= message.index < len(self.shown):

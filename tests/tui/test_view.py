@@ -275,3 +275,67 @@ async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
     earlier = forks.attempts(SQL_TASK)
     assert [(t.id, t.forked_from, t.turns[-1].action) for t in earlier] == [
         (first_id, {"id": source.id, "turn": 2}, "SELECT COUNT(*) FROM books")]
+
+
+def fork_args(*argv: str):
+    """``icplay view ...`` parsed by the real command line, its --fork request built."""
+    from icplay.cli import build_parser
+    from icplay.commands.view import fork_request
+
+    return fork_request(build_parser().parse_args(["view", *argv]))
+
+
+async def test_fork_from_the_command_line_with_a_model(view_app, home, monkeypatch):
+    """``icplay view FILE --fork 1 --model M --base-url URL --mode auto``: the viewer opens on
+    the watched fork; the model (the scripted server, the real openai client) goes on after
+    the human's first turn."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    paths = record_sql(home)
+    source = load_trajectory(paths["human"])
+    fake = FakeOpenAIServer(Script([fenced(SQL_TASK.gold)], then="submit")).start()
+    try:
+        request = fork_args(str(paths["human"]), "--fork", "1", "--model", "fake-model", "--base-url", fake.url,
+                            "--mode", "auto", "--strategy", "tryagain")
+        assert request[1:3] == (1, True) and request[3].model == "fake-model"
+        app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
+                           "the watched fork")
+            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
+                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+        assert "SELECT title FROM books" in str(fake.requests[0])                  # the model saw the human's turn
+    finally:
+        fake.stop()
+    saved = Session("forks", home=home).load(SQL_TASK)
+    assert saved.forked_from == {"id": source.id, "turn": 1}
+    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
+                                                           ("agent", SQL_TASK.gold)]
+    assert saved.reward == 1.0 and saved.policy["model"] == "fake-model" and saved.policy["strategy"] == "tryagain"
+
+
+async def test_fork_from_the_command_line_you_go_on(view_app, home):
+    paths = record_sql(home)
+    request = fork_args(str(paths["human"]), "--fork", "0")
+    assert request[1:] == (0, False, None)
+    app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        assert app.screen.episode.trajectory.turns == []
+        assert isinstance(app.screen_stack[-2], ViewScreen)                         # Escape/back: the browser
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--fork", "9"], "cannot fork at turn 9: the episode has 3 turns"),
+    (["--model", "m"], "go with --fork K"),
+    (["--fork", "1", "--strategy", "react"], "name it with --model or --policy"),
+    (["--fork", "1", "--policy", "llm"], "say which model goes on"),
+])
+def test_fork_command_line_mistakes_are_one_line(home, argv, says):
+    import subprocess
+
+    paths = record_sql(home)
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", "view", str(paths["human"]), *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

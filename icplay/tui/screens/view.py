@@ -36,8 +36,11 @@ class ViewApp(PlayApp):
 
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "app.tcss")   # the playground's own stylesheet
 
-    def __init__(self, *, paths: list[str | Path] | None = None, fork_session: str = "forks", **kwargs):
+    def __init__(self, *, paths: list[str | Path] | None = None, fork_session: str = "forks", fork=None, **kwargs):
+        """``fork``: (source trajectory, k, agent goes on, AgentChoice or None) to open at once
+        (``icplay view FILE --fork K``), over the browser."""
         super().__init__(**kwargs)
+        self.fork_at_start = fork
         self.view_paths = [Path(p) for p in paths] if paths else None
         self.fork_session_name = fork_session
         self._fork_session: Session | None = None
@@ -48,6 +51,11 @@ class ViewApp(PlayApp):
             bad = unknown_ids(self.config.keys)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         self.push_screen(ViewScreen(self.view_paths))
+        if self.fork_at_start is not None:
+            from icplay.tui.screens.view_fork import start_fork
+
+            source, k, agent, choice = self.fork_at_start
+            start_fork(self.screen, source, k, agent, choice)
 
     @property
     def fork_session(self) -> Session:

@@ -81,6 +81,35 @@ async def test_browse_search_filter_sort(view_app, home):
         assert [s.task for s in screen.shown][-1] == "bookshop-02"
 
 
+
+async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
+    """The scan posts its batches as it reads: the table shows the first episodes while the
+    worker is held before its second batch (the real scan, one file a batch), then all."""
+    import threading
+
+    import icplay.tui.screens.view as view_module
+
+    record_sql(home)
+    real, go_on = view_module.scan_batches, threading.Event()
+
+    def held(*args, **kwargs):
+        for n, batch in enumerate(real(*args, **kwargs, every=0)):
+            if n == 2:                                   # the first batch is out (one ahead): hold the second
+                assert go_on.wait(30), "the test never let the scan go on"
+            yield batch
+
+    monkeypatch.setattr(view_module, "scan_batches", held)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ViewScreen) and app.screen.shown, 20, "the first rows")
+        screen = app.screen
+        assert screen.loading and len(screen.shown) == 1 and len(screen.table.rows) == 1
+        assert "1 of 1 episodes (reading…)" in text_of(screen.query_one("#status"))
+        go_on.set()
+        await loaded(pilot)
+        assert len(screen.table.rows) == 3 and "(reading…)" not in text_of(screen.query_one("#status"))
+        assert [s.id for s in screen.shown] == ["b2b2b2b2b2b2", "c3c3c3c3c3c3", "a1a1a1a1a1a1"]   # newest first
+
 async def test_stepper_shows_each_turn(view_app, home):
     record_sql(home)
     app = view_app()

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan, select
+from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
 from icplay.tui.app import PlayApp
 from icplay.tui.keys import unknown_ids
@@ -112,11 +112,18 @@ class ViewScreen(Screen):
         Binding("f5", "reload", "Reload", show=False),
     ]
 
-    class Loaded(Message):
-        def __init__(self, summaries: list[EpisodeSummary] | None, error: str | None = None) -> None:
+    class Batch(Message):
+        """Episodes read by the scan worker: posted as they come (``first``: the scan's first
+        batch, which replaces what the table showed; ``done``: its last)."""
+
+        def __init__(self, generation: int, summaries: list[EpisodeSummary], first: bool, done: bool) -> None:
             super().__init__()
-            self.summaries = summaries
-            self.error = error
+            self.generation, self.summaries, self.first, self.done = generation, summaries, first, done
+
+    class Failed(Message):
+        def __init__(self, generation: int, error: str) -> None:
+            super().__init__()
+            self.generation, self.error = generation, error
 
     def __init__(self, paths: list[Path] | None = None) -> None:
         super().__init__()
@@ -130,6 +137,7 @@ class ViewScreen(Screen):
         self.family_of: str | None = None       # episode id whose family the table is narrowed to
         self.loading = True
         self._rows: dict[str, tuple] = {}
+        self._generation = 0                    # the current scan's number: an older scan's batches are dropped
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -152,27 +160,48 @@ class ViewScreen(Screen):
     # -- loading (on a worker thread: thousands of files) ------------------------------------------
 
     def reload(self) -> None:
+        """Scan again on a worker thread; rows appear batch by batch while it reads (a first
+        scan parses every file: thousands take seconds), the table is complete when
+        ``loading`` turns False."""
         self.loading = True
-        paths, home = self.paths, self.app.home
+        self._generation += 1
+        generation, paths, home = self._generation, self.paths, self.app.home
 
         def work() -> None:
+            first = True
             try:
-                summaries = scan(paths, home=home)
+                batches = scan_batches(paths, home=home)
+                batch = next(batches)
+                for following in batches:          # one ahead: the last batch says it is the last
+                    if generation != self._generation:
+                        return                     # a newer scan took over
+                    self.post_message(self.Batch(generation, batch, first, done=False))
+                    batch, first = following, False
+                self.post_message(self.Batch(generation, batch, first, done=True))
             except Exception as exc:     # shown, not raised: the browser stays usable
-                self.post_message(self.Loaded(None, f"{type(exc).__name__}: {exc}"))
-                return
-            self.post_message(self.Loaded(summaries))
+                self.post_message(self.Failed(generation, f"{type(exc).__name__}: {exc}"))
 
-        self.run_worker(work, thread=True, exclusive=True, group="scan")
+        self.run_worker(work, thread=True, group="scan")
 
-    def on_view_screen_loaded(self, message: Loaded) -> None:
-        self.loading = False
-        if message.error:
-            self.notify(message.error, title="Cannot read the episodes", severity="error")
+    def on_view_screen_batch(self, message: Batch) -> None:
+        if message.generation != self._generation:
             return
-        self.all = message.summaries or []
-        self._rows.clear()
+        if message.first:
+            self.all = []
+            self._rows.clear()
+        self.all.extend(message.summaries)
+        self.all.sort(key=lambda s: s.date, reverse=True)
+        if message.done:
+            self.loading = False
         self.apply()
+
+    def on_view_screen_failed(self, message: Failed) -> None:
+        if message.generation != self._generation:
+            return
+        self.loading = False
+        self.notify(message.error, title="Cannot read the episodes", severity="error")
+        self.show_filters()
+        self.show_preview()
 
     def action_reload(self) -> None:
         self.reload()
@@ -225,7 +254,7 @@ class ViewScreen(Screen):
             text.append("  family of ", style="dim")
             text.append(self.family_of, style="bold magenta")
         self.query_one("#filters", Static).update(text)
-        shown = f"{len(self.shown):,} of {len(self.all):,} episodes"
+        shown = f"{len(self.shown):,} of {len(self.all):,} episodes" + (" (reading…)" if self.loading else "")
         marked = "1 marked (c compares)" if self.marked else "Space marks one to compare"
         self.query_one(StatusBar).show("icplay view", [shown, marked])
 

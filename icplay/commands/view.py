@@ -109,10 +109,12 @@ def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = Non
     from icplay.review import reexecute
 
     traj = load_episode(ref)
-    if traj.env not in ("bash", "sql"):
+    from icplay.languages import names
+
+    if traj.env not in names():
         from icplay.cli import UserError
 
-        raise UserError(f"{ref}: re-execution runs Bash and SQL episodes, not {traj.env}")
+        raise UserError(f"{ref}: no environment {traj.env!r} here to re-execute it on ({', '.join(names())})")
     print(f"re-executing {traj.task.get('set')}/{traj.task.get('id')} ({len(traj.turns)} turns, episode {traj.id})",
           flush=True)
     env = make_env(traj.env, sandbox=sandbox, image=image or traj.task.get("image"),

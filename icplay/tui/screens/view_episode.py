@@ -283,8 +283,10 @@ class EpisodeScreen(Screen):
         traj = self.trajectory
         if self.reexecuting:
             return
-        if traj.env not in ("bash", "sql"):
-            self.notify(f"Re-execution runs Bash and SQL episodes, not {traj.env}.", severity="warning")
+        from icplay.languages import names
+
+        if traj.env not in names():
+            self.notify(f"No environment {traj.env!r} here to re-execute it on.", severity="warning")
             return
         self.reexecuting = True
         self.checks.clear()

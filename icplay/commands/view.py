@@ -86,8 +86,12 @@ def run(args) -> int:
 
     check_session_name(args.session)
     fork = fork_request(args)
-    if fork is not None:              # the browser behind the fork shows the file it came from
-        args.paths = [Path(str(args.paths[0]).partition("#")[0])]
+    if fork is not None:              # the browser behind the fork: the file it came from and the forks
+        from icplay.session import Session
+
+        forks = Session(args.session).root
+        forks.mkdir(parents=True, exist_ok=True)
+        args.paths = [Path(str(args.paths[0]).partition("#")[0]), forks]
     scan(args.paths or None)          # a missing path is one line before the screen is taken over
     from icplay.tui.launch import check_terminal, quit_on_shutdown_signal
     from icplay.tui.screens.view import ViewApp

@@ -7,7 +7,9 @@ each with realistic observations) into a scratch ICPLAY_HOME, then measures:
 - scan, warm: the index reused (what every later ``icplay view`` pays);
 - filter + sort over the summaries (a search word, solved only, by reward);
 - the app: ``icplay view`` mounted (Textual Pilot, headless) until the table shows every
-  episode, then a search typed and applied.
+  episode, then a search typed and applied;
+- the app on a cold index (a first ``icplay view`` after N new files): the time until the
+  first rows show (batches posted while the worker parses) and until all N do.
 
 Prints the figures and the bar (open + filter under 1 s). Run:
     python bench/bench_view.py [N]
@@ -106,6 +108,24 @@ async def app_figures(home: Path, n: int) -> tuple[float, float, float]:
     return opened, filtered, typed
 
 
+async def app_cold(home: Path, n: int) -> tuple[float, int, float]:
+    """A first ``icplay view`` after N new files (no index): (seconds until the first rows
+    show, how many, seconds until all N) — rows come in batches while the worker parses."""
+    from icplay.formats.summary import index_path
+    from icplay.tui.screens.view import ViewApp, ViewScreen
+
+    index_path(home).unlink(missing_ok=True)
+    app = ViewApp(home=home, frozen=True)
+    t0 = time.perf_counter()
+    async with app.run_test(size=(140, 40)) as pilot:
+        while not isinstance(app.screen, ViewScreen) or not app.screen.table.rows:
+            await pilot.pause(0.005)
+        first, first_rows = time.perf_counter() - t0, len(app.screen.table.rows)
+        while app.screen.loading or len(app.screen.table.rows) != n:
+            await pilot.pause(0.005)
+        return first, first_rows, time.perf_counter() - t0
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,6 +156,9 @@ def main() -> None:
         print(f"app filter applied (search 'orders'):           {filtered * 1000:7.0f} ms wall, "
               f"{CPU['app filter'] * 1000:.0f} ms CPU")
         print(f"app search typed key by key (6 keys, 6 filters): {typed * 1000:6.0f} ms")
+        first, first_rows, full = asyncio.run(app_cold(home, n))
+        print(f"app start, cold index (every file parsed): first {first_rows} rows after {first * 1000:.0f} ms, "
+              f"all {n} after {full * 1000:.0f} ms")
         print(f"load average during the run: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
               f"({os.cpu_count()} cores)")
         total = opened - base + filtered

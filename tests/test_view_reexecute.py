@@ -105,3 +105,25 @@ def test_cli_reexecute_bad_file(tmp_path):
     out = subprocess.run([sys.executable, "-m", "icplay.cli", "view", "--reexecute", str(bad)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stderr.startswith("icplay: ") and "Traceback" not in out.stderr
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_cli_reexecute_python(tmp_path):
+    """Re-execution is not Bash's and SQL's only: a Python episode (the gold agent's run, on
+    bwrap) is reproduced, and a recorded final reward that was changed is flagged."""
+    out = tmp_path / "run"
+    run = subprocess.run([sys.executable, "-m", "icplay.cli", "run", "python", "--tasks", "python", "--policy", "gold",
+                          "--limit", "1", "--sandbox", "bwrap", "--out", str(out), "--quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr + run.stdout
+    path = next((out / "python").glob("*.json"))
+    cmd = [sys.executable, "-m", "icplay.cli", "view", "--reexecute", str(path), "--sandbox", "bwrap"]
+    ok = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "reproduced" in ok.stdout, ok.stderr + ok.stdout
+    data = json.loads(path.read_text())
+    assert data["reward"] == 1.0
+    data["reward"] = 0.25
+    path.write_text(json.dumps(data))
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1, bad.stderr + bad.stdout
+    assert "final reward: recorded 0.25, now 1.00" in bad.stdout

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from icplay.episode import Trajectory, Turn
-from icplay.formats.summary import Filter, family, index_path, load_episode, scan, select, summarize
+from icplay.formats.summary import Filter, family, index_path, load_episode, scan, scan_batches, select, summarize
 from icplay.review import fork
 from icplay.store import TrajectoryFileError, save_trajectory, trajectory_json
 from icplay.tasks.registry import load_tasks
@@ -105,3 +105,20 @@ def test_view_without_a_terminal_or_with_a_missing_path_is_one_line(tmp_path):
     assert missing.returncode == 1 and "no such file or folder" in missing.stderr and "Traceback" not in missing.stderr
     no_tty = run(str(tmp_path))
     assert no_tty.returncode == 1 and "needs a terminal" in no_tty.stderr
+
+
+def test_scan_batches_come_as_the_files_are_read_and_the_index_is_saved_at_the_end(tmp_path):
+    home = tmp_path / "home"
+    for n in range(5):
+        save_trajectory(traj(f"bookshop-0{n + 1}", reward=1.0, at=1.7e9 + n),
+                        home / "trajectories" / "s1" / "sql" / f"bookshop-0{n + 1}.json")
+    ticks = iter(range(1000))
+    batches = scan_batches(home=home, every=1.5, clock=lambda: next(ticks))   # the clock ticks once a look
+    first = next(batches)
+    assert first and len(first) < 5 and not index_path(home).exists()         # rows before the end, no index yet
+    rest = [s for b in batches for s in b]
+    assert sorted(s.task for s in first + rest) == [f"bookshop-0{n}" for n in range(1, 6)]
+    assert index_path(home).exists()
+    assert [s.task for s in scan(home=home)] == [f"bookshop-0{n}" for n in range(5, 0, -1)]   # newest first
+    warm = list(scan_batches(home=home, every=1.5, clock=lambda: next(ticks)))
+    assert sum(len(b) for b in warm) == 5

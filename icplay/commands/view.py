@@ -5,7 +5,9 @@ folders, session folders, trajectory files, InterCode results or log files — o
 default, everything under $ICPLAY_HOME (sessions, runs, replaced attempts).
 ``--reexecute FILE`` runs a saved episode again in a fresh sandbox and prints each turn,
 flagging those whose observation, exit code or reward now differs (with a diff); it exits
-1 when anything differs.
+1 when anything differs. ``--fork K FILE`` opens the viewer straight on a fork of that
+episode keeping its first K turns: you go on (the play screen), or an agent does (the watch
+screen) with ``--agent`` or watch's agent options (``--model``, ``--policy gold`` ...).
 """
 
 from __future__ import annotations
@@ -23,7 +25,57 @@ def register(sub) -> None:
     p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql (re-execution and forks)")
     p.add_argument("--image", help="Docker image for Bash episodes (re-execution and forks)")
     p.add_argument("--session", default="forks", help="session forks are saved in (default: forks)")
+    fork = p.add_argument_group("forking from the command line (one PATH: a trajectory file, or FILE#N in an "
+                                "InterCode file)")
+    fork.add_argument("--fork", type=int, metavar="K",
+                      help="open a fork of the episode keeping its first K turns (replayed into a fresh sandbox)")
+    fork.add_argument("--agent", action="store_true",
+                      help="an agent goes on (default: you do): the episode's own model, else the last one used")
+    fork.add_argument("--policy", metavar="llm|gold|replay:FILE", help="the agent that goes on (implies --agent)")
+    fork.add_argument("--model", help="the model that goes on (implies --agent)")
+    fork.add_argument("--base-url", help="OpenAI-compatible endpoint of --model ($OPENAI_BASE_URL)")
+    fork.add_argument("--strategy", help="single, tryagain, react or plan")
+    fork.add_argument("--protocol", choices=["agent", "intercode"], help="how the model is prompted")
+    fork.add_argument("--mode", choices=["auto", "confirm", "human"], help="auto, confirm (default) or human")
     p.set_defaults(func=run)
+
+
+def fork_request(args):
+    """(source trajectory, K, agent goes on, AgentChoice or None) from --fork's options, checked
+    before the screen is taken over (a bad request is one line)."""
+    from icplay.cli import UserError
+    from icplay.formats.summary import load_episode
+    from icplay.tui.config import AgentChoice
+
+    agent_options = [args.policy, args.model, args.base_url, args.strategy, args.protocol, args.mode]
+    if args.fork is None:
+        if args.agent or any(v is not None for v in agent_options):
+            raise UserError("--agent, --policy, --model, --base-url, --strategy, --protocol and --mode go with "
+                            "--fork K")
+        return None
+    if len(args.paths) != 1:
+        raise UserError("--fork K takes one episode: a trajectory file (or FILE#N for an episode of an "
+                        "InterCode file)")
+    try:
+        source = load_episode(str(args.paths[0]))
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise UserError(f"{args.paths[0]}: cannot read the episode ({exc})") from None
+    if source.env not in ("bash", "sql"):
+        raise UserError(f"{args.paths[0]}: forks run Bash and SQL episodes, not {source.env}")
+    if not 0 <= args.fork <= len(source.turns):
+        raise UserError(f"cannot fork at turn {args.fork}: the episode has {len(source.turns)} turns "
+                        f"(0 to {len(source.turns)} can be kept)")
+    choice = None
+    if args.policy is not None or args.model is not None:
+        policy = args.policy or "llm"
+        if policy == "llm" and not args.model:
+            raise UserError("say which model goes on: --model NAME (or --policy gold)")
+        choice = AgentChoice(policy=policy, model=args.model, base_url=args.base_url, strategy=args.strategy,
+                             protocol=args.protocol or "agent", mode=args.mode or "confirm")
+    elif any(v is not None for v in agent_options):
+        raise UserError("--base-url, --strategy, --protocol and --mode describe the agent: name it with --model "
+                        "or --policy")
+    return source, args.fork, args.agent or choice is not None, choice
 
 
 def run(args) -> int:
@@ -33,12 +85,20 @@ def run(args) -> int:
     from icplay.session import check_session_name
 
     check_session_name(args.session)
+    fork = fork_request(args)
+    if fork is not None:              # the browser behind the fork: the file it came from and the forks
+        from icplay.session import Session
+
+        forks = Session(args.session).root
+        forks.mkdir(parents=True, exist_ok=True)
+        args.paths = [Path(str(args.paths[0]).partition("#")[0]), forks]
     scan(args.paths or None)          # a missing path is one line before the screen is taken over
     from icplay.tui.launch import check_terminal, quit_on_shutdown_signal
     from icplay.tui.screens.view import ViewApp
 
     check_terminal()
-    app = ViewApp(paths=args.paths or None, sandbox=args.sandbox, image=args.image, fork_session=args.session)
+    app = ViewApp(paths=args.paths or None, sandbox=args.sandbox, image=args.image, fork_session=args.session,
+                  fork=fork)
     try:
         with quit_on_shutdown_signal(app):
             app.run()
@@ -53,10 +113,12 @@ def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = Non
     from icplay.review import reexecute
 
     traj = load_episode(ref)
-    if traj.env not in ("bash", "sql"):
+    from icplay.languages import names
+
+    if traj.env not in names():
         from icplay.cli import UserError
 
-        raise UserError(f"{ref}: re-execution runs Bash and SQL episodes, not {traj.env}")
+        raise UserError(f"{ref}: no environment {traj.env!r} here to re-execute it on ({', '.join(names())})")
     print(f"re-executing {traj.task.get('set')}/{traj.task.get('id')} ({len(traj.turns)} turns, episode {traj.id})",
           flush=True)
     env = make_env(traj.env, sandbox=sandbox, image=image or traj.task.get("image"),

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from icplay.episode import HUMAN, Trajectory
 from icplay.formats import intercode
@@ -212,22 +213,37 @@ def scan(paths: Iterable[str | Path] | None = None, home: str | Path | None = No
 
     ``cache``: True for the home's index file, a path for another, False for none.
     A path that does not exist raises ``TrajectoryFileError`` (one line)."""
+    out = [s for batch in scan_batches(paths, home, cache) for s in batch]
+    out.sort(key=lambda s: s.date, reverse=True)
+    return out
+
+
+def scan_batches(paths: Iterable[str | Path] | None = None, home: str | Path | None = None,
+                 cache: str | Path | None | bool = True, every: float = 0.2,
+                 clock: Callable[[], float] = time.monotonic) -> Iterator[list[EpisodeSummary]]:
+    """``scan``'s episodes in batches as the files are read (in no order): a batch every
+    ``every`` seconds of reading, and the rest at the end — so that a first scan of thousands
+    of new files (each parsed) shows rows while it goes on; a warm index comes in one batch.
+    The index is saved once every file was read (a scan given up halfway saves nothing)."""
     roots = [Path(p) for p in paths] if paths else default_paths(home)
     for root in roots:
         if not root.exists():
             raise TrajectoryFileError(f"{root}: no such file or folder")
     index = SummaryIndex(index_path(home) if cache is True else (cache or None))
-    out: list[EpisodeSummary] = []
+    batch: list[EpisodeSummary] = []
     seen: set[str] = set()
+    due = clock() + every
     for root in roots:
         for key, source, st in _files(root):
             if key in seen:
                 continue
             seen.add(key)
-            out.extend(index.summaries(key, source, st))
+            batch.extend(index.summaries(key, source, st))
+            if batch and clock() >= due:
+                yield batch
+                batch, due = [], clock() + every
     index.save(seen if not paths else None)
-    out.sort(key=lambda s: s.date, reverse=True)
-    return out
+    yield batch
 
 
 def load_episode(ref: str) -> Trajectory:

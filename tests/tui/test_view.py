@@ -14,13 +14,14 @@ from icplay.store import load_trajectory
 from icplay.tui.config import Config
 from icplay.tui.screens.modals import ScoreScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
-from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+from icplay.tui.screens.view_episode import ChooseEpisode, CompareScreen, EpisodeScreen
 from icplay.tui.screens.view_fork import ForkPlayScreen, ForkWatchScreen
 from icplay.tui.widgets.results import ResultsTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
+from test_play_sql import run_sql
 from tui_helpers import play_state, run_command, text_of, wait_for, wait_ready
 from view_fixtures import BASH_TASK, SQL_TASK, record_bash, record_sql, tamper
 
@@ -80,6 +81,35 @@ async def test_browse_search_filter_sort(view_app, home):
         assert [s.task for s in screen.shown][-1] == "bookshop-02"
 
 
+
+async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
+    """The scan posts its batches as it reads: the table shows the first episodes while the
+    worker is held before its second batch (the real scan, one file a batch), then all."""
+    import threading
+
+    import icplay.tui.screens.view as view_module
+
+    record_sql(home)
+    real, go_on = view_module.scan_batches, threading.Event()
+
+    def held(*args, **kwargs):
+        for n, batch in enumerate(real(*args, **kwargs, every=0)):
+            if n == 2:                                   # the first batch is out (one ahead): hold the second
+                assert go_on.wait(30), "the test never let the scan go on"
+            yield batch
+
+    monkeypatch.setattr(view_module, "scan_batches", held)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ViewScreen) and app.screen.shown, 20, "the first rows")
+        screen = app.screen
+        assert screen.loading and len(screen.shown) == 1 and len(screen.table.rows) == 1
+        assert "1 of 1 episodes (reading…)" in text_of(screen.query_one("#status"))
+        go_on.set()
+        await loaded(pilot)
+        assert len(screen.table.rows) == 3 and "(reading…)" not in text_of(screen.query_one("#status"))
+        assert [s.id for s in screen.shown] == ["b2b2b2b2b2b2", "c3c3c3c3c3c3", "a1a1a1a1a1a1"]   # newest first
+
 async def test_stepper_shows_each_turn(view_app, home):
     record_sql(home)
     app = view_app()
@@ -132,6 +162,34 @@ async def test_compare_aligns_turns(view_app, home):
         await pilot.press("escape")
         assert screen.marked is not None
 
+
+
+async def test_compare_from_the_stepper_with_an_episode_picked_from_a_list(view_app, home):
+    record_sql(home)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("down", "enter")                                          # bookshop-02: alone
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("c")                                                      # nothing to compare with: a hint
+        assert isinstance(app.screen, EpisodeScreen)
+        await pilot.press("escape", "up", "enter")                                  # the agent's bookshop-01
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        stepper = app.screen
+        assert stepper.summary.who == "gpt-4o-mini/react"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChooseEpisode), 10, "the list of episodes")
+        choose = app.screen
+        assert [(s.task, s.who) for s in choose.others] == [("bookshop-01", "ann")]   # same task only, not itself
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen), 10, "the comparison")
+        compare = app.screen
+        assert (compare.left.id, compare.right.id) == ("b2b2b2b2b2b2", "a1a1a1a1a1a1")   # this one on the left
+        assert len(list(compare.query(".compare-row"))) == 3
+        await pilot.press("escape")
+        assert app.screen is stepper
+        await pilot.press("c", "escape")                                            # the list: Escape goes back
+        await wait_for(pilot, lambda: app.screen is stepper, 10, "the stepper again")
 
 async def test_reexecute_in_the_app_flags_the_tampered_turn(view_app, home):
     paths = record_sql(home)
@@ -210,3 +268,103 @@ async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, mo
     assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
                                                            ("agent", SQL_TASK.gold)]
     assert saved.status == "submitted" and saved.reward == 1.0 and saved.policy["model"] == "fake-model"
+
+
+async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
+    """F8 (retry) on a submitted fork is the playground's retry made for a fork: the same episode forked again at
+    the same turn (its turns replayed), the fork left behind kept as an earlier attempt."""
+    paths = record_sql(home)
+    source = load_trajectory(paths["human"])
+    app = view_app(paths=[paths["human"]], sandbox=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("right", "k")                                             # fork after turn 2
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        first = app.screen
+        await run_sql(pilot, "SELECT COUNT(*) FROM books")
+        first_id = first.episode.trajectory.id
+        await pilot.press("ctrl+s", "enter")                                        # submit the fork
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 20, "the score")
+        await pilot.press("escape", "f8")                                           # then retry it
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen) and app.screen is not first, 10,
+                       "the second fork")
+        await wait_ready(pilot)
+        second = app.screen
+        assert isinstance(app.screen_stack[-2], EpisodeScreen)                     # in place of the first fork
+        assert second.episode.trajectory.id != first_id
+        assert [t.action for t in second.episode.trajectory.turns] == [t.action for t in source.turns[:2]]
+        await run_sql(pilot, "SELECT 1")
+    forks = Session("forks", home=home)
+    current = forks.load(SQL_TASK)
+    assert current.forked_from == {"id": source.id, "turn": 2}
+    assert [t.action for t in current.turns][-1] == "SELECT 1"
+    earlier = forks.attempts(SQL_TASK)
+    assert [(t.id, t.forked_from, t.turns[-1].action) for t in earlier] == [
+        (first_id, {"id": source.id, "turn": 2}, "SELECT COUNT(*) FROM books")]
+
+
+def fork_args(*argv: str):
+    """``icplay view ...`` parsed by the real command line, its --fork request built."""
+    from icplay.cli import build_parser
+    from icplay.commands.view import fork_request
+
+    return fork_request(build_parser().parse_args(["view", *argv]))
+
+
+async def test_fork_from_the_command_line_with_a_model(view_app, home, monkeypatch):
+    """``icplay view FILE --fork 1 --model M --base-url URL --mode auto``: the viewer opens on
+    the watched fork; the model (the scripted server, the real openai client) goes on after
+    the human's first turn."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    paths = record_sql(home)
+    source = load_trajectory(paths["human"])
+    fake = FakeOpenAIServer(Script([fenced(SQL_TASK.gold)], then="submit")).start()
+    try:
+        request = fork_args(str(paths["human"]), "--fork", "1", "--model", "fake-model", "--base-url", fake.url,
+                            "--mode", "auto", "--strategy", "tryagain")
+        assert request[1:3] == (1, True) and request[3].model == "fake-model"
+        app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
+                           "the watched fork")
+            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
+                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+        assert "SELECT title FROM books" in str(fake.requests[0])                  # the model saw the human's turn
+    finally:
+        fake.stop()
+    saved = Session("forks", home=home).load(SQL_TASK)
+    assert saved.forked_from == {"id": source.id, "turn": 1}
+    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
+                                                           ("agent", SQL_TASK.gold)]
+    assert saved.reward == 1.0 and saved.policy["model"] == "fake-model" and saved.policy["strategy"] == "tryagain"
+
+
+async def test_fork_from_the_command_line_you_go_on(view_app, home):
+    paths = record_sql(home)
+    request = fork_args(str(paths["human"]), "--fork", "0")
+    assert request[1:] == (0, False, None)
+    app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        assert app.screen.episode.trajectory.turns == []
+        assert isinstance(app.screen_stack[-2], ViewScreen)                         # Escape/back: the browser
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--fork", "9"], "cannot fork at turn 9: the episode has 3 turns"),
+    (["--model", "m"], "go with --fork K"),
+    (["--fork", "1", "--strategy", "react"], "name it with --model or --policy"),
+    (["--fork", "1", "--policy", "llm"], "say which model goes on"),
+])
+def test_fork_command_line_mistakes_are_one_line(home, argv, says):
+    import subprocess
+
+    paths = record_sql(home)
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", "view", str(paths["human"]), *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

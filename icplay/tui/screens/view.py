@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan, select
+from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
 from icplay.tui.app import PlayApp
 from icplay.tui.keys import unknown_ids
@@ -36,8 +36,11 @@ class ViewApp(PlayApp):
 
     CSS_PATH = str(Path(__file__).resolve().parent.parent / "app.tcss")   # the playground's own stylesheet
 
-    def __init__(self, *, paths: list[str | Path] | None = None, fork_session: str = "forks", **kwargs):
+    def __init__(self, *, paths: list[str | Path] | None = None, fork_session: str = "forks", fork=None, **kwargs):
+        """``fork``: (source trajectory, k, agent goes on, AgentChoice or None) to open at once
+        (``icplay view FILE --fork K``), over the browser."""
         super().__init__(**kwargs)
+        self.fork_at_start = fork
         self.view_paths = [Path(p) for p in paths] if paths else None
         self.fork_session_name = fork_session
         self._fork_session: Session | None = None
@@ -48,6 +51,11 @@ class ViewApp(PlayApp):
             bad = unknown_ids(self.config.keys)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         self.push_screen(ViewScreen(self.view_paths))
+        if self.fork_at_start is not None:
+            from icplay.tui.screens.view_fork import start_fork
+
+            source, k, agent, choice = self.fork_at_start
+            start_fork(self.screen, source, k, agent, choice)
 
     @property
     def fork_session(self) -> Session:
@@ -55,6 +63,15 @@ class ViewApp(PlayApp):
         if self._fork_session is None:
             self._fork_session = Session(self.fork_session_name, home=self.home)
         return self._fork_session
+
+    async def refork(self, source, k: int, agent: bool, choice=None) -> None:
+        """A fork's retry: leave the fork on screen (awaited: its runner saves it and lets the
+        file go, and the store keeps it as an earlier attempt), then fork ``source`` at turn
+        ``k`` again from the screen below."""
+        from icplay.tui.screens.view_fork import start_fork
+
+        await self.pop_screen()
+        start_fork(self.screen, source, k, agent, choice)
 
     def show_picker(self) -> None:
         """A play screen's "back" returns to the browser (there is no task picker here)."""
@@ -95,11 +112,18 @@ class ViewScreen(Screen):
         Binding("f5", "reload", "Reload", show=False),
     ]
 
-    class Loaded(Message):
-        def __init__(self, summaries: list[EpisodeSummary] | None, error: str | None = None) -> None:
+    class Batch(Message):
+        """Episodes read by the scan worker: posted as they come (``first``: the scan's first
+        batch, which replaces what the table showed; ``done``: its last)."""
+
+        def __init__(self, generation: int, summaries: list[EpisodeSummary], first: bool, done: bool) -> None:
             super().__init__()
-            self.summaries = summaries
-            self.error = error
+            self.generation, self.summaries, self.first, self.done = generation, summaries, first, done
+
+    class Failed(Message):
+        def __init__(self, generation: int, error: str) -> None:
+            super().__init__()
+            self.generation, self.error = generation, error
 
     def __init__(self, paths: list[Path] | None = None) -> None:
         super().__init__()
@@ -113,6 +137,7 @@ class ViewScreen(Screen):
         self.family_of: str | None = None       # episode id whose family the table is narrowed to
         self.loading = True
         self._rows: dict[str, tuple] = {}
+        self._generation = 0                    # the current scan's number: an older scan's batches are dropped
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -135,27 +160,48 @@ class ViewScreen(Screen):
     # -- loading (on a worker thread: thousands of files) ------------------------------------------
 
     def reload(self) -> None:
+        """Scan again on a worker thread; rows appear batch by batch while it reads (a first
+        scan parses every file: thousands take seconds), the table is complete when
+        ``loading`` turns False."""
         self.loading = True
-        paths, home = self.paths, self.app.home
+        self._generation += 1
+        generation, paths, home = self._generation, self.paths, self.app.home
 
         def work() -> None:
+            first = True
             try:
-                summaries = scan(paths, home=home)
+                batches = scan_batches(paths, home=home)
+                batch = next(batches)
+                for following in batches:          # one ahead: the last batch says it is the last
+                    if generation != self._generation:
+                        return                     # a newer scan took over
+                    self.post_message(self.Batch(generation, batch, first, done=False))
+                    batch, first = following, False
+                self.post_message(self.Batch(generation, batch, first, done=True))
             except Exception as exc:     # shown, not raised: the browser stays usable
-                self.post_message(self.Loaded(None, f"{type(exc).__name__}: {exc}"))
-                return
-            self.post_message(self.Loaded(summaries))
+                self.post_message(self.Failed(generation, f"{type(exc).__name__}: {exc}"))
 
-        self.run_worker(work, thread=True, exclusive=True, group="scan")
+        self.run_worker(work, thread=True, group="scan")
 
-    def on_view_screen_loaded(self, message: Loaded) -> None:
-        self.loading = False
-        if message.error:
-            self.notify(message.error, title="Cannot read the episodes", severity="error")
+    def on_view_screen_batch(self, message: Batch) -> None:
+        if message.generation != self._generation:
             return
-        self.all = message.summaries or []
-        self._rows.clear()
+        if message.first:
+            self.all = []
+            self._rows.clear()
+        self.all.extend(message.summaries)
+        self.all.sort(key=lambda s: s.date, reverse=True)
+        if message.done:
+            self.loading = False
         self.apply()
+
+    def on_view_screen_failed(self, message: Failed) -> None:
+        if message.generation != self._generation:
+            return
+        self.loading = False
+        self.notify(message.error, title="Cannot read the episodes", severity="error")
+        self.show_filters()
+        self.show_preview()
 
     def action_reload(self) -> None:
         self.reload()
@@ -208,7 +254,7 @@ class ViewScreen(Screen):
             text.append("  family of ", style="dim")
             text.append(self.family_of, style="bold magenta")
         self.query_one("#filters", Static).update(text)
-        shown = f"{len(self.shown):,} of {len(self.all):,} episodes"
+        shown = f"{len(self.shown):,} of {len(self.all):,} episodes" + (" (reading…)" if self.loading else "")
         marked = "1 marked (c compares)" if self.marked else "Space marks one to compare"
         self.query_one(StatusBar).show("icplay view", [shown, marked])
 
@@ -292,7 +338,8 @@ class ViewScreen(Screen):
 
         if 0 <= message.index < len(self.shown):
             summary = self.shown[message.index]
-            self.app.push_screen(EpisodeScreen(summary, family(self.all, summary.id)))
+            same_task = [s for s in self.all if (s.set, s.task) == (summary.set, summary.task)]
+            self.app.push_screen(EpisodeScreen(summary, family(self.all, summary.id), same_task=same_task))
 
     def on_episode_table_mark(self, message: EpisodeTable.Mark) -> None:
         if 0 <= message.index < len(self.shown):

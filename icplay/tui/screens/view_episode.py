@@ -6,7 +6,8 @@ human edited it), the thought and the comment, the observation as the play scree
 breakdown with the gold. From there ``x`` re-executes the episode in a fresh sandbox
 (``icplay.review.reexecute``, on a worker thread, each turn flagged as it comes) and ``k`` /
 ``w`` fork it at the current turn, continued by you (the play screen) or an agent (the
-watch screen) — see ``view_fork``.
+watch screen) — see ``view_fork`` — and ``c`` compares it with another episode of the same
+task, picked from a short list (``ChooseEpisode``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
 
 from icplay.episode import Trajectory, Turn
 from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.store import printable
-from icplay.tui.widgets.episodes import action_text, reward_curve, reward_text
+from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, turn_status
 from icplay.tui.widgets.results import ResultsTable
@@ -120,6 +122,7 @@ class EpisodeScreen(Screen):
         Binding("x", "reexecute", "Re-execute"),
         Binding("k", "fork(False)", "Fork: you go on"),
         Binding("w", "fork(True)", "Fork: agent goes on"),
+        Binding("c", "compare", "Compare"),
     ]
 
     class Checked(Message):
@@ -128,10 +131,11 @@ class EpisodeScreen(Screen):
             self.check, self.result, self.error = check, result, error
 
     def __init__(self, summary: EpisodeSummary, family: list[EpisodeSummary] | None = None,
-                 trajectory: Trajectory | None = None) -> None:
+                 trajectory: Trajectory | None = None, same_task: list[EpisodeSummary] | None = None) -> None:
         super().__init__()
         self.summary = summary
         self.family = family or []
+        self.same_task = [s for s in same_task or [] if s.ref != summary.ref]   # what ``c`` offers to compare with
         self.trajectory = trajectory or load_episode(summary.ref)
         self.index = 0
         self.checks: dict[int, TurnCheck] = {}
@@ -279,8 +283,10 @@ class EpisodeScreen(Screen):
         traj = self.trajectory
         if self.reexecuting:
             return
-        if traj.env not in ("bash", "sql"):
-            self.notify(f"Re-execution runs Bash and SQL episodes, not {traj.env}.", severity="warning")
+        from icplay.languages import names
+
+        if traj.env not in names():
+            self.notify(f"No environment {traj.env!r} here to re-execute it on.", severity="warning")
             return
         self.reexecuting = True
         self.checks.clear()
@@ -336,12 +342,66 @@ class EpisodeScreen(Screen):
     def on_unmount(self) -> None:
         self._cancel.set()
 
+    # -- comparing --------------------------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        others = self.same_task
+        if not others:
+            self.notify(f"No other episode of {self.trajectory.task_key} to compare with.", severity="warning")
+            return
+
+        def chosen(other: EpisodeSummary | None) -> None:
+            if other is not None:
+                self.app.push_screen(CompareScreen(self.summary, other))
+
+        self.app.push_screen(ChooseEpisode(self.summary, others), chosen)
+
     # -- forking ---------------------------------------------------------------------------------
 
     def action_fork(self, agent: bool) -> None:
         from icplay.tui.screens.view_fork import start_fork
 
         start_fork(self, self.trajectory, self.index + 1 if self.trajectory.turns else 0, agent)
+
+
+class ChooseEpisode(ModalScreen):
+    """The other episodes of the task, newest first: Enter compares the stepper's episode with
+    the highlighted one, Escape goes back."""
+
+    DEFAULT_CSS = """
+    ChooseEpisode { align: center middle; }
+    ChooseEpisode #choose { width: 90%; max-width: 110; height: auto; max-height: 80%;
+                            border: round $accent; padding: 0 1; background: $surface; }
+    ChooseEpisode #choose-list { height: auto; max-height: 20; }
+    """
+    BINDINGS = [Binding("escape", "dismiss(None)", "Back")]
+
+    def __init__(self, this: EpisodeSummary, others: list[EpisodeSummary]) -> None:
+        super().__init__()
+        self.this = this
+        self.others = sorted(others, key=lambda s: s.date, reverse=True)
+
+    @staticmethod
+    def line(s: EpisodeSummary) -> Text:
+        text = Text()
+        text.append(f"{s.who or s.kind:<24.24} ", style="bold")
+        text.append(f"{s.mix_text:<12} {s.turns:>3} turns  final {reward_text(s.final):>5}  ")
+        text.append(f"{date_text(s.date)}  {s.source}", style="dim")
+        return text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="choose"):
+            yield Static(Text.assemble(("Compare with ", "bold"), f"{self.this.who or self.this.kind} · "
+                                       f"{self.this.set}/{self.this.task} — Enter picks, Escape goes back"))
+            yield OptionList(*[Option(self.line(s)) for s in self.others], id="choose-list")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).highlighted = 0
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.others[event.option_index])
 
 
 def aligned(turns: list[Turn]) -> list[list[Turn]]:

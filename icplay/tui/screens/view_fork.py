@@ -20,22 +20,39 @@ from icplay.tui.screens.watch import WatchScreen
 
 
 class ForkPlayScreen(PlayScreen):
-    """The play screen on a fork: saved in the fork session."""
+    """The play screen on a fork: saved in the fork session. Retry (F8) forks the same
+    episode at the same turn again: a fresh fork, its k turns replayed, and you go on anew
+    (the fork you leave stays saved, as a retried task's old attempt does)."""
+
+    def __init__(self, task: Task, source: Trajectory | None = None, k: int = 0) -> None:
+        super().__init__(task)
+        self.source, self.k = source, k
 
     @property
     def session(self):
         return self.app.fork_session
 
     def action_retry(self) -> None:
-        self.notify("A fork is not retried: fork the episode again from the viewer.", severity="warning")
+        if self.source is not None:
+            self.app.call_later(self.app.refork, self.source, self.k, False)
 
 
 class ForkWatchScreen(WatchScreen):
-    """The watch screen on a fork: saved in the fork session."""
+    """The watch screen on a fork: saved in the fork session. Retry (F8) forks the same
+    episode at the same turn again and lets the agent go on anew (not the playground's retry,
+    which would start the task from scratch outside the fork session)."""
+
+    def __init__(self, task: Task, agent: AgentChoice, source: Trajectory | None = None, k: int = 0) -> None:
+        super().__init__(task, agent)
+        self.source, self.k = source, k
 
     @property
     def session(self):
         return self.app.fork_session
+
+    def action_retry(self) -> None:
+        if self.source is not None:
+            self.app.call_later(self.app.refork, self.source, self.k, True, self.agent)
 
 
 def agent_for(source: Trajectory, app) -> AgentChoice:
@@ -51,8 +68,9 @@ def agent_for(source: Trajectory, app) -> AgentChoice:
     return agent_choice(app.config, app.home)
 
 
-def start_fork(screen, source: Trajectory, k: int, agent: bool) -> None:
-    """Fork ``source`` keeping its first ``k`` turns and open it (from ``screen``)."""
+def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentChoice | None = None) -> None:
+    """Fork ``source`` keeping its first ``k`` turns and open it (from ``screen``). ``choice``:
+    the agent that goes on (default ``agent_for``)."""
     app = screen.app
     if source.env not in ("bash", "sql"):
         screen.notify(f"Forks run Bash and SQL episodes, not {source.env}.", severity="warning")
@@ -69,7 +87,6 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool) -> None:
     who = "an agent" if agent else "you"
     screen.notify(f"Forked at turn {k}: {k} turn{'s' if k != 1 else ''} replay into a fresh sandbox, then {who} "
                   f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6)
-    if agent:
-        app.push_screen(ForkWatchScreen(task, agent_for(source, app)))
-    else:
-        app.push_screen(ForkPlayScreen(task))
+    opened = (ForkWatchScreen(task, choice or agent_for(source, app), source, k) if agent
+              else ForkPlayScreen(task, source, k))
+    app.push_screen(opened)

@@ -11,7 +11,7 @@ import pytest
 
 from icplay.tui.screens.modals import ScoreScreen
 
-from tui_helpers import FakeClock, run_command, wait_for, wait_ready
+from tui_helpers import FakeClock, run_command, settled, wait_for, wait_ready
 
 SIZES = [(120, 40), (80, 24)]
 
@@ -27,7 +27,7 @@ def frozen_app(make_app):
 @pytest.mark.usefixtures("bwrap_ready")
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_picker(snap_compare, frozen_app, size):
-    assert snap_compare(frozen_app(env="bash", tasks="bash"), terminal_size=size)
+    assert snap_compare(frozen_app(env="bash", tasks="bash"), terminal_size=size, run_before=settled)
 
 
 @pytest.mark.usefixtures("bwrap_ready")
@@ -39,6 +39,7 @@ def test_play_bash(snap_compare, frozen_app, size):
         await run_command(pilot, "cd /testbed/logs/nginx")
         await run_command(pilot, "cat missing.txt")
         await pilot.press(*"head -3 access.log")
+        await settled(pilot)
 
     assert snap_compare(frozen_app(env="bash", tasks="bash", task="b001"), terminal_size=size, run_before=work)
 
@@ -51,6 +52,7 @@ def test_score_with_gold(snap_compare, frozen_app):
         await pilot.press("ctrl+s", "enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ScoreScreen), 30, "the score")
         await pilot.press("g")
+        await settled(pilot)
 
     assert snap_compare(frozen_app(env="bash", tasks="bash", task="b001"), terminal_size=(120, 40), run_before=work)
 
@@ -60,6 +62,7 @@ def test_help(snap_compare, frozen_app):
     async def work(pilot):
         await wait_ready(pilot)
         await pilot.press("f1")
+        await settled(pilot)
 
     assert snap_compare(frozen_app(env="bash", tasks="bash", task="b001"), terminal_size=(120, 40), run_before=work)
 
@@ -70,6 +73,7 @@ def test_turn_details(snap_compare, frozen_app):
         await wait_ready(pilot)
         await run_command(pilot, "printf 'one\\ntwo\\n'; ls /nowhere")
         await pilot.press("f3", "enter")
+        await settled(pilot)
 
     assert snap_compare(frozen_app(env="bash", tasks="bash", task="b001"), terminal_size=(100, 30), run_before=work)
 
@@ -85,6 +89,7 @@ def test_play_sql(snap_compare, frozen_app, shop_catalog, size):
         await run_sql(pilot, "SELEC 1")
         await run_sql(pilot, "SELECT c.name, c.city, o.total FROM customers c JOIN orders o ON o.customer_id = c.id "
                              "ORDER BY o.total DESC;")
+        await settled(pilot)
 
     app = frozen_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None)
     assert snap_compare(app, terminal_size=size, run_before=work)
@@ -97,6 +102,7 @@ def test_play_bash_light_theme(snap_compare, frozen_app):
     async def work(pilot):
         await wait_ready(pilot)
         await run_command(pilot, "ls --color=always /testbed")
+        await settled(pilot)
 
     app = frozen_app(env="bash", tasks="bash", task="b001", config=Config(history=False, theme="textual-light"))
     assert snap_compare(app, terminal_size=(100, 30), run_before=work)
@@ -133,7 +139,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
         await pilot.press("ctrl+y")
         await wait_for(pilot, lambda: waiting(app, 2) and len(screen(app).trajectory.turns) == 1, 30,
                        "the second proposal")
-        await pilot.pause()
+        await settled(pilot)
 
     try:
         app = frozen_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None,

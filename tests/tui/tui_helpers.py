@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from icplay.tui.app import PlayApp
 from icplay.tui.config import Config
@@ -182,3 +184,59 @@ def post_keys(app, text: str, then: str | None = None) -> None:
         app.post_message(events.Key(_character_to_key(ch), ch))
     if then is not None:
         app.post_message(events.Key(then, None))
+
+
+def footer_keys(screen) -> tuple[set[str], set[str]]:
+    """(the keys the footer should show: one per shown action of the active bindings, plus the
+    palette's; the keys it shows laid out on screen)."""
+    footers = screen.query(Footer)
+    if not footers:                    # a modal without a footer of its own
+        return set(), set()
+    footer = footers.first()
+    wanted: dict[str, str] = {}
+    for _node, binding, _enabled, _tooltip in screen.active_bindings.values():
+        if binding.show:
+            wanted.setdefault(binding.action, binding.key)
+    keys = set(wanted.values())
+    app = screen.app
+    if footer.show_command_palette and app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in screen.active_bindings:
+        keys.add(screen.active_bindings[app.COMMAND_PALETTE_BINDING][1].key)
+    shown = {key.key for key in footer.query(FooterKey) if key.region.width}
+    return keys, shown
+
+
+def unsettled(app) -> str | None:
+    """Why the screen is not yet what a user would see, or None. The footer builds its keys
+    on a later refresh after every bindings change (a recompose: remove, then mount, under a
+    batch that holds back layout); a screenshot in between lacks them or shows them unplaced."""
+    screen = app.screen
+    if app._batch_count:
+        return "an update batch is open"
+    pending = [name for name in ("_layout_required", "_scroll_required", "_repaint_required", "_recompose_required",
+                                 "_dirty_widgets", "_callbacks") if getattr(screen, name)]
+    if pending:
+        return "the screen has pending " + ", ".join(pending)
+    wanted, shown = footer_keys(screen)
+    if wanted != shown:
+        return f"the footer shows {sorted(shown)}, the bindings are {sorted(wanted)}"
+    return None
+
+
+async def settled(pilot, timeout: float = 20.0) -> None:
+    """Wait until the screen is settled (``unsettled`` says nothing) and two screenshots taken
+    an idle apart are the same: what the snapshot then records is what stays on screen."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    before = None
+    while True:
+        await pilot.pause()
+        why = unsettled(app)
+        if why is None:
+            now = app.export_screenshot()
+            if now == before:
+                return
+            before, why = now, "the screen changed since the last look"
+        else:
+            before = None
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the screen did not settle in {timeout:.0f} s: {why}")

@@ -22,12 +22,11 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from icplay.envs.base import observation_parts
 from icplay.episode import Turn
 from icplay.tui.keys import active_keys, bindings
 from icplay.tui.widgets.output import OutputPane
-from icplay.tui.widgets.panels import short_duration
 from icplay.tui.widgets.panes import WorkPane
+from icplay.tui.widgets.turn_output import finish_turn, turn_status, write_saved_turns
 
 
 def opens_block(line: str) -> bool:
@@ -205,14 +204,7 @@ class PythonPane(WorkPane):
             self.output.write_command("...", line)
 
     def show_turns(self, turns: list[Turn]) -> None:
-        for turn in turns[-50:]:
-            if not turn.action:
-                continue
-            self._write_code(turn.action)
-            text, notes = observation_parts(turn.observation, turn.info)
-            self.output.write_ansi(text.rstrip("\n"))
-            for note in notes:
-                self.output.write_note(f"[{note}]")
+        write_saved_turns(self.output, turns, self._write_code)
 
     def turn_started(self, action: str) -> None:
         self.editor.load_text("")
@@ -220,24 +212,10 @@ class PythonPane(WorkPane):
         self.output.start_stream()
 
     def turn_finished(self, turn: Turn | None) -> None:
-        output = self.output
-        output.end_stream()
+        finish_turn(self.output, turn)
         if turn is None:
             return
-        for note in observation_parts(turn.observation, turn.info)[1]:
-            output.write_note(f"[{note}]")
-        status = Text()
         state = (turn.info or {}).get("interpreter")
-        if turn.info.get("interrupted"):
-            status.append("interrupted", style="yellow")
-        elif turn.info.get("timed_out"):
-            status.append("timed out", style="yellow")
-        elif state == "error":
-            status.append("raised an error", style="red")
-        elif state == "died":
-            status.append("the interpreter exited", style="red")
-        else:
-            status.append("ok", style="green")
-        if not self.frozen:
-            status.append(f" · {short_duration(turn.duration)}")
-        self.set_status(status)
+        verdict = {"error": ("raised an error", "red"), "died": ("the interpreter exited", "red")}.get(
+            state, ("ok", "green"))
+        self.set_status(turn_status(turn, verdict, self.frozen))

@@ -222,13 +222,12 @@ class BashSandboxes:
     def _make_factory(self, task: Task, role: str) -> Callable[[], Sandbox]:
         if self.kind == "docker":
             from icplay.sandbox.docker import DockerSandbox
-            from icplay.sandbox.images import docker_client, ensure_image
+            from icplay.sandbox.images import docker_client, ensure_known_image
 
             if self._client is None:
                 self._client = docker_client()
             image = self._image_for(task)
-            if image == DEFAULT_IMAGE:
-                ensure_image(self._client, "bash", self.progress or (lambda line: None))
+            ensure_known_image(self._client, image, self.progress)   # icplay's or a plug-in's: built if missing
             client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
             trusted = role == "gold"
             return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle,

@@ -164,3 +164,28 @@ def test_icplay_tasks_shows_why_a_task_is_skipped(shared_intercode, capsys):
     assert "(skipped by run: its files are not here (suspicious.dd.sda1))" in out
     assert out.rstrip().endswith("22 task(s) are skipped by `icplay run` (--include-remote plays those that need "
                                  "a server)")
+
+
+@pytest.mark.docker
+def test_a_container_killed_between_actions_comes_back_with_the_task_files(docker_client):
+    from icplay.ctf.env import make_ctf_env
+    from icplay.languages import get
+    from icplay.sandbox.images import ensure_image
+
+    get("ctf")
+    ensure_image(docker_client, "ctf", lambda line: None)
+    vault = next(t for t in load_tasks("ctf") if t.id == "vault-binary")
+    env = make_ctf_env("docker")
+    try:
+        env.reset(vault)
+        assert env.step("echo mine > mine.txt; ls").observation.split() == ["mine.txt", "vault"]
+        old = env.sandbox.container.id
+        docker_client.api.kill(old)
+        # the next action runs in a new container that has the task's files (as at the start)
+        # and starts in the task's folder, before the action runs
+        result = env.step("pwd; ls")
+        assert env.sandbox.container.id != old and result.info["sandbox_replaced"], result.info
+        assert result.observation.split() == ["/ctf/vault-binary", "vault"], result.observation
+        assert env.step("test -x vault && echo runnable").observation == "runnable\n"
+    finally:
+        env.close()

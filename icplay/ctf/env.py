@@ -9,19 +9,17 @@ task's files are copied in when the episode starts, to ``/ctf/<id>``; the shell 
 
 from __future__ import annotations
 
-import io
 import shlex
 import shutil
 import subprocess
-import tarfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 from icplay.ctf.reward import flag_reward
 from icplay.ctf.tasks import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
+from icplay.envs.held import HeldSandbox
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.pool import SandboxPool
 from icplay.tasks.model import Task
@@ -42,27 +40,6 @@ def missing_host_tools() -> list[str]:
     if python and subprocess.run([python, "-c", "import Crypto"], capture_output=True).returncode != 0:
         missing.append("pycryptodome (python3: import Crypto)")
     return missing
-
-
-def _tar_of(folder: Path, prefix: str) -> bytes:
-    """The folder's files as a tar whose members live under ``prefix`` (no solution/ folders)."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-            if set(Path(info.name).parts) & HIDDEN_FOLDERS:
-                return None
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            info.mode |= 0o200   # the solver may change its copy (InterCode's shared assets are read-only)
-            return info
-
-        tar.add(str(folder), arcname=prefix, filter=keep)
-    return out.getvalue()
-
-
-def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, symlinks=True,
-                    ignore=lambda _dir, names: [n for n in names if n in HIDDEN_FOLDERS])
 
 
 class CtfSandboxes:
@@ -124,32 +101,12 @@ class CtfSandboxes:
             return self._pools[key]
 
     def place_files(self, sandbox: Sandbox, task: Task) -> None:
-        """Copy the task's files to /ctf/<id> in the sandbox (an empty folder when it has none)."""
+        """Copy the task's files to /ctf/<id> in the sandbox (an empty folder when it has
+        none), without its solution notes."""
         source = assets_dir(task)
         if source is not None and not source.is_dir():
             raise SandboxError(f"task {task.key}: its files folder {source} is not there")
-        if sandbox.kind == "docker":
-            code, out = sandbox.exec(["sh", "-c", f"mkdir -p {CTF_ROOT} && readlink -f {CTF_ROOT}"])
-            if code != 0:
-                raise SandboxError(f"cannot make {CTF_ROOT} in the container: {out.strip()[-200:]}")
-            real = out.strip().splitlines()[-1].lstrip("/")   # /ctf -> /opt/ctf on icplay's image
-            prefix = f"{real}/{task.id}"
-            if source is None:
-                code, out = sandbox.exec(["mkdir", "-p", f"/{prefix}"])
-                if code != 0:
-                    raise SandboxError(f"cannot make /{prefix} in the container: {out.strip()[-200:]}")
-            else:
-                sandbox._fill(_tar_of(source, prefix))   # type: ignore[attr-defined]
-            return
-        target = sandbox.root / "ctf" / task.id          # type: ignore[attr-defined]
-        if source is None:
-            target.mkdir()
-        else:
-            _copy_tree(source, target)
-        subprocess.run(["chmod", "-R", "u+w", str(target)], check=True)   # the solver's copy is its own
-        uid = getattr(sandbox, "host_uid", None)
-        if uid is not None:
-            subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(target)], check=True)
+        sandbox.put_files(source, mount_path(task), skip=HIDDEN_FOLDERS)   # type: ignore[attr-defined]
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -175,41 +132,33 @@ class CtfEnv:
     def __init__(self, sandboxes: CtfSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
         self.sandboxes = sandboxes
         self.owns_sandboxes = owns_sandboxes
-        self.lazy = lazy
         self.sandbox_kind = sandboxes.kind
         self.task: Task | None = None
         self.setup_output = ""      # what the task's setup printed (not shown to the solver)
-        self._sandbox: Sandbox | None = None
-        self._pending: Future | None = None
-        self._taker: ThreadPoolExecutor | None = None
-        self._pool: SandboxPool | None = None
+        self.lazy = lazy            # the sandbox is taken while the policy thinks
+        self.held = HeldSandbox(lazy)
 
     # -- episode ------------------------------------------------------------------------
 
     def reset(self, task: Task) -> str:
-        self._release()
         self.task = task
         self.setup_output = ""
-        self._pool = self.sandboxes.pool(task)
-        if self.lazy:
-            if self._taker is None:   # bwrap dies with the thread that started it: one thread per env
-                self._taker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-take")
-            self._pending = self._taker.submit(self._prepared, task)
-        else:
-            self._sandbox = self._prepared(task)
+        self.held.take(self.sandboxes.pool(task), lambda pool: self._prepared(pool, task))
         return task.query
 
-    def _prepared(self, task: Task) -> Sandbox:
+    def _prepared(self, pool: SandboxPool, task: Task) -> Sandbox:
         """A sandbox from the pool with the task's files in place, the shell at /ctf/<id>
         after the setup ran."""
-        assert self._pool is not None
-        pool = self._pool
         sandbox = pool.take()
         try:
             self._prepare(sandbox, task)
         except BaseException:
             pool.discard(sandbox)
             raise
+        if hasattr(sandbox, "on_replaced"):
+            # a new container in place of a dead one gets the files and setup before the
+            # next command runs in it (recycled for another episode: that one's prepare)
+            sandbox.on_replaced = lambda: self._prepare(sandbox, task)
         return sandbox
 
     def _prepare(self, sandbox: Sandbox, task: Task) -> None:
@@ -228,14 +177,11 @@ class CtfEnv:
 
     @property
     def sandbox(self) -> Sandbox | None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._sandbox = pending.result()
-        return self._sandbox
+        return self.held.sandbox
 
     @property
     def cwd(self) -> str | None:
-        shell = getattr(self._sandbox, "shell", None)
+        shell = getattr(self.held.ready, "shell", None)
         return shell.cwd if shell is not None else None
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
@@ -243,16 +189,12 @@ class CtfEnv:
         if sandbox is None or self.task is None:
             raise RuntimeError("reset() the environment before step()")
         result = sandbox.run(action, on_output=on_output)
-        info = result.info()
-        if result.sandbox_replaced:
-            # a new container replaced a dead one: it has no task files until they are copied again
-            self._prepare(sandbox, self.task)
-            info["files_restored"] = True
-        return StepResult(result.output, result.exit_code, result.duration, info)   # notes: info["notes"]
+        # (a container that replaced a dead one got the files back before anything ran in it)
+        return StepResult(result.output, result.exit_code, result.duration, result.info())   # notes: info["notes"]
 
     def interrupt(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.interrupt()
+        if self.held.ready is not None:
+            self.held.ready.interrupt()
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         if self.task is None:
@@ -262,21 +204,8 @@ class CtfEnv:
 
     # -- life cycle ---------------------------------------------------------------------
 
-    def _release(self) -> None:
-        pool, pending, sandbox = self._pool, self._pending, self._sandbox
-        self._pending = self._sandbox = None
-        if pool is None:
-            return
-        if pending is not None:
-            pending.add_done_callback(lambda f: pool.discard(f.result()) if f.exception() is None else None)
-        elif sandbox is not None:
-            pool.discard(sandbox)
-
     def close(self) -> None:
-        self._release()
-        if self._taker is not None:
-            self._taker.shutdown(wait=True)
-            self._taker = None
+        self.held.close()
         if self.owns_sandboxes:
             self.sandboxes.close()
 

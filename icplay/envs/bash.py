@@ -13,11 +13,12 @@ import dataclasses
 import shutil
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from icplay.envs.held import HeldSandbox
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.bash_reward import bash_reward, parse_git_status, paths_to_hash
 from icplay.paths import data_dir
@@ -221,13 +222,12 @@ class BashSandboxes:
     def _make_factory(self, task: Task, role: str) -> Callable[[], Sandbox]:
         if self.kind == "docker":
             from icplay.sandbox.docker import DockerSandbox
-            from icplay.sandbox.images import docker_client, ensure_image
+            from icplay.sandbox.images import docker_client, ensure_known_image
 
             if self._client is None:
                 self._client = docker_client()
             image = self._image_for(task)
-            if image == DEFAULT_IMAGE:
-                ensure_image(self._client, "bash", self.progress or (lambda line: None))
+            ensure_known_image(self._client, image, self.progress)   # icplay's or a plug-in's: built if missing
             client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
             trusted = role == "gold"
             return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle,
@@ -288,28 +288,17 @@ class BashEnv:
     def __init__(self, sandboxes: BashSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
         self.sandboxes = sandboxes
         self.owns_sandboxes = owns_sandboxes
-        self.lazy = lazy
         self.sandbox_kind = sandboxes.kind
         self.task: Task | None = None
-        self._sandbox: Sandbox | None = None
-        self._pending: Future | None = None
-        self._taker: ThreadPoolExecutor | None = None
-        self._pool: SandboxPool | None = None
+        self.lazy = lazy            # the sandbox is taken while the policy thinks
+        self.held = HeldSandbox(lazy)
         self._bracket: list[GoldRun] = []
         self.last_output = ""
 
     def reset(self, task: Task) -> str:
-        self._release()
+        self._bracket = []
         self.task = task
-        self._pool = self.sandboxes.pool(task)
-        if self.lazy:
-            # A thread that lives as long as the env: bwrap dies with the thread that
-            # started it (--die-with-parent follows the thread, not the process).
-            if self._taker is None:
-                self._taker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-take")
-            self._pending = self._taker.submit(self._pool.take)
-        else:
-            self._sandbox = self._pool.take()
+        self.held.take(self.sandboxes.pool(task))
         self.last_output = ""
         self.sandboxes.prefetch_gold(task)
         return task.query
@@ -317,14 +306,11 @@ class BashEnv:
     @property
     def sandbox(self) -> Sandbox | None:
         """The episode's sandbox (waiting for it if it is still being taken)."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._sandbox = pending.result()
-        return self._sandbox
+        return self.held.sandbox
 
     @property
     def cwd(self) -> str | None:
-        return self._sandbox.shell.cwd if self._sandbox is not None else None
+        return self.held.ready.shell.cwd if self.held.ready is not None else None
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         if self.sandbox is None:
@@ -343,8 +329,8 @@ class BashEnv:
         return StepResult(result.output, result.exit_code, result.duration, result.info())
 
     def interrupt(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.interrupt()
+        if self.held.ready is not None:
+            self.held.ready.interrupt()
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         if self.sandbox is None or self.task is None:
@@ -374,22 +360,9 @@ class BashEnv:
             breakdown["gold_runs_compared"] = len(golds)
         return SubmitResult(scored.reward, breakdown, gold.output)
 
-    def _release(self) -> None:
-        self._bracket = []
-        pool, pending, sandbox = self._pool, self._pending, self._sandbox
-        self._pending = self._sandbox = None
-        if pool is None:
-            return
-        if pending is not None:   # never used: give it back once it is there
-            pending.add_done_callback(lambda f: pool.discard(f.result()) if f.exception() is None else None)
-        elif sandbox is not None:
-            pool.discard(sandbox)
-
     def close(self) -> None:
-        self._release()
-        if self._taker is not None:
-            self._taker.shutdown(wait=True)
-            self._taker = None
+        self._bracket = []
+        self.held.close()
         if self.owns_sandboxes:
             self.sandboxes.close()
 

@@ -72,7 +72,7 @@ def _register_images(spec: LanguageSpec) -> None:
 
     for image in spec.images:
         register_image(image.key, ImageSpec(name=image.tag, dockerfile=image.dockerfile,
-                                            description=image.description))
+                                            description=image.description, context=image.context))
 
 
 def find(name: str) -> LanguageSpec | None:

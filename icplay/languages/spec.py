@@ -53,12 +53,18 @@ class Prompts:
 
 @dataclass(frozen=True)
 class Image:
-    """A Docker image a language builds from the repository (``icplay images build NAME``)."""
+    """A Docker image a language builds (``icplay images build KEY``, or on first use).
+
+    ``context``: the build context folder; a plug-in names one inside its own package
+    (``str(Path(__file__).parent / "image")``) and ``dockerfile`` is relative to it.
+    None: icplay's repository root (its ``docker/`` folder).
+    """
 
     key: str          # "bash": what `icplay images build` takes
     tag: str          # "icplay-bash:latest"
-    dockerfile: str   # relative to the repository root
+    dockerfile: str   # relative to the build context
     description: str = ""
+    context: str | None = None
 
 
 @dataclass(frozen=True)

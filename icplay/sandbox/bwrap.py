@@ -496,6 +496,26 @@ class BwrapSandbox:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, env=env)
         return done.returncode, done.stdout.decode("utf-8", "replace")
 
+    def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
+        """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
+        sandbox, made if missing, owned by the sandbox's user and writable, without the
+        folders named in ``skip``. ``dest`` lies under /testbed, /root or a bound folder:
+        the rest of the sandbox's root is read-only."""
+        from icplay.sandbox.files import copy_into
+
+        target = None
+        for folder, inside in (("testbed", "/testbed"), ("root", "/root"), *self.binds):
+            if dest == inside or dest.startswith(inside.rstrip("/") + "/"):
+                target = self.root / folder / dest[len(inside):].lstrip("/")
+        if target is None:
+            raise SandboxError(f"files go under /testbed, /root or {', '.join(i for _f, i in self.binds) or '-'} "
+                               f"in a bwrap sandbox, not {dest}")
+        target.mkdir(parents=True, exist_ok=True)
+        if source is not None:
+            copy_into(Path(source), target, skip)
+        if self.host_uid is not None:
+            subprocess.run(["chown", "-R", "-h", f"{self.host_uid}:{self.host_uid}", str(target)], check=True)
+
     def close(self) -> None:
         self.shell.close()
         self._stop_process()

@@ -32,7 +32,8 @@ import re
 import socket
 import tarfile
 import threading
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import shlex
 import time
@@ -347,6 +348,9 @@ class DockerSandbox:
         self._warden_stdin: _ExecSocketTransport | None = None   # faithful containers: pid 1's stdin
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
+        # called when a new container replaced a dead one, before anything runs in it: the
+        # episode puts its files back (CTF's task files, its setup)
+        self.on_replaced: Callable[[], None] | None = None
 
     def _new_shell(self) -> PersistentShell:
         init = ":" if self.faithful else f"echo $$ > {SHELL_PID_FILE}"
@@ -434,10 +438,23 @@ class DockerSandbox:
         self.container.start()
         self._warden_stdin.write(FAITHFUL_WARDEN.encode())
 
-    def _fill(self, tree: bytes) -> None:
-        """Unpack the image's writable roots into their (empty) tmpfs mounts."""
+    def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
+        """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
+        container, made if missing (a symlink to a folder is followed), owned by root and
+        writable, without the folders named in ``skip``. A container that replaces a dead
+        one does not have them: ``on_replaced`` puts them back."""
+        from icplay.sandbox.files import tar_of
+
+        code, out = self.exec(["mkdir", "-p", dest])
+        if code != 0:
+            raise SandboxError(f"cannot make {dest} in the container: {out.strip()[-200:]}")
+        if source is not None:
+            self._fill(tar_of(Path(source), skip), into=dest)
+
+    def _fill(self, tree: bytes, into: str = "/") -> None:
+        """Unpack a tar into the container (the image's writable roots into their empty tmpfs mounts)."""
         api = self.client.api
-        created = api.exec_create(self.container.id, ["tar", "-x", "-p", "--numeric-owner", "-f", "-", "-C", "/"],
+        created = api.exec_create(self.container.id, ["tar", "-x", "-p", "--numeric-owner", "-f", "-", "-C", into],
                                   stdin=True, stdout=True, stderr=True)
         sock = api.exec_start(created["Id"], socket=True)
         transport = _ExecSocketTransport(sock)
@@ -558,6 +575,8 @@ class DockerSandbox:
         self.shell = self._new_shell()
         self.recyclable = False
         self.start()
+        if self.on_replaced is not None:
+            self.on_replaced()
         return (f"the previous container {why}: this command ran in a new container, with the task's "
                 "files as they were at the start")
 

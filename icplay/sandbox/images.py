@@ -1,8 +1,9 @@
 """icplay's Docker images: their names, and building them through the docker SDK.
 
-The Dockerfiles live in ``docker/`` of the repository and are built with the repository
-root as the build context (``.dockerignore`` keeps that context to ``docker/`` and
-``data/``). A missing image is built on first use, with the build log streamed to a
+icplay's Dockerfiles live in ``docker/`` of the repository and are built with the
+repository root as the build context (``.dockerignore`` keeps that context to ``docker/``
+and ``data/``); a plug-in language's image is built from a folder of its own package
+(``ImageSpec.context``). A missing image is built on first use, with the build log streamed to a
 ``progress`` callback so that the CLI and the TUI can show it.
 """
 
@@ -28,12 +29,18 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the classic builder colours RUN'
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """One icplay image: its tag and the Dockerfile (relative to the repository root)."""
+    """One icplay image: its tag and the Dockerfile, relative to the build context:
+    ``context``, a folder (a plug-in's, inside its package), or None for icplay's
+    repository root."""
 
     name: str
     dockerfile: str
     description: str = ""
     buildargs: dict[str, str] = field(default_factory=dict)
+    context: str | None = None
+
+    def context_dir(self) -> Path:
+        return Path(self.context) if self.context is not None else repo_root()
 
 
 IMAGES: dict[str, ImageSpec] = {
@@ -106,7 +113,8 @@ INPUTS_LABEL = "icplay.inputs"
 
 
 def build_inputs_digest(env: str) -> str:
-    """A digest of what an image is built from: its Dockerfile and ``data/<env>/``.
+    """A digest of what an image is built from: its Dockerfile and ``data/<env>/`` (a
+    plug-in's image: every file of its build context).
 
     Stored as a label on the image, it tells ``ensure_image`` that a checkout's testbed or
     databases changed since the image was built, so a stale image is rebuilt instead of
@@ -115,12 +123,12 @@ def build_inputs_digest(env: str) -> str:
     import hashlib
 
     spec = _spec(env)
-    root = repo_root()
+    root = spec.context_dir()
     digest = hashlib.sha256()
     files = [root / spec.dockerfile]
-    data = root / "data" / env
+    data = root / "data" / env if spec.context is None else root
     if data.is_dir():
-        files += sorted(p for p in data.rglob("*") if p.is_file() or p.is_symlink())
+        files += sorted(p for p in data.rglob("*") if (p.is_file() or p.is_symlink()) and p != files[0])
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         if path.is_symlink():
@@ -167,8 +175,11 @@ def build_image(client: Any, env: str, progress: Progress | None = None, *, noca
     """
     spec = _spec(env)
     progress = progress or (lambda line: None)
-    root = repo_root()
+    root = spec.context_dir()
     dockerfile = root / spec.dockerfile
+    if not dockerfile.is_file() and spec.context is not None:
+        raise SandboxError(f"{dockerfile} is not there: the {env!r} image's package lacks its Dockerfile "
+                           "(reinstall it, with the Dockerfile among its package data)")
     if not dockerfile.is_file():
         raise SandboxError(f"{dockerfile} is not there: build icplay's images from a source checkout "
                            "(git clone, pip install -e .) or set ICPLAY_ROOT to one.")
@@ -245,3 +256,12 @@ def ensure_image(client: Any, env: str, progress: Progress | None = None) -> str
             why = "is out of date" if image_exists(client, spec.name) else "is missing"
             progress(f"image {spec.name} {why}: building it from {spec.dockerfile} (a minute or two)")
         return build_image(client, env, progress)
+
+
+def ensure_known_image(client: Any, tag: str, progress: Progress | None = None) -> None:
+    """Build the image tagged ``tag`` when it is one of icplay's or a plug-in's (missing
+    or stale); any other image (InterCode's, a user's) is used as it is."""
+    for key, spec in list(IMAGES.items()):
+        if spec.name == tag:
+            ensure_image(client, key, progress or (lambda line: None))
+            return

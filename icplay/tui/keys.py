@@ -109,6 +109,8 @@ KEYS: list[Key] = [
     Key("python.enter", "enter", "enter", "Enter", "Run a complete statement; in a block, a new line (an empty "
         "line runs the block)", "python", show=False, palette=False),
     Key("python.run", "f5,ctrl+enter,ctrl+j", "run", "Run all", "Run everything in the editor", "python"),
+    Key("python.select_all", "ctrl+a", "select_all", "Select all", "Select all the code (Home goes to the line "
+        "start)", "python", show=False),
 ]
 
 BY_ID = {k.id: k for k in KEYS}

@@ -18,6 +18,7 @@ from icplay.tui.widgets.command import CommandInput, History
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.widgets.panels import short_duration
 from icplay.tui.widgets.results import ResultsTable
+from icplay.tui.widgets.turn_output import finish_turn, turn_status, write_saved_turns
 
 
 class WorkPane(Vertical):
@@ -130,15 +131,7 @@ class BashPane(WorkPane):
 
     def show_turns(self, turns: list[Turn]) -> None:
         """Write saved turns into the pane (after a resume), newest last."""
-        output = self.output
-        for turn in turns[-50:]:
-            if not turn.action:
-                continue
-            output.write_command("$", turn.action)
-            text, notes = observation_parts(turn.observation, turn.info)
-            output.write_ansi(text.rstrip("\n"))
-            for note in notes:
-                output.write_note(f"[{note}]")
+        write_saved_turns(self.output, turns, lambda action: self.output.write_command("$", action))
 
     def turn_started(self, action: str) -> None:
         self.command.accepted(action)
@@ -147,29 +140,17 @@ class BashPane(WorkPane):
 
     def turn_finished(self, turn: Turn | None) -> None:
         output = self.output
-        output.end_stream()
+        finish_turn(output, turn)
         if turn is None:
             return
-        for note in observation_parts(turn.observation, turn.info)[1]:
-            output.write_note(f"[{note}]")
         if turn.exit_code not in (0, None) and not turn.info.get("interrupted") and not turn.info.get("timed_out"):
             output.write_note(f"[exit {turn.exit_code}]", style="red")
         cwd = (turn.info or {}).get("cwd")
         if cwd:
             self.cwd = cwd
             self.query_one("#prompt", Label).update(self.prompt_text())
-        status = Text()
-        if turn.info.get("interrupted"):
-            status.append("interrupted", style="yellow")
-        elif turn.info.get("timed_out"):
-            status.append("timed out", style="yellow")
-        elif turn.exit_code == 0:
-            status.append("exit 0", style="green")
-        else:
-            status.append(f"exit {turn.exit_code}", style="red")
-        if not self.frozen:
-            status.append(f" · {short_duration(turn.duration)}")
-        self.set_status(status)
+        verdict = ("exit 0", "green") if turn.exit_code == 0 else (f"exit {turn.exit_code}", "red")
+        self.set_status(turn_status(turn, verdict, self.frozen))
 
 
 class SqlEditor(TextArea):

@@ -4,10 +4,16 @@ Enter works as in Python's REPL: a complete one-line statement runs; a line that
 block (ending with ':') or a line inside a block inserts a new, indented line, and Enter
 on an empty line runs the block. F5 / Ctrl+Enter / Ctrl+J runs everything in the editor
 at once (a whole ``def`` with blank lines inside, several statements).
+
+The indentation Enter adds is a guess that the user's own wins over: spaces typed (or a
+block pasted) at the start of a line that holds only Enter's indentation replace it, so a
+block typed with its own indentation (or sent by a terminal without bracketed paste) keeps
+it instead of doubling it. Backspace in the indentation removes a level; Ctrl+A selects all.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.text import Text
@@ -16,17 +22,25 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from icplay.envs.base import observation_parts
 from icplay.episode import Turn
 from icplay.tui.keys import active_keys, bindings
 from icplay.tui.widgets.output import OutputPane
-from icplay.tui.widgets.panels import short_duration
 from icplay.tui.widgets.panes import WorkPane
+from icplay.tui.widgets.turn_output import finish_turn, turn_status, write_saved_turns
 
 
 def opens_block(line: str) -> bool:
     stripped = line.split("#", 1)[0].rstrip()
     return stripped.endswith(":") or line.lstrip().startswith("@")
+
+
+def ends_block(line: str) -> bool:
+    """A line after which the block goes on one level less (``return``, ``pass``, ...)."""
+    words = line.split("#", 1)[0].split()
+    return bool(words) and words[0] in ("return", "pass", "raise", "break", "continue")
+
+
+INDENT = "    "
 
 
 def enter_runs(text: str, row: int) -> bool:
@@ -53,6 +67,7 @@ class PythonEditor(TextArea):
     def __init__(self, **kwargs):
         super().__init__(language="python", soft_wrap=True, show_line_numbers=True, tab_behavior="indent",
                          **kwargs)
+        self._auto_indent: tuple[int, str] | None = None   # (row, indent) that Enter put there
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "run" and self.read_only:
@@ -60,7 +75,9 @@ class PythonEditor(TextArea):
         return True
 
     def action_run(self) -> None:
-        code = self.text.rstrip().lstrip("\n")     # the indent Enter left on the last line goes
+        # the indent Enter left on the last line goes; a block copied from inside a class
+        # or function runs at the top level
+        code = textwrap.dedent(self.text.rstrip().lstrip("\n"))
         if code.strip():
             self.post_message(self.Run(code))
 
@@ -70,7 +87,42 @@ class PythonEditor(TextArea):
             event.prevent_default()
             self.action_enter()
             return
+        if event.key == "backspace" and not self.read_only and self._dedent():
+            event.stop()
+            event.prevent_default()
+            return
+        if event.character == " ":
+            self._drop_auto_indent()
+        else:
+            self._auto_indent = None
         await super()._on_key(event)
+
+    def _on_paste(self, event: events.Paste) -> None:
+        # (runs before TextArea's own _on_paste, which Textual calls next and inserts the text)
+        if event.text[:1].isspace() or "\n" in event.text:   # the text brings its own indentation
+            self._drop_auto_indent()
+
+    def _drop_auto_indent(self) -> None:
+        """Remove the indentation Enter added when the line still holds only that and the
+        cursor is at its end: the user is typing or pasting their own."""
+        auto, self._auto_indent = self._auto_indent, None
+        if auto is None or not self.selection.is_empty:
+            return
+        row, indent = auto
+        if self.cursor_location == (row, len(indent)) and self.document.get_line(row) == indent:
+            self.delete((row, 0), (row, len(indent)))
+
+    def _dedent(self) -> bool:
+        """Backspace in a line's leading spaces removes one level (to the previous multiple of 4)."""
+        if not self.selection.is_empty:
+            return False
+        row, column = self.cursor_location
+        before = self.document.get_line(row)[:column]
+        if column == 0 or before.strip(" "):
+            return False
+        self._auto_indent = None
+        self.delete((row, column - ((column - 1) % len(INDENT) + 1)), (row, column))
+        return True
 
     def action_enter(self) -> None:
         if self.read_only:
@@ -82,8 +134,11 @@ class PythonEditor(TextArea):
         line = self.document.get_line(row)
         indent = line[:len(line) - len(line.lstrip())]
         if opens_block(line):
-            indent += "    "
+            indent += INDENT
+        elif ends_block(line):
+            indent = indent[:-len(INDENT)]
         self.insert("\n" + indent)
+        self._auto_indent = (row + 1, indent) if indent else None
 
 
 class PythonPane(WorkPane):
@@ -149,14 +204,7 @@ class PythonPane(WorkPane):
             self.output.write_command("...", line)
 
     def show_turns(self, turns: list[Turn]) -> None:
-        for turn in turns[-50:]:
-            if not turn.action:
-                continue
-            self._write_code(turn.action)
-            text, notes = observation_parts(turn.observation, turn.info)
-            self.output.write_ansi(text.rstrip("\n"))
-            for note in notes:
-                self.output.write_note(f"[{note}]")
+        write_saved_turns(self.output, turns, self._write_code)
 
     def turn_started(self, action: str) -> None:
         self.editor.load_text("")
@@ -164,24 +212,10 @@ class PythonPane(WorkPane):
         self.output.start_stream()
 
     def turn_finished(self, turn: Turn | None) -> None:
-        output = self.output
-        output.end_stream()
+        finish_turn(self.output, turn)
         if turn is None:
             return
-        for note in observation_parts(turn.observation, turn.info)[1]:
-            output.write_note(f"[{note}]")
-        status = Text()
         state = (turn.info or {}).get("interpreter")
-        if turn.info.get("interrupted"):
-            status.append("interrupted", style="yellow")
-        elif turn.info.get("timed_out"):
-            status.append("timed out", style="yellow")
-        elif state == "error":
-            status.append("raised an error", style="red")
-        elif state == "died":
-            status.append("the interpreter exited", style="red")
-        else:
-            status.append("ok", style="green")
-        if not self.frozen:
-            status.append(f" · {short_duration(turn.duration)}")
-        self.set_status(status)
+        verdict = {"error": ("raised an error", "red"), "died": ("the interpreter exited", "red")}.get(
+            state, ("ok", "green"))
+        self.set_status(turn_status(turn, verdict, self.frozen))

@@ -1,81 +1,69 @@
-"""calc: an icplay environment in one file. Actions are arithmetic (``x = 6 * 7``, ``x + 1``);
-the reward is 1 when the value of the last action equals the value of the task's gold."""
+"""answer: an icplay environment in one file. A Bash shell over a data file the task
+brings; `submit ANSWER` scores 1 when the answer equals the task's gold (case and
+surrounding spaces aside). On Docker the shell runs in this package's own image
+(image/Dockerfile, built on first use); on bwrap, in icplay's Bash testbed."""
 
 from __future__ import annotations
 
-import ast
-import operator
+import shlex
 from pathlib import Path
 
-from icplay.envs.base import StepResult, SubmitResult
-from icplay.languages.spec import LanguageSpec, Prompts
+from icplay.envs.base import STREAMS_OUTPUT, StepResult, SubmitResult
+from icplay.envs.bash import BashSandboxes
+from icplay.languages.spec import Image, LanguageSpec, Prompts
 
 TASKS = Path(__file__).with_name("tasks.json")
-OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-       ast.Pow: operator.pow, ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv, ast.USub: operator.neg}
+IMAGE = Image("answer", "icplay-answer:latest", "Dockerfile", "the answer language's shell",
+              context=str(Path(__file__).with_name("image")))
 
 
-def evaluate(node: ast.AST, names: dict[str, float]) -> float:
-    """Numbers, names, + - * / ** % // and parentheses: nothing else runs."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in names:
-            raise NameError(f"{node.id} is not defined")
-        return names[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in OPS:
-        return OPS[type(node.op)](evaluate(node.left, names), evaluate(node.right, names))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in OPS:
-        return OPS[type(node.op)](evaluate(node.operand, names))
-    raise SyntaxError("only arithmetic is allowed")
+def reward(answer: str | None, gold: str) -> float:
+    """The whole reward function: a pure function of the answer."""
+    return 1.0 if (answer or "").strip().lower() == gold.strip().lower() else 0.0
 
 
-def run(line: str, names: dict[str, float]) -> float:
-    """One action: ``name = expression`` (kept for later actions) or an expression."""
-    tree = ast.parse(line.strip(), mode="exec")
-    if len(tree.body) != 1:
-        raise SyntaxError("one expression or assignment per action")
-    stmt = tree.body[0]
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        names[stmt.targets[0].id] = value = evaluate(stmt.value, names)
-        return value
-    if isinstance(stmt, ast.Expr):
-        return evaluate(stmt.value, names)
-    raise SyntaxError("one expression or assignment per action")
+class AnswerEnv:
+    name, capabilities = "answer", frozenset({STREAMS_OUTPUT})
 
-
-class CalcEnv:
-    name, capabilities = "calc", frozenset()
-
-    def __init__(self, sandbox: str = "memory", **options):
-        self.sandbox_kind, self.task, self.names, self.last = sandbox, None, {}, None
+    def __init__(self, sandbox: str = "docker", timeout: float | None = None, progress=None, **options):
+        self.sandbox_kind, self.task, self.pool, self.box = sandbox, None, None, None
+        self.sandboxes = BashSandboxes(sandbox, image=IMAGE.tag if sandbox == "docker" else None,
+                                       timeout=timeout or 10.0, progress=progress)
 
     def reset(self, task) -> str:
-        self.task, self.names, self.last = task, {}, None
+        self._give_back()
+        self.task, self.pool = task, self.sandboxes.pool(task)
+        self.box = self.pool.take()
+        self.box.run(f"cd /tmp && printf '%s\\n' {shlex.quote(task.extra['data'])} > data.txt")
         return task.query
 
     def step(self, action: str, on_output=None) -> StepResult:
-        try:
-            self.last = run(action, self.names)
-            return StepResult(f"{self.last:g}\n", 0)
-        except Exception as exc:   # the error is the observation, as in a REPL
-            return StepResult(f"{type(exc).__name__}: {exc}\n", 1)
+        done = self.box.run(action, on_output=on_output)
+        return StepResult(done.output, done.exit_code, done.duration, done.info())
 
     def submit(self, arg: str | None = None) -> SubmitResult:
-        expected = run(self.task.gold, {})
-        reward = 1.0 if self.last is not None and abs(self.last - expected) < 1e-9 else 0.0
-        return SubmitResult(reward, {"value": self.last, "expected": expected}, f"{expected:g}")
+        return SubmitResult(reward(arg, self.task.gold), {"answer": arg, "expected": self.task.gold}, self.task.gold)
 
     def interrupt(self) -> None:
-        pass
+        if self.box is not None:
+            self.box.interrupt()
+
+    def _give_back(self) -> None:
+        if self.box is not None:
+            self.pool.discard(self.box)
+            self.box = None
 
     def close(self) -> None:
-        pass
+        self._give_back()
+        self.sandboxes.close()
 
 
 SPEC = LanguageSpec(
-    name="calc", title="Calc", sandboxes=("memory",), env=CalcEnv,
-    prompts=Prompts(name="calc", setting="calculator (variables carry over between lines)", unit="line",
-                    units="lines", fence="calc", notes="- One expression or `name = expression` per reply."),
-    description="arithmetic in a calculator: the last value is the answer", prompt="calc> ",
+    name="answer", title="Answer", sandboxes=("docker", "bwrap"), env=AnswerEnv, images=(IMAGE,),
+    prompts=Prompts(name="Bash", setting="Bash shell with a data file at /tmp/data.txt", fence="bash",
+                    fence_aliases=("bash", "sh"), bare_code="shell", submit_arg=True,
+                    notes="- Read /tmp/data.txt and reply `submit <answer>` when you know the answer."),
+    gold_actions=lambda task: [f"submit {task.gold}"],
+    score_rows=lambda b: [("your answer", str(b.get("answer"))), ("expected", str(b.get("expected")))],
+    description="a shell over a data file; submit the answer",
 )

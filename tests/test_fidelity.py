@@ -56,6 +56,9 @@ def test_nothing_of_icplay_is_visible_to_an_action(env):
     assert env.step("nosuch").observation == "bash: line 1: nosuch: command not found\n"
     assert env.step("true\nnosuch").observation == "bash: line 2: nosuch: command not found\n"
     assert "OLDPWD" not in env.step("set").observation
+    # no function or variable of icplay's shell (the call stack names the one running)
+    assert env.step("declare -F").observation == ""
+    assert env.step("set | grep -i -e icplay -e __ic | grep -v ^FUNCNAME=").observation == ""
 
 
 def test_find_root_counts_score_one(env):

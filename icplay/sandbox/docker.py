@@ -357,7 +357,9 @@ class DockerSandbox:
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
                          sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
-            **({"exports": ":", "bash_named_errors": True} if self.faithful else {}))
+            # a recycled container is proven pristine by ctimes: the shell's start folder
+            # goes in /tmp, which the proof restores, not in /dev/shm, which it watches
+            **({"exports": ":"} if self.faithful else {"scratch": "/tmp"}))
 
     def start(self) -> None:
         reap_once(self.client)
@@ -397,23 +399,11 @@ class DockerSandbox:
                 self._fill(tree)
             if not self.faithful:
                 self._start_control()
-            # the session's shell starts while the control shell takes the pristine copies
-            # (nothing runs in the session before start() returns)
-            failed: list[Exception] = []
-
-            def open_shell() -> None:
-                try:
-                    self.shell.start()
-                except Exception as exc:
-                    failed.append(exc)
-
-            opening = threading.Thread(target=open_shell, daemon=True)
-            opening.start()
+            # the session's shell starts before the control shell takes the pristine copies:
+            # its start makes and removes a folder in /tmp (session.enter_loop)
+            self.shell.start()
             if self.control is not None and self._want_recycle and self._hardened:
                 self._take_pristine_copies()
-            opening.join()
-            if failed:
-                raise failed[0]
         except Exception:
             self.close()
             raise
@@ -462,7 +452,7 @@ class DockerSandbox:
             # the session shell's pid file is made here, before the pristine copies: made
             # later by the session shell (which starts meanwhile), it changed /run after the
             # pristine mark on a loaded machine, and the recycle failed ("/run changed")
-            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
+            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()

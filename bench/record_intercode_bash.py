@@ -38,6 +38,23 @@ def record(fs: int, out: str, tasks_path: str) -> None:
 
     image = f"intercode-nl2bash-fs{fs}"
     bash_env.IMAGE_TO_SETTINGS[image] = "/bin/bash"
+    # InterCode's get_container lists every container on the machine (inspecting each);
+    # on a machine where other jobs remove containers all the time that listing fails
+    # (docker.errors.NotFound). The same steps by name: reuse the container, or run one.
+    from intercode.envs import ic_env
+
+    def get_container(name: str, image_name: str):
+        client = docker.from_env()
+        try:
+            container = client.containers.get(name)
+            if container.status != "running":
+                container.start()
+                time.sleep(3)
+            return container
+        except docker.errors.NotFound:
+            return client.containers.run(image=client.images.get(image_name), name=name, detach=True, tty=True)
+
+    ic_env.get_container = bash_env.get_container = get_container
     env = bash_env.BashEnv(image, data_path=tasks_path, traj_dir=None, verbose=False)
     results = {}
     started = time.time()

@@ -78,7 +78,7 @@ ERREXIT_NOTE = "`set -e` was switched off again: with it, any failing command wo
 
 _MARK = b"\x1e"
 _END = b"\x1e\n"
-_BODY = re.compile(rb"(-?\d+) (\d) (\w+) (.*)", re.S)
+_BODY = re.compile(rb"(-?\d+) (\d) (\w+) (\d+) (.*)", re.S)
 
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+=/.,:@%^~")
 
@@ -108,9 +108,13 @@ def marker_line(nonce: str, status: str) -> str:
         "\\builtin read -r __ic_pm < ${__ic_f%current}max; "
         "[[ $__ic_pc =~ ^[0-9]+$ && $__ic_pm =~ ^[0-9]+$ ]] && (( __ic_pc * 10 >= __ic_pm * 9 )) && __ic_h=crowded; "
         "break; done; fi; "
-        f"\\builtin printf '\\036{nonce} %d %d %s %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$PWD\"; "
+        # the last pid handed out (/proc/loadavg's fifth field): the next action's first
+        # process gets the one after it (a gold run can be made to start there too)
+        "__ic_lp=0; { \\builtin read -r __ic_x __ic_x __ic_x __ic_x __ic_lp; } </proc/loadavg 2>/dev/null; "
+        "[[ $__ic_lp =~ ^[0-9]+$ ]] || __ic_lp=0; "
+        f"\\builtin printf '\\036{nonce} %d %d %s %d %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$__ic_lp\" \"$PWD\"; "
         # nothing of icplay's is left for the next action to see
-        "\\builtin unset __ic_h __ic_l __ic_ls __ic_f __ic_pc __ic_pm __ic_rc __ic_abort __ic_c"
+        "\\builtin unset __ic_h __ic_l __ic_ls __ic_f __ic_pc __ic_pm __ic_rc __ic_abort __ic_c __ic_x __ic_lp"
     )
 
 
@@ -202,6 +206,7 @@ class Marker:
     aborted: bool
     health: str
     cwd: str
+    last_pid: int = 0      # the pid most recently handed out in the shell's pid namespace
 
 
 @dataclass
@@ -264,7 +269,8 @@ class Inbox:
                     match = _BODY.fullmatch(buf, body_at + 1, k) if buf[body_at:body_at + 1] == b" " else None
                     if match:
                         self._marker(Marker(int(match.group(1)), match.group(2) == b"1",
-                                            match.group(3).decode(), match.group(4).decode(errors="replace")))
+                                            match.group(3).decode(), match.group(5).decode(errors="replace"),
+                                            int(match.group(4))))
                         pos = k + len(_END)
                         continue
                 elif n - i < len(prefix) + MAX_MARKER + len(_END):
@@ -345,6 +351,9 @@ class PersistentShell:
         self.output_cap = output_cap
         self.default_timeout = default_timeout
         self.cwd: str | None = None
+        # the pid namespace's last pid when the shell last finished something (0: unknown):
+        # the next action's processes are numbered from the one after it
+        self.last_pid = 0
         self._transport: Transport | None = None
         self._inbox: Inbox | None = None
         self._nonce = ""
@@ -386,6 +395,7 @@ class PersistentShell:
             if got.marker is not None:
                 self._pid = got.marker.status
                 self.cwd = got.marker.cwd
+                self.last_pid = got.marker.last_pid
                 break
             if got.ended:
                 self._discard()
@@ -521,6 +531,7 @@ class PersistentShell:
             if got.marker is not None:
                 marker = got.marker
                 self.cwd = marker.cwd
+                self.last_pid = marker.last_pid
                 break
             if got.ended:
                 died = True

@@ -208,6 +208,8 @@ class BashSandboxes:
                         break
                     pool.discard(box)
                     box = pool.take()
+                if faithful and start_pid and last_pid(box) > start_pid:
+                    start_pid = 0     # already past the agent's numbering: it cannot go back
                 return run_gold(box, task.gold, isolated=not faithful, start_pid=start_pid if faithful else 0)
             finally:
                 pool.discard(box)
@@ -418,7 +420,9 @@ class BashEnv:
             gold_hashes = {path: candidate.hashes.get(path, "missing") for path in paths}
             scored = bash_reward(agent_changes, list(candidate.changes), agent_hashes, gold_hashes,
                                  self.last_output, candidate.output)
-            if best is None or scored.reward > best[0].reward:
+            # among equal rewards, the run whose output is the agent's own (reported as the gold's)
+            if best is None or (scored.reward, candidate.output == self.last_output) > (
+                    best[0].reward, best[1].output == self.last_output):
                 best = (scored, candidate)
         scored, gold = best
         breakdown = scored.to_dict()

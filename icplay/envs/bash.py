@@ -10,6 +10,7 @@ added, and the TF-IDF cosine of the agent's last output with the gold's output.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import threading
 import time
@@ -89,6 +90,19 @@ class GoldRun:
     hashes: dict[str, str]
     nondeterministic: bool = False
     earlier: tuple["GoldRun", ...] = ()     # a nondeterministic gold's earlier prefetch run
+    # faithful sandboxes: the pid namespace's last pid before and after the gold ran (0:
+    # unknown); the gold's own processes were numbered between the two
+    start_pid: int = 0
+    end_pid: int = 0
+    shell_pid: int = 0
+
+    def shows_own_pids(self) -> bool:
+        """Whether the output names a pid of the gold's own processes (``find /`` walking
+        /proc, ``ps``): it then depends on how many processes ran before it."""
+        if not self.start_pid or self.end_pid <= self.start_pid or self.end_pid - self.start_pid > 1000:
+            return False
+        numbers = set(re.findall(r"(?<![0-9])[0-9]+(?![0-9])", self.output))
+        return any(str(pid) in numbers for pid in range(self.start_pid + 1, self.end_pid + 1))
 
     def same_as(self, other: "GoldRun") -> bool:
         return (self.output, self.changes, self.hashes) == (other.output, other.changes, other.hashes)
@@ -97,17 +111,36 @@ class GoldRun:
 # The second prefetch run starts at least this long after the first ended, so that a gold
 # printing the time to the second (``date``) differs between the two and is detected.
 SECOND_RUN_GAP = 1.05
+# Sandboxes taken at most to find one whose shell has the agent's shell's pid.
+SHELL_PID_TRIES = 4
 
 
-def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True) -> GoldRun:
+def last_pid(sandbox: Sandbox) -> int:
+    """The sandbox's pid namespace's last pid as its shell last saw it (0: unknown)."""
+    return getattr(getattr(sandbox, "shell", None), "last_pid", 0) or 0
+
+
+# Advance a fresh sandbox's pid counter to a given last pid: one subshell a pid.
+_ADVANCE_PIDS = ("while {{ read -r a a a a p; }} </proc/loadavg && [[ $p =~ ^[0-9]+$ ]] && (( p < {0} )); "
+                 "do ( : ); done; unset a p")
+
+
+def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> GoldRun:
     # ``isolated``: in a subshell, so that the gold's cd, variables and traps die with it
     # and a recycled gold sandbox can keep its shell. A faithful sandbox (a new container
     # per run, see docker.py) runs the gold as the agent's actions run, so that the two
-    # containers hold the same processes (``find /`` walks /proc).
+    # containers hold the same processes (``find /`` walks /proc). ``start_pid``: first
+    # hand out pids up to it, so that the gold's processes get the numbers the agent's
+    # action got after its earlier actions (a faithful sandbox, see BashEnv.submit).
+    if start_pid > last_pid(sandbox) > 0:
+        sandbox.run(_ADVANCE_PIDS.format(int(start_pid)))
+    before = last_pid(sandbox)
     result = sandbox.run(f"(\n{gold}\n)" if isolated else gold)
+    after = last_pid(sandbox)
     changes = file_changes(sandbox)
     added = [path for status, path in changes if status in SCORED_STATUSES]
-    return GoldRun(result.output, result.exit_code, tuple(changes), content_hashes(sandbox, added))
+    return GoldRun(result.output, result.exit_code, tuple(changes), content_hashes(sandbox, added),
+                   start_pid=before, end_pid=after, shell_pid=getattr(getattr(sandbox, "shell", None), "pid", 0) or 0)
 
 
 class BashSandboxes:
@@ -159,14 +192,26 @@ class BashSandboxes:
                                         else dataclasses.replace(second, nondeterministic=True, earlier=(first,)))
             return self._gold_runs[key]
 
-    def fresh_gold_run(self, task: Task) -> GoldRun:
-        """The gold run once more, now, in a pristine sandbox (not kept)."""
+    def fresh_gold_run(self, task: Task, start_pid: int = 0, shell_pid: int = 0) -> GoldRun:
+        """The gold run once more, now, in a pristine sandbox (not kept). ``start_pid`` and
+        ``shell_pid`` (faithful sandboxes): its processes numbered from the one after
+        ``start_pid`` (see ``run_gold``), in a sandbox whose shell has pid ``shell_pid``.
+        Docker's exec takes a varying number of pids before the shell starts (6 to 8 on a
+        loaded machine: runc's threads), so sandboxes are taken until one's shell matches, at most
+        SHELL_PID_TRIES; past that the last one serves."""
         pool = self.pool(task, role="gold")
         with self._gold_slots:
             box = pool.take()
             try:
-                # (only Docker sandboxes have a faithful mode; bwrap's always isolate)
-                return run_gold(box, task.gold, isolated=not getattr(box, "faithful", False))
+                faithful = getattr(box, "faithful", False)
+                for _ in range(SHELL_PID_TRIES - 1):
+                    if not (faithful and shell_pid) or getattr(box.shell, "pid", 0) == shell_pid:
+                        break
+                    pool.discard(box)
+                    box = pool.take()
+                if faithful and start_pid and last_pid(box) > start_pid:
+                    start_pid = 0     # already past the agent's numbering: it cannot go back
+                return run_gold(box, task.gold, isolated=not faithful, start_pid=start_pid if faithful else 0)
             finally:
                 pool.discard(box)
 
@@ -294,6 +339,8 @@ class BashEnv:
         self.held = HeldSandbox(lazy)
         self._bracket: list[GoldRun] = []
         self.last_output = ""
+        self._last_start_pid = 0     # the last pid before the agent's last action began
+        self._shell_pid = 0          # and the pid of the shell that ran it
 
     def reset(self, task: Task) -> str:
         self._bracket = []
@@ -316,6 +363,8 @@ class BashEnv:
         if self.sandbox is None:
             raise RuntimeError("reset() the environment before step()")
         sandbox = self.sandbox
+        self._last_start_pid = last_pid(sandbox)
+        self._shell_pid = getattr(getattr(sandbox, "shell", None), "pid", 0) or 0
         # A gold that may print the time runs just before and just after the action, each
         # in its own pristine sandbox: one of the two saw the agent's moment.
         self._bracket = []
@@ -342,6 +391,13 @@ class BashEnv:
             # made between the prefetch runs and this one, so it is scored against each
             # and the best counts (a `date` gold: one of them printed the agent's second).
             golds = [*self._bracket, self.sandboxes.fresh_gold_run(self.task), gold, *gold.earlier]
+        if (gold.shows_own_pids() and self._shell_pid
+                and (self._last_start_pid, self._shell_pid) != (gold.start_pid, gold.shell_pid)):
+            # The gold's output names its own processes (``find /`` over /proc, ``ps``) and
+            # the agent's last action came after other actions (its processes got later
+            # numbers) or its shell got another pid: run the gold once more in a sandbox
+            # whose shell has the agent's shell's pid, its processes numbered as the agent's.
+            golds = [self.sandboxes.fresh_gold_run(self.task, self._last_start_pid, self._shell_pid), *golds]
         agent_changes = file_changes(self.sandbox)
         best = None
         for candidate in golds:
@@ -350,7 +406,9 @@ class BashEnv:
             gold_hashes = {path: candidate.hashes.get(path, "missing") for path in paths}
             scored = bash_reward(agent_changes, list(candidate.changes), agent_hashes, gold_hashes,
                                  self.last_output, candidate.output)
-            if best is None or scored.reward > best[0].reward:
+            # among equal rewards, the run whose output is the agent's own (reported as the gold's)
+            if best is None or (scored.reward, candidate.output == self.last_output) > (
+                    best[0].reward, best[1].output == self.last_output):
                 best = (scored, candidate)
         scored, gold = best
         breakdown = scored.to_dict()

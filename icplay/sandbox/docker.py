@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import json
 import os
 import re
 import socket
@@ -106,6 +107,46 @@ FAITHFUL_WARDEN = (
     # stdin ends only when icplay's connection is gone (icplay died): stop reading then
     "while :; do read -r _ || exec sleep infinity; done\n"
 )
+
+
+# Faithful containers run without address-space randomisation (``setarch -R``, inherited
+# by every process of the action): ``find /`` lists /proc/<pid>/map_files, whose names are
+# the address ranges of each mapped file, and with randomisation the gold's container and
+# the agent's never listed the same names. Docker's default seccomp profile refuses that
+# personality, so these containers get a profile that allows every system call but the
+# ones the default profile refuses (namespaces, mounts, kernel keys and modules, clocks,
+# tracing other processes' memory...); ``personality`` is the one it now allows. An image
+# without setarch runs as before.
+_DENIED_CALLS = [
+    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
+    "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "get_kernel_syms", "get_mempolicy",
+    "init_module", "ioperm", "iopl", "kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
+    "mbind", "mount", "mount_setattr", "move_mount", "move_pages", "name_to_handle_at", "nfsservctl",
+    "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root", "process_vm_readv",
+    "process_vm_writev", "quotactl", "quotactl_fd", "query_module", "reboot", "request_key",
+    "set_mempolicy", "setns", "settimeofday", "stime", "swapoff", "swapon", "sysfs", "_sysctl", "umount",
+    "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vm86", "vm86old",
+]
+# clone with any namespace flag (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
+# NEWNET); clone3 says "not implemented", so that the C library falls back to clone
+_NAMESPACE_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]
+FAITHFUL_SECCOMP = {
+    "defaultAction": "SCMP_ACT_ALLOW",
+    "syscalls": [
+        {"names": _DENIED_CALLS, "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+        {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38},
+        *({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+           "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]}
+          for flag in _NAMESPACE_FLAGS),
+    ],
+}
+# No fork here (``execfail``: an image without setarch goes on to plain bash): a process
+# started by pid 1 while the session's shell is being exec'd took a pid in a race, and the
+# shell's pid was not the same in every container.
+_NO_ASLR = "shopt -s execfail; exec setarch -R"
+# pid 1 and the session's shell: the same program and command line as without setarch
+FAITHFUL_PID1_ARGV = ["/bin/bash", "-c", f"{_NO_ASLR} /bin/bash; exec /bin/bash"]
+FAITHFUL_SHELL_ARGV = ["bash", "-c", f"{_NO_ASLR} {_PLAIN} 2>/dev/null; exec {_PLAIN}"]
 
 
 def faithful_hostname(image_id: str) -> str:
@@ -361,7 +402,9 @@ class DockerSandbox:
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
                          sweep=self._sweep),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
-            **({"exports": ":", "bash_named_errors": True} if self.faithful else {}))
+            # a recycled container is proven pristine by ctimes: the shell's start folder
+            # goes in /tmp, which the proof restores, not in /dev/shm, which it watches
+            **({"exports": ":"} if self.faithful else {"scratch": "/tmp"}))
 
     def start(self) -> None:
         reap_once(self.client)
@@ -401,23 +444,11 @@ class DockerSandbox:
                 self._fill(tree)
             if not self.faithful:
                 self._start_control()
-            # the session's shell starts while the control shell takes the pristine copies
-            # (nothing runs in the session before start() returns)
-            failed: list[Exception] = []
-
-            def open_shell() -> None:
-                try:
-                    self.shell.start()
-                except Exception as exc:
-                    failed.append(exc)
-
-            opening = threading.Thread(target=open_shell, daemon=True)
-            opening.start()
+            # the session's shell starts before the control shell takes the pristine copies:
+            # its start makes and removes a folder in /tmp (session.enter_loop)
+            self.shell.start()
             if self.control is not None and self._want_recycle and self._hardened:
                 self._take_pristine_copies()
-            opening.join()
-            if failed:
-                raise failed[0]
         except Exception:
             self.close()
             raise
@@ -427,9 +458,10 @@ class DockerSandbox:
         image_id = self.client.api.inspect_image(self.image)["Id"]
         with creating():
             self.container = self.client.containers.create(
-                self.image, command=["/bin/bash"], stdin_open=True, detach=True, labels=labels,
+                self.image, command=FAITHFUL_PID1_ARGV, stdin_open=True, detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges"], hostname=faithful_hostname(image_id), **options)
+                security_opt=["no-new-privileges", "seccomp=" + json.dumps(FAITHFUL_SECCOMP)],
+                hostname=faithful_hostname(image_id), **options)
             track(self.container.id)
         # The connection stays open as long as the container: closed, it would end pid 1's
         # stdin, and the warden's `read` would return at once instead of waiting.
@@ -479,7 +511,7 @@ class DockerSandbox:
             # the session shell's pid file is made here, before the pristine copies: made
             # later by the session shell (which starts meanwhile), it changed /run after the
             # pristine mark on a loaded machine, and the recycle failed ("/run changed")
-            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap,
+            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()
@@ -661,7 +693,7 @@ class DockerSandbox:
 
     def _open(self, which: str) -> "_ExecSocketTransport":
         api = self.client.api
-        argv = SESSION_SHELL_ARGV if which == "shell" and not self.faithful else SHELL_ARGV
+        argv = (FAITHFUL_SHELL_ARGV if self.faithful else SESSION_SHELL_ARGV) if which == "shell" else SHELL_ARGV
         created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
         self._exec_ids[which] = created["Id"]
         sock = api.exec_start(created["Id"], socket=True)

@@ -1,19 +1,20 @@
 """A persistent bash session over any byte transport.
 
 Both sandboxes (Docker and bubblewrap) start one long-lived ``bash`` and hand this module
-a *transport*: something to write commands into and read output from. Each action is
-sent as ``__ic_run $'<escaped text>' </dev/null`` followed by a ``printf`` of a marker
-that carries the shell's random nonce, the exit code and the working directory. Because the
-text travels escaped, an unbalanced quote in the action cannot swallow the marker, and
-because ``__ic_run`` is a shell function that ``eval``s the text in the shell itself,
-``cd``, ``export``, functions and aliases persist the way a human expects.
+a *transport*: something to write commands into and read output from. The shell runs a
+command loop (``command_loop``) that reads each action as raw bytes up to a NUL, runs it
+with ``eval`` in the shell itself (``cd``, ``export``, functions and aliases persist the
+way a human expects) and prints a marker that carries the shell's random nonce, the exit
+code and the working directory. The action runs inside a function that removes itself
+first, so no function or variable of icplay's is there for the action to see, and errors
+read ``bash: line 1: ...`` as under ``bash -c`` (see ``command_loop``).
 
 Stopping a command (timeout, interrupt, endless output) sends the shell SIGUSR1 and
 SIGKILLs every other process in the sandbox. The shell's USR1 trap returns from the
-running function and arms a DEBUG trap that (with ``extdebug``) makes every enclosing
-function return too, so the rest of the action is abandoned, however deeply nested,
-while the shell and its state survive. One quirk of running inside a function: a bare
-``declare NAME=...`` in an action is local to that action (``declare -g`` is not).
+running function and arms a DEBUG trap that makes every enclosing function return too,
+so the rest of the action is abandoned, however deeply nested, while the shell and its
+state survive. One quirk of running inside a function: a bare ``declare NAME=...`` in an
+action is local to that action (``declare -g`` is not).
 
 What the transport cannot do by itself is supplied by the sandbox as callables: kill the
 command (every process but the shell), kill the shell, and tell whether the shell is
@@ -27,14 +28,15 @@ job printing between actions). Each byte is looked at a bounded number of times,
 cost is linear in the output.
 
 The marker line also checks that the shell is still fit to run the next action: it can
-open files (``ulimit -n``), icplay's functions are there, its resource limits are those
-it started with; ``set -e`` is switched off again. A shell that fails the check, or that
-ignored the stop signal (a trap of its own on USR1), is replaced with a note.
+open files (``ulimit -n``), its resource limits are those it started with; ``set -e`` is
+switched off again. A shell that fails the check, or that ignored the stop signal (a trap
+of its own on USR1), is replaced with a note.
 """
 
 from __future__ import annotations
 
 import codecs
+import shlex
 import re
 import secrets
 import threading
@@ -67,7 +69,6 @@ RESTART_NOTE = ("started a new shell because the previous one had exited: "
 # What the marker's health word means; every one but errexit replaces the shell.
 HEALTH_NOTES = {
     "files": "the shell could no longer open files (ulimit -n?)",
-    "functions": "icplay's shell functions were removed or renamed",
     "limits": "the shell's resource limits were changed (ulimit)",
     "trap": "the shell did not stop when told to (its signal trap was changed)",
 }
@@ -77,7 +78,7 @@ ERREXIT_NOTE = "`set -e` was switched off again: with it, any failing command wo
 
 _MARK = b"\x1e"
 _END = b"\x1e\n"
-_BODY = re.compile(rb"(-?\d+) (\d) (\w+) (.*)", re.S)
+_BODY = re.compile(rb"(-?\d+) (\d) (\w+) (\d+) (.*)", re.S)
 
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+=/.,:@%^~")
 
@@ -93,39 +94,85 @@ def ansi_c_quote(text: str) -> str:
 def marker_line(nonce: str, status: str) -> str:
     """The shell line that prints the end-of-command marker: status, abort flag, health
     word and working directory. Builtins only (``\\builtin`` passes aliases and
-    functions of the same name); it first switches ``set -e`` off (noting it)."""
+    functions of the same name); it first switches ``set -e`` off (noting it). It runs in
+    the command loop, whose ``$1`` holds the resource limits the shell started with."""
     return (
         "case $- in *e*) \\builtin set +e; __ic_h=errexit;; *) __ic_h=;; esac; "
         "{ \\builtin :; } </dev/null || __ic_h=files; "
-        "[[ $__ic_h == files ]] || \\builtin declare -F __ic_run __ic_status __ic_dbg >/dev/null || __ic_h=functions; "
-        "if [[ $__ic_h != files && $__ic_h != functions ]]; then "
+        "if [[ $__ic_h != files ]]; then "
         "\\builtin mapfile -t __ic_l < /proc/$$/limits; \\builtin printf -v __ic_ls '%s|' \"${__ic_l[@]}\"; "
-        "[[ $__ic_ls == \"$__ic_lim0\" ]] || __ic_h=limits; fi; "
+        "[[ $__ic_ls == \"$1\" ]] || __ic_h=limits; fi; "
         # a sandbox (cgroup) near its process limit: something is multiplying in the background
         "if [[ -z $__ic_h ]]; then for __ic_f in /sys/fs/cgroup/pids.current /sys/fs/cgroup/pids/pids.current; do "
         "[[ -r $__ic_f ]] || continue; __ic_pc=; __ic_pm=; \\builtin read -r __ic_pc < $__ic_f; "
         "\\builtin read -r __ic_pm < ${__ic_f%current}max; "
         "[[ $__ic_pc =~ ^[0-9]+$ && $__ic_pm =~ ^[0-9]+$ ]] && (( __ic_pc * 10 >= __ic_pm * 9 )) && __ic_h=crowded; "
         "break; done; fi; "
-        f"\\builtin printf '\\036{nonce} %d %d %s %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$PWD\""
+        # the last pid handed out (/proc/loadavg's fifth field): the next action's first
+        # process gets the one after it (a gold run can be made to start there too)
+        "__ic_lp=0; { \\builtin read -r __ic_x __ic_x __ic_x __ic_x __ic_lp; } </proc/loadavg 2>/dev/null; "
+        "[[ $__ic_lp =~ ^[0-9]+$ ]] || __ic_lp=0; "
+        f"\\builtin printf '\\036{nonce} %d %d %s %d %s\\036\\n' {status} \"${{__ic_abort:-0}}\" \"${{__ic_h:-ok}}\" \"$__ic_lp\" \"$PWD\"; "
+        # nothing of icplay's is left for the next action to see
+        "\\builtin unset __ic_h __ic_l __ic_ls __ic_f __ic_pc __ic_pm __ic_rc __ic_abort __ic_c __ic_x __ic_lp"
     )
 
 
-# The function every action runs in. bash names an error by the file its function was
-# defined in ("main" for one read from stdin: ``main: line 9: foo: command not found``), so
-# it is defined from a file sourced under the name ``bash``, on that file's first line: errors
-# then read ``bash: line 1: foo: command not found``, as under ``bash -c``. The file is a
-# symlink to the here-string's descriptor in a private folder of /dev/shm (or /tmp), removed
-# at once, before any action; where that cannot be made the function is defined as is.
-# Used by faithful Docker containers (``bash_named_errors``); elsewhere errors say ``main``.
-_RUN_FUNCTION = '__ic_run() { __ic_status "${__ic_rc:-0}"; eval "$1"; }'
-RUN_DEFINITION = (
-    "__ic_d=/dev/shm; [ -d $__ic_d ] && [ -w $__ic_d ] || __ic_d=/tmp; __ic_d=$__ic_d/.bash$$; __ic_p=$PWD; "
-    "if { mkdir -m 700 \"$__ic_d\" && ln -s /dev/fd/3 \"$__ic_d/bash\" && \\builtin cd \"$__ic_d\"; } 2>/dev/null; "
-    f"then PATH= \\builtin source bash 3<<< {_RUN_FUNCTION!r} 2>/dev/null; \\builtin cd \"$__ic_p\"; "
-    "rm -rf \"$__ic_d\"; fi; unset OLDPWD __ic_d __ic_p; "
-    f"\\builtin declare -F __ic_run >/dev/null || {_RUN_FUNCTION}"
-)
+# The command loop, read once at start and never again: each action arrives as its raw
+# bytes ending in NUL and runs in a function that removes itself before the action
+# starts, so neither ``declare -F`` nor ``set`` shows anything of icplay's while it runs.
+# The function is defined afresh for every action *inside* the loop, and the loop is a
+# file sourced under the name ``bash``: bash names an error by the source of the function
+# it happens in, so errors read ``bash: line 1: foo: command not found`` with the action's
+# own line numbers, as under ``bash -c`` (everything here is on the file's line 1).
+# Stopping (SIGUSR1): the trap returns from the running function and arms a DEBUG trap
+# (inherited by functions, ``set -T``) that makes every enclosing function, and every
+# sourced file below the loop's own, return too, so the rest of the action is abandoned
+# however deeply nested, while the loop, the shell and its state survive. A signal that
+# comes while the loop waits for the next action only sets the abort flag (cleared before
+# the next one). ``$1`` of the sourced loop keeps the limits the shell started with.
+_USR1_TRAP = ("__ic_abort=1; \\builtin trap \"[[ -n \\${__ic_abort-} && \\${#FUNCNAME[@]} -gt 1 ]] && \\builtin return 2\" DEBUG; "
+              "[[ ${#FUNCNAME[@]} -gt 1 ]] && \\builtin return 130")
+
+
+def command_loop(nonce: str) -> str:
+    """The loop's text (one line, see above), started by ``enter_loop``."""
+    return (
+        # where enter_loop left the folder it sourced this from: back to the start folder
+        '[[ -z ${__ic_d-} ]] || { \\builtin cd -- "$__ic_p"; rm -rf -- "$__ic_d"; \\builtin unset OLDPWD; }; '
+        "$__ic_sp; \\builtin unset __ic_d __ic_p __ic_sp __ic_lim0; "
+        f"{marker_line(nonce, '$$')}; "
+        "while :; do IFS= \\builtin read -r -d '' __ic_c || \\builtin exit; "
+        "\\builtin set -T; \\builtin trap - DEBUG; "
+        f"\\builtin trap '{_USR1_TRAP}' USR1; "
+        # $? at the action's start is the previous action's status ($2 of the loop), $_ is
+        # "bash" as under bash -c
+        '__ic_run() { \\builtin unset -f __ic_run; \\builtin eval "\\builtin unset __ic_c; \\builtin set --; '
+        '__ic_st() { \\builtin unset -f __ic_st; \\builtin return $1; }; __ic_st bash; $__ic_c"; }; '
+        '__ic_run "${2:-0}" </dev/null; __ic_rc=$?; \\builtin trap - DEBUG; \\builtin set -- "$1" "$__ic_rc"; '
+        f"{marker_line(nonce, '$__ic_rc')}; done; \\builtin exit"
+    )
+
+
+def enter_loop(nonce: str, scratch: str) -> str:
+    """Start the command loop: sourced as ``bash`` (``sourcepath`` off: from the working
+    folder) through a symlink to a here-string in a private folder made in the first
+    writable folder of ``scratch`` and removed by the loop before any action; else from
+    /dev/fd/3 (errors then read ``/dev/fd/3: line 1:``)."""
+    loop = shlex.quote(command_loop(nonce))
+    # one line: bash reads its input a line at a time, and what follows this line must
+    # stay unread for the loop's `read`
+    return (
+        "mapfile -t __ic_l < /proc/$$/limits; printf -v __ic_lim0 '%s|' \"${__ic_l[@]}\"; unset __ic_l; "
+        f"__ic_d=; for __ic_s in {scratch}; do [ -d $__ic_s ] && [ -w $__ic_s ] && {{ __ic_d=$__ic_s/.bash$$; break; }}; done; "
+        "unset __ic_s; __ic_p=$PWD; __ic_sp=$(shopt -p sourcepath); "
+        "if [ -n \"$__ic_d\" ] && mkdir -m 700 \"$__ic_d\" 2>/dev/null; then "
+        "if ln -s /dev/fd/3 \"$__ic_d/bash\" 2>/dev/null && \\builtin cd \"$__ic_d\" 2>/dev/null; then "
+        f"\\builtin shopt -u sourcepath; \\builtin source bash \"$__ic_lim0\" 3<<< {loop}; fi; "
+        "\\builtin cd \"$__ic_p\"; rm -rf -- \"$__ic_d\"; fi; __ic_d=; $__ic_sp; "
+        f"\\builtin source /dev/fd/3 \"$__ic_lim0\" 3<<< {loop} || "
+        f"\\builtin source /proc/self/fd/3 \"$__ic_lim0\" 3<<< {loop}; exit\n"
+    )
 
 
 class Transport(Protocol):
@@ -159,6 +206,7 @@ class Marker:
     aborted: bool
     health: str
     cwd: str
+    last_pid: int = 0      # the pid most recently handed out in the shell's pid namespace
 
 
 @dataclass
@@ -221,7 +269,8 @@ class Inbox:
                     match = _BODY.fullmatch(buf, body_at + 1, k) if buf[body_at:body_at + 1] == b" " else None
                     if match:
                         self._marker(Marker(int(match.group(1)), match.group(2) == b"1",
-                                            match.group(3).decode(), match.group(4).decode(errors="replace")))
+                                            match.group(3).decode(), match.group(5).decode(errors="replace"),
+                                            int(match.group(4))))
                         pos = k + len(_END)
                         continue
                 elif n - i < len(prefix) + MAX_MARKER + len(_END):
@@ -293,16 +342,18 @@ class PersistentShell:
 
     def __init__(self, control: ShellControl, init_script: str = "", output_cap: int = DEFAULT_OUTPUT_CAP,
                  default_timeout: float = DEFAULT_TIMEOUT, exports: str = SHELL_EXPORTS,
-                 bash_named_errors: bool = False):
+                 scratch: str = "/dev/shm /tmp"):
         self.control = control
         self.exports = exports
-        # RUN_DEFINITION's trick writes (and removes) a folder in /dev/shm or /tmp at start:
-        # only where nothing watches those (not in a container that proves itself pristine)
-        self.bash_named_errors = bash_named_errors
+        # where the loop's start makes (and at once removes) its private folder (enter_loop)
+        self.scratch = scratch
         self.init_script = init_script
         self.output_cap = output_cap
         self.default_timeout = default_timeout
         self.cwd: str | None = None
+        # the pid namespace's last pid when the shell last finished something (0: unknown):
+        # the next action's processes are numbered from the one after it
+        self.last_pid = 0
         self._transport: Transport | None = None
         self._inbox: Inbox | None = None
         self._nonce = ""
@@ -325,14 +376,9 @@ class PersistentShell:
         script = (
             "exec 2>&1\n"
             f"{self.exports}\n"
-            "shopt -s expand_aliases extdebug\n"
-            "set -T\n"
-            "__ic_dbg() { [[ -n ${__ic_abort-} && ${#FUNCNAME[@]} -gt 1 ]] && return 2; return 0; }\n"
-            "__ic_status() { return \"$1\"; }\n"
-            f"{RUN_DEFINITION if self.bash_named_errors else _RUN_FUNCTION}\n"
-            "mapfile -t __ic_l < /proc/$$/limits; printf -v __ic_lim0 '%s|' \"${__ic_l[@]}\"\n"
+            "shopt -s expand_aliases\n"
             f"{self.init_script}\n"
-            f"{marker_line(self._nonce, '$$')}\n"
+            f"{enter_loop(self._nonce, self.scratch)}"
         )
         transport.write(script.encode())
         deadline = time.monotonic() + START_TIMEOUT
@@ -349,6 +395,7 @@ class PersistentShell:
             if got.marker is not None:
                 self._pid = got.marker.status
                 self.cwd = got.marker.cwd
+                self.last_pid = got.marker.last_pid
                 break
             if got.ended:
                 self._discard()
@@ -401,12 +448,8 @@ class PersistentShell:
             return self._run(command, self.default_timeout if timeout is None else timeout, on_output)
 
     def _script(self, command: str) -> bytes:
-        # The stop trap is armed afresh for every action (an earlier action may have
-        # changed it), and the abort flag cleared (a stop signal that came late).
-        return (f"\\builtin trap - DEBUG; __ic_abort=; "
-                "\\builtin trap '__ic_abort=1; \\builtin trap __ic_dbg DEBUG; \\builtin return 130 2>/dev/null' USR1\n"
-                f"\\__ic_run {ansi_c_quote(command)} </dev/null\n"
-                f"__ic_rc=$?; \\builtin trap - DEBUG; {marker_line(self._nonce, '$__ic_rc')}; __ic_abort=\n").encode()
+        # The loop reads the action's bytes up to a NUL (bash strings cannot hold one).
+        return command.encode("utf-8", "surrogateescape").replace(b"\0", b"") + b"\0"
 
     def _run(self, command: str, timeout: float, on_output: OutputCallback | None) -> ShellResult:
         started = time.monotonic()
@@ -488,6 +531,7 @@ class PersistentShell:
             if got.marker is not None:
                 marker = got.marker
                 self.cwd = marker.cwd
+                self.last_pid = marker.last_pid
                 break
             if got.ended:
                 died = True

@@ -1,7 +1,7 @@
 """Tampering with the session's own shell must not break the session for good.
 
 Each action below leaves the shell unfit for the next action (no file can be opened,
-icplay's functions gone, limits lowered for good, the shell replaced or killed) or
+limits lowered for good, the shell replaced or killed) or
 exits it. The next action must run in a working shell, with a note saying the shell was
 replaced; every turn is saved. These hold on both sandboxes (the session is shared).
 """
@@ -15,8 +15,6 @@ TAMPER = {
     "ulimit-n-soft-then-hard": ("ulimit -Sn 3; ulimit -Hn 3", "could no longer open files"),
     "ulimit-u": ("ulimit -u 1", "resource limits were changed"),
     "ulimit-f": ("ulimit -f 0", "resource limits were changed"),
-    "unset-f-run": ("unset -f __ic_run", "functions were removed"),
-    "unset-f-all": ("unset -f __ic_run __ic_status __ic_dbg", "functions were removed"),
     "exec-bash": ("exec bash --norc", "shell exited"),     # its stdin is /dev/null
     "exec-sleep": ("exec sleep 1", "shell exited"),
     "exit": ("exit 3", "shell exited"),
@@ -76,3 +74,14 @@ def test_stdin_readers_return_at_once(play, action):
     turn = played.act(action)
     assert not turn.info["timed_out"], turn.observation
     played.assert_usable()
+
+
+def test_the_shell_has_no_functions_to_remove(play):
+    # the action runs with no function of icplay's defined (session.command_loop): naming
+    # them changes nothing, the shell and its state are kept
+    played = play()
+    played.act("export KEEP=1")
+    turn = played.act("unset -f __ic_run __ic_status __ic_dbg; declare -F")
+    assert turn.observation == "" and turn.exit_code == 0 and not turn.info["notes"], turn.info
+    assert played.act("echo $KEEP").observation == "1\n"
+    played.assert_all_saved()

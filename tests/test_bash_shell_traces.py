@@ -74,3 +74,12 @@ def test_the_start_folder_is_gone_and_the_working_folder_kept(box):
     start = box.run("pwd").output
     assert box.run("ls -a /dev/shm /tmp 2>/dev/null | grep -c '^\\.bash'; echo \"${OLDPWD-unset}\"").output == "0\nunset\n"
     assert box.run("pwd").output == start
+
+
+def test_functions_named_like_builtins_do_not_reach_the_command_loop(box):
+    """The loop runs in the action's shell, so an action's function named like a command the
+    loop uses would run between actions: a fork bomb defined as ``:`` re-armed itself on
+    every turn of a ``while :`` and held the shell in bash's fork retries."""
+    box.run(":() { echo hijacked-colon; }; true() { echo hijacked-true; }; read() { echo hijacked-read; }")
+    assert box.run("echo next").output == "next\n"
+    assert box.run("echo again").output == "again\n"

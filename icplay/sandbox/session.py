@@ -142,7 +142,7 @@ def command_loop(nonce: str) -> str:
         '[[ -z ${__ic_d-} ]] || { \\builtin cd -- "$__ic_p"; rm -rf -- "$__ic_d"; \\builtin unset OLDPWD; }; '
         "$__ic_sp; \\builtin unset __ic_d __ic_p __ic_sp __ic_lim0; "
         f"{marker_line(nonce, '$$')}; "
-        "while :; do IFS= \\builtin read -r -d '' __ic_c || \\builtin exit; "
+        "while \\builtin :; do IFS= \\builtin read -r -d '' __ic_c || \\builtin exit; "
         "\\builtin set -T; \\builtin trap - DEBUG; "
         f"\\builtin trap '{_USR1_TRAP}' USR1; "
         # $? at the action's start is the previous action's status ($2 of the loop), $_ is

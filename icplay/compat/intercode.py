@@ -324,7 +324,7 @@ class CTFEnv(IntercodeEnv):
         return _task_image(self.image_name, "intercode-ctf")
 
     def _task(self, index: int, record: dict[str, Any]) -> Task:
-        from icplay.ctf.tasks import IMAGE_TOOLS, mark
+        from icplay.tasks.ctf import IMAGE_TOOLS, mark
 
         task = super()._task(index, record)
         if self._set is not None:

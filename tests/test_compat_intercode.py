@@ -138,12 +138,28 @@ def python_sandbox(request) -> str:
 
 
 def test_bundled_python_set_scores_one(python_sandbox):
+    """Every task on bwrap; every third on Docker (a new container per episode: ten minutes
+    for all 42 on this loaded machine, and the Docker path is the same for each)."""
     env = PythonEnv("intercode-python", data_path=str(data_dir() / "python/tasks.json"), sandbox=python_sandbox)
     try:
         assert len(env.data_loader) >= 40
-        assert python_script(env, range(len(env.data_loader))) == []
+        step = 3 if python_sandbox == "docker" else 1
+        assert python_script(env, range(0, len(env.data_loader), step)) == []
     finally:
         env.close()
+
+
+def mbpp_sample(env) -> list[int]:
+    """Every 20th MBPP task, and every one whose gold InterCode read differently: a helper
+    defined before the tested function (40), or ``def name (`` that InterCode's
+    ``def (\\w+)\\(`` missed (6). All 974 take an hour under load; the sample a few minutes."""
+    picked = []
+    for index in range(len(env.data_loader)):
+        record = env.data_loader.get(index)
+        first = re.search(r"def (\w+)\(", record["gold"])
+        if index % 20 == 0 or first is None or first.group(1) != gold_function(record):
+            picked.append(index)
+    return picked
 
 
 @pytest.mark.shared
@@ -154,7 +170,9 @@ def test_mbpp_scores_one(shared_intercode: Path, bwrap_ready):
                     sandbox="bwrap", is_agent=True)
     try:
         assert len(env.data_loader) == 974
-        assert python_script(env, range(len(env.data_loader))) == []
+        sample = mbpp_sample(env)
+        assert len(sample) == 91   # 49 by stride, 42 more of the 46 read differently
+        assert python_script(env, sample) == []
     finally:
         env.close()
 

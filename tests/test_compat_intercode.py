@@ -241,7 +241,9 @@ def ctf_script(env, solve) -> list[tuple[int, float]]:
 
 
 def test_bundled_ctf_set_scores_one(ctf_sandbox):
-    env = CTFEnv("intercode-ctf", data_path=str(data_dir() / "ctf/tasks.json"), sandbox=ctf_sandbox)
+    # timeout: caesar-shift's solution starts 26 interpreters, which can take longer than
+    # InterCode's 10 s per action on this loaded 2-core machine (it was killed once)
+    env = CTFEnv("intercode-ctf", data_path=str(data_dir() / "ctf/tasks.json"), sandbox=ctf_sandbox, timeout=60)
     try:
         solutions = data_dir() / "ctf" / "solutions"
         solve = {i: (solutions / f"{env.data_loader.get(i)['id']}.sh").read_text()

@@ -132,7 +132,8 @@ class IntercodeEnv:
         return None
 
     def _env_options(self) -> dict[str, Any]:
-        return {}
+        """icplay's own options: ``timeout`` (seconds per action; 10 as InterCode's by default)."""
+        return {"timeout": float(self.kwargs["timeout"])} if self.kwargs.get("timeout") else {}
 
     def _task(self, index: int, record: dict[str, Any]) -> Task:
         set_name = self._set.name if self._set is not None else Path(self.data_path).stem

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from icplay.ctf.reward import flag_reward
-from icplay.ctf.tasks import mark, playable, remote_reason
+from icplay.tasks.ctf import mark, playable, remote_reason
 from icplay.paths import data_dir
 from icplay.tasks.model import Task
 from icplay.tasks.registry import load_tasks

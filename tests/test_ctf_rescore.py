@@ -8,7 +8,7 @@ import json
 import pytest
 
 from icplay.cli import main
-from icplay.ctf.rescore import intercode_rule, rescore
+from icplay.rescore.ctf import intercode_rule, rescore
 from icplay.formats.intercode import read_results
 from icplay.tasks.registry import load_tasks
 

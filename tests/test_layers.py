@@ -38,6 +38,9 @@ def test_contracts_are_kept():
 @pytest.mark.parametrize("module, line, broken", [
     ("icplay/envs/base.py", "import textual", "Only icplay.tui imports textual"),
     ("icplay/sandbox/base.py", "import icplay.envs", "icplay.sandbox is not allowed to import icplay.envs"),
+    ("icplay/formats/intercode.py", "import icplay.rescore",
+     "icplay.formats.intercode is not allowed to import icplay.rescore"),
+    ("icplay/python/reward.py", "import icplay.envs.base", "icplay.python is not allowed to import icplay.envs"),
 ])
 def test_a_break_is_caught(tmp_path, module, line, broken):
     tool = lint_imports()

@@ -11,7 +11,7 @@ import pytest
 
 from icplay.envs.sql import SqlEnv
 from icplay.sql import make_sql_backend
-from icplay.sql.rescore import read_results, rescore
+from icplay.rescore.sql import read_results, rescore
 from icplay.tasks.registry import load_tasks
 
 NO_CODE = "No SQL code was found in your last response.\n\nYour response should be a SQL command."

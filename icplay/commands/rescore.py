@@ -4,8 +4,8 @@ Re-executes every recorded action (SQL: on pristine task databases; Bash: in a n
 container of ``--image``, icplay's shell or ``--compat intercode``; Python and CTF: in
 fresh sandboxes), recomputes each turn's
 reward, writes one JSON line per turn (``--out``) and prints how many turns and episodes
-agree with the recorded numbers. The logic is in ``icplay.sql.rescore``,
-``icplay.bash.rescore``, ``icplay.python.rescore`` and ``icplay.ctf.rescore``.
+agree with the recorded numbers. The logic is in ``icplay.rescore.sql``,
+``icplay.rescore.bash``, ``icplay.rescore.python`` and ``icplay.rescore.ctf``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from icplay.envs.sql import SqlEnv
     from icplay.sql import make_sql_backend
-    from icplay.sql.rescore import check_databases, guess_databases, read_results, rescore
+    from icplay.rescore.sql import check_databases, guess_databases, read_results, rescore
     from icplay.tasks.registry import find_set
 
     from icplay.tasks.registry import task_sets
@@ -54,13 +54,7 @@ def run(args) -> int:
     if task_set.env == "python":
         return run_python(args, task_set)
     if task_set.env == "ctf":
-        from icplay.cli import UserError
-        from icplay.ctf.rescore import run_command
-
-        try:
-            return run_command(args, task_set)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
+        return run_ctf(args, task_set)
     if task_set.env != "sql":
         from icplay.cli import UserError
 
@@ -107,11 +101,11 @@ def run(args) -> int:
 
 
 def run_python(args, task_set) -> int:
-    """Replay recorded Python episodes in fresh interpreters (``icplay.python.rescore``)."""
+    """Replay recorded Python episodes in fresh interpreters (``icplay.rescore.python``)."""
     from icplay.cli import UserError
     from icplay.formats.intercode import read_results
     from icplay.languages import default_sandbox, make_env
-    from icplay.python.rescore import rescore
+    from icplay.rescore.python import rescore
 
     sandbox = args.sandbox or default_sandbox("python")
     if sandbox not in ("docker", "bwrap"):
@@ -126,9 +120,40 @@ def run_python(args, task_set) -> int:
     return report(args, episodes, results, summary, started)
 
 
+def run_ctf(args, task_set) -> int:
+    """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``
+    (``icplay.rescore.ctf``); ``none`` scores the submits without replaying anything."""
+    from icplay.cli import UserError
+    from icplay.formats.intercode import read_results
+    from icplay.rescore.ctf import rescore
+
+    sandbox = args.sandbox
+    if sandbox not in (None, "docker", "bwrap", "none"):
+        raise UserError(f"ctf rescores on docker, bwrap or none (score the submits only), not {sandbox!r}")
+    tasks = task_set.load()
+    episodes = read_results(args.results)
+    if args.limit:
+        episodes = episodes[:args.limit]
+    make_env = None
+    if sandbox != "none":
+        from icplay.languages import default_sandbox, make_env as make_language_env
+
+        kind = sandbox or default_sandbox("ctf")
+        make_env = lambda: make_language_env("ctf", kind)   # noqa: E731
+    started = time.monotonic()
+    print(f"replaying {len(episodes)} CTF episodes" + ("" if make_env else " (submits only)"), file=sys.stderr)
+    results, summary = rescore(episodes, tasks, make_env)
+    report(args, episodes, results, summary, started)
+    differing = [r for records in results.values() for r in records if r.agrees is False]
+    if differing:
+        print("turns whose reward differs: " + ", ".join(f"{r.episode}#{r.turn} ({r.observation})"
+                                                        for r in differing[:20]))
+    return 0
+
+
 def run_bash(args) -> int:
-    """Replay recorded Bash episodes on their image (``icplay.bash.rescore``)."""
-    from icplay.bash.rescore import rescore
+    """Replay recorded Bash episodes on their image (``icplay.rescore.bash``)."""
+    from icplay.rescore.bash import rescore
     from icplay.cli import UserError
     from icplay.languages import make_env
     from icplay.formats.intercode import read_results

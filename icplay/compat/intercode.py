@@ -1,7 +1,7 @@
 """InterCode's Python API on icplay: change one import, keep the script.
 
-    # from intercode.envs import BashEnv, SqlEnv
-    from icplay.compat.intercode import BashEnv, SqlEnv
+    # from intercode.envs import BashEnv, SqlEnv, PythonEnv, CTFEnv
+    from icplay.compat.intercode import BashEnv, SqlEnv, PythonEnv, CTFEnv
 
     env = SqlEnv("docker-env-sql", data_path=".../ic_spider_dev.json", preprocess=preprocess_sql)
     for i in range(len(env.data_loader)):
@@ -14,7 +14,8 @@ Same constructor (``image_name, data_path=, preprocess=, traj_dir=, verbose=``),
 ``get_available_actions()``, ``close()``) and attributes (``query``, ``gold``,
 ``observation``, ``record``, ``query_idx``, ``reward``, ``trajectory``, ``info``,
 ``data_loader`` with ``len`` and ``get(i)``). Underneath: icplay's sandboxes, pristine
-resets and rewards. docs/library.md lists what differs.
+resets and rewards. ``PythonEnv`` and ``CTFEnv`` take ``submit NAME`` / ``submit FLAG``.
+docs/library.md lists what differs.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.library import EpisodeRunner
+from icplay.library import EpisodeRunner, Outcome
 from icplay.tasks.loaders import read_records, task_from_record
 from icplay.tasks.model import Task
 
@@ -71,6 +72,26 @@ def _known_set(data_path: str | Path, env: str):
     return None
 
 
+def _task_image(image_name: str | None, intercodes: str) -> str | None:
+    """None (icplay's own image) for an ``icplay-*`` name or InterCode's image of this
+    language; any other name is run as the task image, as ``icplay play --image`` does."""
+    name = (image_name or "").split(":")[0]
+    if not name or name.startswith("icplay-") or name == intercodes:
+        return None
+    return image_name
+
+
+def _output_and_error(text: str, ok: bool, notes: list[str] | None = None) -> dict[str, str]:
+    """InterCode-Python's observation, ``{"output", "error"}``, from what icplay's interpreter
+    printed (an error's line comes last)."""
+    text = (text or "").strip()
+    if ok:
+        return {"output": text, "error": ""}
+    lines = text.split("\n") if text else []
+    error = lines.pop() if lines else "; ".join(notes or [])
+    return {"output": "\n".join(lines).strip(), "error": error}
+
+
 class IntercodeEnv:
     """What InterCode's ``IntercodeEnv`` offers, over ``icplay.library.EpisodeRunner``."""
 
@@ -111,7 +132,8 @@ class IntercodeEnv:
         return None
 
     def _env_options(self) -> dict[str, Any]:
-        return {}
+        """icplay's own options: ``timeout`` (seconds per action; 10 as InterCode's by default)."""
+        return {"timeout": float(self.kwargs["timeout"])} if self.kwargs.get("timeout") else {}
 
     def _task(self, index: int, record: dict[str, Any]) -> Task:
         set_name = self._set.name if self._set is not None else Path(self.data_path).stem
@@ -120,7 +142,7 @@ class IntercodeEnv:
             task.extra.setdefault("databases", str(self._set.databases))
         return task
 
-    def _observation(self) -> Any:
+    def _observation(self, text: str, info: dict[str, Any]) -> Any:
         raise NotImplementedError
 
     # -- InterCode's API ---------------------------------------------------------------
@@ -144,26 +166,39 @@ class IntercodeEnv:
         self.observation = self.runner.reset(task, policy={"kind": "intercode-compat"})
         self._say(f"Query: {self.query}")
         if self.preprocess is not None:
-            command = self.preprocess(self.record)
-            self._execute(command, record=False)
-            if not self.info[ACTION_EXEC]:
-                raise RuntimeError(f"Preprocess command failed to execute successfully: {command}")
+            made = self.preprocess(self.record)
+            commands = [made] if isinstance(made, str) else list(made)   # InterCode's return a List
+            for command in self._preprocess_commands(commands):
+                self._execute(command, record=False)
+                if not self.info[ACTION_EXEC]:
+                    raise RuntimeError(f"Preprocess command failed to execute successfully: {command}")
         return self.observation, self.info
 
+    def _preprocess_commands(self, commands: list[str]) -> list[str]:
+        return commands
+
     def _execute(self, action: str, record: bool = True) -> None:
-        env = self.runner.env
         if record:
             outcome = self.runner.step(action)
-            self.info[ACTION_EXEC] = outcome.info.get("exit_code") == 0
+            text, exit_code, info = outcome.observation, outcome.info.get("exit_code"), outcome.info
         else:  # InterCode's preprocess runs outside the trajectory
-            result = env.step(action)
-            self.info[ACTION_EXEC] = result.exit_code == 0
-        self.observation = self._observation()
+            result = self.runner.env.step(action)
+            text, exit_code, info = result.observation, result.exit_code, result.info
+        self.info[ACTION_EXEC] = self._executed(exit_code, info)
+        self.observation = self._observation(text, info)
+
+    def _executed(self, exit_code: int | None, info: dict[str, Any]) -> bool:
+        return exit_code == 0
 
     def step(self, action: str) -> tuple[Any, float, bool, dict[str, Any]]:
-        """Run ``action``; ``submit`` ends the episode with its reward."""
+        """Run ``action``; ``submit`` (``submit ARG`` for Python and CTF) ends the episode
+        with its reward, ``skip`` ends it unscored."""
         self._say(f"Action: {action}")
-        if action == "submit":
+        if action == "skip":
+            self.runner.stop()
+            return "skipped", 0, True, {}
+        if action.startswith("submit"):
+            self.trajectory.append((action, None))
             reward, info = 0, {}
             if not self.tool_mode:
                 reward, info = self.get_reward()
@@ -175,14 +210,19 @@ class IntercodeEnv:
         return self.observation, 0, False, self.info
 
     def get_reward(self) -> tuple[float, dict[str, Any]]:
-        outcome = self.runner.step("submit")
+        """Score the episode as its last action, ``submit [ARG]``, asks."""
+        last = self.trajectory[-1][0] if self.trajectory else "submit"
+        argument = last[len("submit"):].strip()
+        outcome = self.runner.step(f"submit {argument}" if argument else "submit")
         self.reward = outcome.reward
-        info = {REWARD: outcome.reward, AGENT_OBS: str(self.observation),
+        self.info = self._reward_info(outcome, argument)
+        self._say(f"Reward: {self.reward}")
+        return self.reward, self.info
+
+    def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
+        return {REWARD: outcome.reward, AGENT_OBS: str(self.observation),
                 EVAL_OBS: outcome.info.get("gold_output", ""), CORRUPT_GOLD: False,
                 "breakdown": outcome.info.get("breakdown", {})}
-        self.info = info
-        self._say(f"Reward: {self.reward}")
-        return self.reward, info
 
     def get_available_actions(self) -> list | None:
         """InterCode's Bash and SQL envs list none (None); neither does icplay."""
@@ -204,13 +244,10 @@ class BashEnv(IntercodeEnv):
     env_name = "bash"
 
     def _image(self) -> str | None:
-        name = (self.image_name or "").split(":")[0]
-        if not name or name.startswith("icplay-") or name == "intercode-bash":
-            return None
-        return self.image_name
+        return _task_image(self.image_name, "intercode-bash")
 
-    def _observation(self) -> str:
-        return self.runner.env.last_output or ""
+    def _observation(self, text: str, info: dict[str, Any]) -> str:
+        return text or ""
 
 
 class SqlEnv(IntercodeEnv):
@@ -228,7 +265,7 @@ class SqlEnv(IntercodeEnv):
             task.extra["databases"] = str(self.kwargs["databases"])
         return task
 
-    def _observation(self) -> Any:
+    def _observation(self, text: str, info: dict[str, Any]) -> Any:
         last = self.runner.env.last
         if last is None:
             return None
@@ -237,3 +274,75 @@ class SqlEnv(IntercodeEnv):
         if last.columns is None:
             return None
         return [tuple(row) for row in last.rows]
+
+
+class PythonEnv(IntercodeEnv):
+    """InterCode-Python (MBPP) on icplay: a persistent interpreter in Docker (``sandbox=
+    "docker"``, image ``icplay-python``) or bubblewrap (``"bwrap"``).
+
+    The observation is InterCode's ``{"output": ..., "error": ...}``; ``submit NAME`` binds
+    the gold function's name to ``NAME`` and compares each test's outcome with the gold's.
+    ``is_agent`` is accepted: a multi-line ``def`` is always one action (InterCode read
+    the rest of a human's function from stdin unless ``is_agent=True``)."""
+
+    name = "ic_python"
+    env_name = "python"
+
+    def _image(self) -> str | None:
+        return _task_image(self.image_name, "intercode-python")
+
+    def _executed(self, exit_code: int | None, info: dict[str, Any]) -> bool:
+        return info.get("interpreter") == "ok"
+
+    def _observation(self, text: str, info: dict[str, Any]) -> dict[str, str]:
+        return _output_and_error(text, info.get("interpreter") == "ok", info.get("notes"))
+
+    def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
+        breakdown = outcome.info.get("breakdown", {})
+        rows = breakdown.get("tests") or []
+
+        def side(key: str) -> dict[str, dict[str, str]]:
+            return {row["test"]: _output_and_error(row[key].get("output", ""), row[key].get("status") == "ok")
+                    for row in rows}
+
+        return {"submitted_function": breakdown.get("function") or argument, AGENT_OBS: side("yours"),
+                EVAL_OBS: side("gold"), REWARD: outcome.reward, "breakdown": breakdown}
+
+
+class CTFEnv(IntercodeEnv):
+    """InterCode-CTF on icplay: a shell in the task's folder, Docker (``icplay-ctf``) or
+    bubblewrap (the host's tools); ``submit FLAG`` scores the flag.
+
+    The task's files come from the set's assets (InterCode's ``task_assets/<task_id>``
+    beside its ``ic_ctf.json``, or ``assets=``). icplay's reset already enters
+    ``/ctf/<id>`` and runs the task's ``setup``, so a ``preprocess`` command equal to the
+    record's ``setup`` is not run a second time."""
+
+    name = "ic_ctf"
+    env_name = "ctf"
+
+    def _image(self) -> str | None:
+        return _task_image(self.image_name, "intercode-ctf")
+
+    def _task(self, index: int, record: dict[str, Any]) -> Task:
+        from icplay.tasks.ctf import IMAGE_TOOLS, mark
+
+        task = super()._task(index, record)
+        if self._set is not None:
+            assets = self._set.assets
+        elif self.kwargs.get("assets"):
+            assets = Path(self.kwargs["assets"])
+        else:
+            assets = Path(self.data_path).parent / "task_assets"
+        folder = assets / task.id if assets is not None and (assets / task.id).is_dir() else None
+        return mark(task, folder, IMAGE_TOOLS)
+
+    def _preprocess_commands(self, commands: list[str]) -> list[str]:
+        setup = str(self.record.get("setup") or "").strip()
+        return [c for c in commands if not setup or c.strip() != setup]
+
+    def _observation(self, text: str, info: dict[str, Any]) -> str:
+        return text or ""
+
+    def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
+        return {AGENT_OBS: argument, REWARD: outcome.reward, "breakdown": outcome.info.get("breakdown", {})}

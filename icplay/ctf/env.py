@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from icplay.ctf.reward import flag_reward
-from icplay.ctf.tasks import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
+from icplay.tasks.ctf import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.held import HeldSandbox
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError

@@ -25,7 +25,7 @@ def gold_actions(task: Task) -> list[str]:
 
 
 def task_lines(task: Task) -> list[str]:
-    from icplay.ctf.tasks import mount_path
+    from icplay.tasks.ctf import mount_path
 
     return [f"Your working directory, {mount_path(task)}, holds the task's files."]
 

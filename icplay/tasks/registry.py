@@ -36,7 +36,7 @@ class TaskSet:
             for task in tasks:
                 task.extra.setdefault("databases", str(self.databases))
         if self.env == "ctf":
-            from icplay.ctf.tasks import mark_all
+            from icplay.tasks.ctf import mark_all
 
             tasks = mark_all(tasks, self.assets)
         return tasks

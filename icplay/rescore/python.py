@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from icplay.envs.base import parse_submit
 from icplay.formats.intercode import RecordedEpisode
-from icplay.sql.rescore import AGREE_WITHIN, Summary, TurnRecord, summarize
-from icplay.tasks.model import Task, TaskFileError
+from icplay.rescore import Summary, TurnRecord, replay_all, turn_record
+from icplay.tasks.model import Task
 
 
 def rescore_episode(env: Any, episode: RecordedEpisode, task: Task) -> list[TurnRecord]:
@@ -37,31 +37,12 @@ def rescore_episode(env: Any, episode: RecordedEpisode, task: Task) -> list[Turn
                 reward = env.submit(None).reward
                 if recorded_obs is not None:
                     obs_agrees = observation.strip() == str(recorded_obs).strip()
-        agrees = None if recorded is None else abs(reward - recorded) <= AGREE_WITHIN + 1e-9
-        records.append(TurnRecord(episode.key, task.id, turn, action, executed, recorded, reward, agrees,
-                                  obs_agrees, observation[:2000]))
+        records.append(turn_record(episode, task, turn, action, executed, recorded, reward, obs_agrees,
+                                   observation))
     return records
 
 
 def rescore(episodes: list[RecordedEpisode], tasks: list[Task], make_env: Callable[[], Any],
             progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, list[TurnRecord]], Summary]:
     """Replay every episode in one env (one interpreter sandbox per episode)."""
-    by_id = {t.id: i for i, t in enumerate(tasks)}
-    for episode in episodes:
-        if episode.task_id is not None:
-            if episode.task_id not in by_id:
-                raise TaskFileError(episode.key, f"task {episode.task_id!r} is not in the task file")
-            episode.task_index = by_id[episode.task_id]
-        if not 0 <= episode.task_index < len(tasks):
-            raise TaskFileError(episode.key, f"task index {episode.task_index} is outside the task file "
-                                             f"({len(tasks)} tasks)")
-    results: dict[str, list[TurnRecord]] = {}
-    env = make_env()
-    try:
-        for done, episode in enumerate(episodes, start=1):
-            results[episode.key] = rescore_episode(env, episode, tasks[episode.task_index])
-            if progress:
-                progress(done, len(episodes))
-    finally:
-        env.close()
-    return results, summarize(episodes, results)
+    return replay_all(episodes, tasks, make_env, rescore_episode, progress=progress)

@@ -65,3 +65,53 @@ def test_ray_without_a_cluster_says_so(tmp_path):
     done = icplay_run("127.0.0.1:1", tmp_path / "out")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_async_api_in_ray_actors_on_two_nodes(two_nodes):
+    """A trainer's rollout workers as Ray actors: each async actor plays many SQL episodes
+    at once through icplay.aio (one event loop, the actor's own warm envs), one actor per
+    node; every gold episode scores 1.0."""
+    ray.init(address=two_nodes.address)
+    try:
+        @ray.remote(num_cpus=1)
+        class Rollouts:
+            """Defined here, so Ray ships the class itself (the test module is not importable
+            on the nodes); icplay is, through PYTHONPATH."""
+
+            def __init__(self):
+                from icplay.aio import AsyncEnvs
+
+                self.envs = AsyncEnvs("sql", sandbox="sqlite", tasks="sql", max_workers=4)
+
+            async def play(self, task_ids: list[str]) -> tuple[str, list[tuple[str, float]]]:
+                import asyncio
+
+                by_id = {t.id: t for t in self.envs.tasks}
+
+                async def episode(task_id: str) -> tuple[str, float]:
+                    env = self.envs.make()
+                    await env.reset(task_id)
+                    await env.step(by_id[task_id].gold)
+                    step = await env.step("submit")
+                    await env.close()
+                    return task_id, step.reward
+
+                rewards = await asyncio.gather(*(episode(t) for t in task_ids))
+                return ray.get_runtime_context().get_node_id(), list(rewards)
+
+            async def close(self) -> None:
+                await self.envs.aclose()
+
+        from icplay.tasks.registry import load_tasks
+
+        ids = [t.id for t in load_tasks("sql")]
+        actors = [Rollouts.options(scheduling_strategy="SPREAD").remote() for _ in range(2)]
+        results = ray.get([actor.play.remote(ids[i::2]) for i, actor in enumerate(actors)], timeout=600)
+        ray.get([actor.close.remote() for actor in actors], timeout=120)
+        assert len({node for node, _ in results}) == 2                  # one actor on each node
+        played = [pair for _, pairs in results for pair in pairs]
+        assert sorted(t for t, _ in played) == sorted(ids)
+        assert all(reward == 1.0 for _, reward in played), [p for p in played if p[1] != 1.0]
+    finally:
+        ray.shutdown()

@@ -139,8 +139,11 @@ def command_loop(nonce: str) -> str:
     """The loop's text (one line, see above), started by ``enter_loop``."""
     return (
         # where enter_loop left the folder it sourced this from: back to the start folder
-        '[[ -z ${__ic_d-} ]] || { \\builtin cd -- "$__ic_p"; rm -rf -- "$__ic_d"; \\builtin unset OLDPWD; }; '
-        "$__ic_sp; \\builtin unset __ic_d __ic_p __ic_sp __ic_lim0; "
+        # (and its parent's modification time back as it was: a recycled container's /tmp
+        # must look like a fresh one's)
+        '[[ -z ${__ic_d-} ]] || { \\builtin cd -- "$__ic_p"; rm -rf -- "$__ic_d"; \\builtin unset OLDPWD; '
+        '[[ -z $__ic_t ]] || touch -m -d "$__ic_t" -- "${__ic_d%/*}" 2>/dev/null; }; '
+        "$__ic_sp; \\builtin unset __ic_d __ic_p __ic_sp __ic_lim0 __ic_t; "
         f"{marker_line(nonce, '$$')}; "
         "while \\builtin :; do IFS= \\builtin read -r -d '' __ic_c || \\builtin exit; "
         "\\builtin set -T; \\builtin trap - DEBUG; "
@@ -164,12 +167,14 @@ def enter_loop(nonce: str, scratch: str) -> str:
     # stay unread for the loop's `read`
     return (
         "mapfile -t __ic_l < /proc/$$/limits; printf -v __ic_lim0 '%s|' \"${__ic_l[@]}\"; unset __ic_l; "
-        f"__ic_d=; for __ic_s in {scratch}; do [ -d $__ic_s ] && [ -w $__ic_s ] && {{ __ic_d=$__ic_s/.bash$$; break; }}; done; "
+        f"__ic_d=; __ic_t=; for __ic_s in {scratch}; do [ -d $__ic_s ] && [ -w $__ic_s ] && "
+        "{ __ic_d=$__ic_s/.bash$$; __ic_t=$(stat -c %y -- $__ic_s 2>/dev/null); break; }; done; "
         "unset __ic_s; __ic_p=$PWD; __ic_sp=$(shopt -p sourcepath); "
         "if [ -n \"$__ic_d\" ] && mkdir -m 700 \"$__ic_d\" 2>/dev/null; then "
         "if ln -s /dev/fd/3 \"$__ic_d/bash\" 2>/dev/null && \\builtin cd \"$__ic_d\" 2>/dev/null; then "
         f"\\builtin shopt -u sourcepath; \\builtin source bash \"$__ic_lim0\" 3<<< {loop}; fi; "
-        "\\builtin cd \"$__ic_p\"; rm -rf -- \"$__ic_d\"; fi; __ic_d=; $__ic_sp; "
+        "\\builtin cd \"$__ic_p\"; rm -rf -- \"$__ic_d\"; "
+        "[ -z \"$__ic_t\" ] || touch -m -d \"$__ic_t\" -- \"${__ic_d%/*}\" 2>/dev/null; fi; __ic_d=; __ic_t=; $__ic_sp; "
         f"\\builtin source /dev/fd/3 \"$__ic_lim0\" 3<<< {loop} || "
         f"\\builtin source /proc/self/fd/3 \"$__ic_lim0\" 3<<< {loop}; exit\n"
     )

@@ -111,8 +111,6 @@ class GoldRun:
 # The second prefetch run starts at least this long after the first ended, so that a gold
 # printing the time to the second (``date``) differs between the two and is detected.
 SECOND_RUN_GAP = 1.05
-# Sandboxes taken at most to find one whose shell has the agent's shell's pid.
-SHELL_PID_TRIES = 4
 
 
 def last_pid(sandbox: Sandbox) -> int:
@@ -192,23 +190,15 @@ class BashSandboxes:
                                         else dataclasses.replace(second, nondeterministic=True, earlier=(first,)))
             return self._gold_runs[key]
 
-    def fresh_gold_run(self, task: Task, start_pid: int = 0, shell_pid: int = 0) -> GoldRun:
-        """The gold run once more, now, in a pristine sandbox (not kept). ``start_pid`` and
-        ``shell_pid`` (faithful sandboxes): its processes numbered from the one after
-        ``start_pid`` (see ``run_gold``), in a sandbox whose shell has pid ``shell_pid``.
-        Docker's exec takes a varying number of pids before the shell starts (6 to 8 on a
-        loaded machine: runc's threads), so sandboxes are taken until one's shell matches, at most
-        SHELL_PID_TRIES; past that the last one serves."""
+    def fresh_gold_run(self, task: Task, start_pid: int = 0) -> GoldRun:
+        """The gold run once more, now, in a pristine sandbox (not kept). ``start_pid``
+        (faithful sandboxes): its processes numbered from the one after ``start_pid`` (see
+        ``run_gold``); the shell has the same pid in every faithful container (faithful.py)."""
         pool = self.pool(task, role="gold")
         with self._gold_slots:
             box = pool.take()
             try:
                 faithful = getattr(box, "faithful", False)
-                for _ in range(SHELL_PID_TRIES - 1):
-                    if not (faithful and shell_pid) or getattr(box.shell, "pid", 0) == shell_pid:
-                        break
-                    pool.discard(box)
-                    box = pool.take()
                 if faithful and start_pid and last_pid(box) > start_pid:
                     start_pid = 0     # already past the agent's numbering: it cannot go back
                 return run_gold(box, task.gold, isolated=not faithful, start_pid=start_pid if faithful else 0)
@@ -395,9 +385,9 @@ class BashEnv:
                 and (self._last_start_pid, self._shell_pid) != (gold.start_pid, gold.shell_pid)):
             # The gold's output names its own processes (``find /`` over /proc, ``ps``) and
             # the agent's last action came after other actions (its processes got later
-            # numbers) or its shell got another pid: run the gold once more in a sandbox
-            # whose shell has the agent's shell's pid, its processes numbered as the agent's.
-            golds = [self.sandboxes.fresh_gold_run(self.task, self._last_start_pid, self._shell_pid), *golds]
+            # numbers) or from a restarted shell: run the gold once more, its processes
+            # numbered as the agent's (a restarted shell's own pid cannot be matched).
+            golds = [self.sandboxes.fresh_gold_run(self.task, self._last_start_pid), *golds]
         agent_changes = file_changes(self.sandbox)
         best = None
         for candidate in golds:

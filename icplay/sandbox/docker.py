@@ -5,7 +5,9 @@ without spawning a process (impossible when a fork bomb has used up the pids lim
 SIGUSR2 freezes and kills every process but itself and the two shells (and tells the
 session's shell to abandon its action), SIGHUP kills the session's shell too. The session
 runs through an attached ``docker exec`` socket, so a trivial action costs a round trip on
-an open stream instead of a new exec (InterCode's way, ~60 ms).
+an open stream instead of a new exec (InterCode's way, ~60 ms). On a task's own image the
+container is *faithful* instead (``faithful.py``): pid 1 is the image's bash, and the
+session's shell its child on the container's own streams.
 
 A second shell, the *control* shell, runs the reward's side commands (``git status``,
 hashes) without a ``docker exec`` each, and recycles the container for the next episode
@@ -28,6 +30,7 @@ import atexit
 import contextlib
 import io
 import json
+import secrets
 import os
 import re
 import socket
@@ -42,6 +45,7 @@ import time
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
                                    SHELL_PID_FILE, freeze_and_kill)
+from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
 
 LABEL = "icplay"
@@ -78,84 +82,6 @@ WARDEN = (
     "trap 'exit 0' TERM INT\n"
     "while :; do sleep 2147483647 & wait $!; done\n"
 )
-
-# A task's own image (InterCode's, any image not built by icplay) runs *faithful*: the
-# action sees the container its image makes and nothing of icplay's. Pid 1 is a plain
-# ``/bin/bash`` (InterCode's containers run their image's ``/bin/bash``) whose warden traps
-# arrive on its stdin, not in its command line; it knows the session's shell as the
-# process whose parent is outside the container (``docker exec``'s, ppid 0: no process of
-# the action can have that parent), so no pid file is written. No control shell, no
-# pristine copies, no dropped capability (a process the action may not read would show
-# in ``find /`` as "Permission denied"), no exported variables; the host name is the same
-# in every container of the image, so a gold's container and the agent's look alike to
-# any command. Such containers are not recycled: every episode and gold run gets a new one.
-_FAITHFUL_KEEP = ('keep=" "; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; line=; '
-                  'read -r line < "$d/stat" 2>/dev/null || continue; rest=${line##*) }; rest=${rest#* }; '
-                  '[ "${rest%% *}" = 0 ] && keep="$keep$p "; done')
-_FAITHFUL_KILL = ('seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
-                  'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; '
-                  'case "$keep$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; '
-                  'fresh=1; done; [ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done')
-FAITHFUL_WARDEN = (
-    "trap '" + _FAITHFUL_KEEP + '; for k in $keep; do kill -STOP "$k" 2>/dev/null || continue; mask=0; '
-    'while read -r key value; do case "$key" in SigIgn:|SigBlk:) mask=$(( mask | 0x$value ));; esac; '
-    'done < /proc/$k/status; if (( mask & 0x200 )); then kill -KILL "$k"; else kill -USR1 "$k"; fi; done 2>/dev/null; '
-    + _FAITHFUL_KILL + '; for k in $keep; do kill -CONT "$k" 2>/dev/null; done' + "' USR2\n"
-    "trap 'keep=\" \"; " + _FAITHFUL_KILL + "' HUP\n"
-    "trap '" + _FAITHFUL_KEEP + "; " + _FAITHFUL_KILL + "' WINCH\n"
-    "trap 'exit 0' TERM INT\n"
-    # stdin ends only when icplay's connection is gone (icplay died): stop reading then
-    "while :; do read -r _ || exec sleep infinity; done\n"
-)
-
-
-# Faithful containers run without address-space randomisation (``setarch -R``, inherited
-# by every process of the action): ``find /`` lists /proc/<pid>/map_files, whose names are
-# the address ranges of each mapped file, and with randomisation the gold's container and
-# the agent's never listed the same names. Docker's default seccomp profile refuses that
-# personality, so these containers get a profile that allows every system call but the
-# ones the default profile refuses (namespaces, mounts, kernel keys and modules, clocks,
-# tracing other processes' memory...); ``personality`` is the one it now allows. An image
-# without setarch runs as before.
-_DENIED_CALLS = [
-    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
-    "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "get_kernel_syms", "get_mempolicy",
-    "init_module", "ioperm", "iopl", "kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
-    "mbind", "mount", "mount_setattr", "move_mount", "move_pages", "name_to_handle_at", "nfsservctl",
-    "open_by_handle_at", "open_tree", "perf_event_open", "pivot_root", "process_vm_readv",
-    "process_vm_writev", "quotactl", "quotactl_fd", "query_module", "reboot", "request_key",
-    "set_mempolicy", "setns", "settimeofday", "stime", "swapoff", "swapon", "sysfs", "_sysctl", "umount",
-    "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vm86", "vm86old",
-]
-# clone with any namespace flag (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
-# NEWNET); clone3 says "not implemented", so that the C library falls back to clone
-_NAMESPACE_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]
-FAITHFUL_SECCOMP = {
-    "defaultAction": "SCMP_ACT_ALLOW",
-    "syscalls": [
-        {"names": _DENIED_CALLS, "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
-        {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38},
-        *({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
-           "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]}
-          for flag in _NAMESPACE_FLAGS),
-    ],
-}
-# No fork here (``execfail``: an image without setarch goes on to plain bash): a process
-# started by pid 1 while the session's shell is being exec'd took a pid in a race, and the
-# shell's pid was not the same in every container.
-_NO_ASLR = "shopt -s execfail; exec setarch -R"
-# pid 1 and the session's shell: the same program and command line as without setarch
-FAITHFUL_PID1_ARGV = ["/bin/bash", "-c", f"{_NO_ASLR} /bin/bash; exec /bin/bash"]
-FAITHFUL_SHELL_ARGV = ["bash", "-c", f"{_NO_ASLR} {_PLAIN} 2>/dev/null; exec {_PLAIN}"]
-
-
-def faithful_hostname(image_id: str) -> str:
-    """The host name of every faithful container of an image: twelve hex digits, as
-    Docker's own names look, the same for the gold's container and the agent's."""
-    import hashlib
-
-    return hashlib.sha256(image_id.encode()).hexdigest()[:12]
-
 
 DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "nano_cpus": 1_000_000_000}
 
@@ -363,7 +289,7 @@ class DockerSandbox:
         images (default: $ICPLAY_DISK_LIMIT, else 2g); None or "off" leaves the root
         filesystem writable and unbounded, as on other images. ``faithful`` (default:
         on any image but icplay's own): nothing of icplay visible to the action (see
-        FAITHFUL_WARDEN); never recycled."""
+        ``faithful.py``); never recycled."""
         self.client = client
         self.faithful = (not icplay_image(client, image)) if faithful is None else faithful
         if disk_limit == "default":
@@ -386,7 +312,8 @@ class DockerSandbox:
         self._hardened = False
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
-        self._warden_stdin: _ExecSocketTransport | None = None   # faithful containers: pid 1's stdin
+        self._pid1: faithful_mode.Pid1Channel | None = None   # faithful containers: pid 1's streams
+        self._attached: faithful_mode.AttachedShell | None = None   # and the session shell's
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
         # called when a new container replaced a dead one, before anything runs in it: the
@@ -454,21 +381,28 @@ class DockerSandbox:
             raise
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
-        """Pid 1 is the image's plain /bin/bash; the warden's traps go in through its stdin."""
-        image_id = self.client.api.inspect_image(self.image)["Id"]
+        """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its
+        stdin, and the session's shells are its children on the same streams."""
+        import docker.types
+
+        image = self.client.api.inspect_image(self.image)
+        image_env = (image.get("Config") or {}).get("Env")
         with creating():
             self.container = self.client.containers.create(
-                self.image, command=FAITHFUL_PID1_ARGV, stdin_open=True, detach=True, labels=labels,
+                self.image, command=faithful_mode.PID1_ARGV, stdin_open=True, detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges", "seccomp=" + json.dumps(FAITHFUL_SECCOMP)],
-                hostname=faithful_hostname(image_id), **options)
+                security_opt=["no-new-privileges", "seccomp=" + json.dumps(faithful_mode.SECCOMP)],
+                # the shells' output goes through pid 1's stdout: not kept by Docker
+                log_config=docker.types.LogConfig(type="none"),
+                hostname=faithful_mode.hostname(image["Id"]), **options)
             track(self.container.id)
-        # The connection stays open as long as the container: closed, it would end pid 1's
-        # stdin, and the warden's `read` would return at once instead of waiting.
-        sock = self.container.attach_socket(params={"stdin": 1, "stream": 1})
-        self._warden_stdin = _ExecSocketTransport(sock)
+        # Attached before the start, so that nothing is missed. The connection stays open
+        # as long as the container: closed, it would end pid 1's stdin (see the warden).
+        sock = self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        notice = b"\x1e" + secrets.token_hex(8).encode() + b"\x1e\n"
+        self._pid1 = faithful_mode.Pid1Channel(sock, notice)
         self.container.start()
-        self._warden_stdin.write(FAITHFUL_WARDEN.encode())
+        self._pid1.write(faithful_mode.warden(notice, faithful_mode.unset_variables(image_env)).encode())
 
     def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
         """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
@@ -676,9 +610,9 @@ class DockerSandbox:
     def close(self) -> None:
         self.shell.close()
         self._close_control()
-        stdin, self._warden_stdin = self._warden_stdin, None
-        if stdin is not None:
-            stdin.close()
+        pid1, self._pid1 = self._pid1, None
+        if pid1 is not None:
+            pid1.close()
         if self.container is not None:
             container, self.container = self.container, None
             _remove_quietly(self.client, container.id)
@@ -691,9 +625,14 @@ class DockerSandbox:
 
     # -- the shells ---------------------------------------------------------------------
 
-    def _open(self, which: str) -> "_ExecSocketTransport":
+    def _open(self, which: str) -> "_ExecSocketTransport | faithful_mode.AttachedShell":
+        if which == "shell" and self._pid1 is not None:
+            if self._pid1.busy():
+                self._kill_shell(0)      # one that was given up on: it would read the next one's input
+            self._attached = self._pid1.open_shell()
+            return self._attached
         api = self.client.api
-        argv = (FAITHFUL_SHELL_ARGV if self.faithful else SESSION_SHELL_ARGV) if which == "shell" else SHELL_ARGV
+        argv = SESSION_SHELL_ARGV if which == "shell" else SHELL_ARGV
         created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
         self._exec_ids[which] = created["Id"]
         sock = api.exec_start(created["Id"], socket=True)
@@ -736,6 +675,8 @@ class DockerSandbox:
             time.sleep(0.02)
 
     def _is_alive(self, which: str) -> bool:
+        if which == "shell" and self._pid1 is not None:
+            return self._attached is not None and not self._attached.gone.is_set()
         exec_id = self._exec_ids.get(which)
         if exec_id is None:
             return False

@@ -231,7 +231,11 @@ class Pid1Channel:
                     length = int.from_bytes(buffer[pos + 4:pos + 8], "big")
                     if len(buffer) - pos - 8 < length:
                         break
-                    self._output(bytes(buffer[pos + 8:pos + 8 + length]))
+                    payload = bytes(buffer[pos + 8:pos + 8 + length])
+                    if buffer[pos] == 2:       # the warden's own errors (a fork refused...)
+                        self._to_current(payload)
+                    else:                      # the shell's output and the warden's notices
+                        self._output(payload)
                     pos += 8 + length
                 del buffer[:pos]
         except OSError:

@@ -1,4 +1,6 @@
-"""Bash on Docker: persistent-session step vs one `docker exec` per action, reset, submit.
+"""Bash on Docker: persistent-session step vs one `docker exec` per action, reset, submit;
+and the start of a faithful container (a task's own image, here debian:bookworm-slim),
+whose shell pid 1 starts, against a container whose shell is a `docker exec`.
 
 Run: .venv/bin/python bench/bench_bash.py [--n 200] [--episodes 15]
 Prints medians and the ratio of the two step methods, all measured in this one run.
@@ -85,6 +87,8 @@ def main() -> None:
         cold.append(time.perf_counter() - t0)
         box.close()
 
+    faithful, execd = faithful_starts(client)
+
     p, e = median_ms(persistent), median_ms(per_exec)
     print(f"step, persistent session : median {p:8.3f} ms over {len(persistent)} actions")
     print(f"step, docker exec each   : median {e:8.3f} ms over {len(per_exec)} actions")
@@ -94,6 +98,39 @@ def main() -> None:
     print(f"submit with reward       : median {median_ms(submits):8.1f} ms (max {max(submits)*1000:.0f} ms), "
           "gold run fetched at reset")
     print(f"scoring again, same task : median {median_ms(rescores):8.1f} ms (gold result kept)")
+    f, x = median_ms(faithful), median_ms(execd)
+    print(f"faithful start + action  : median {f:8.1f} ms (the shell started by pid 1)")
+    print(f"exec'd shell start+action: median {x:8.1f} ms (container, then a docker exec'd shell)")
+    print(f"ratio faithful / exec'd  : {f / x:8.2f}x")
+
+
+def faithful_starts(client, image: str = "debian:bookworm-slim", n: int = 8) -> tuple[list[float], list[float]]:
+    """Start + first action of a faithful container, and of a plain container whose shell
+    is a ``docker exec`` (how faithful containers started before), interleaved."""
+    from icplay.sandbox.docker import _ExecSocketTransport
+
+    faithful, execd = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        box = DockerSandbox(client, image)
+        box.start()
+        box.run("true")
+        faithful.append(time.perf_counter() - t0)
+        box.close()
+        t0 = time.perf_counter()
+        container = client.containers.run(image, ["sleep", "infinity"], detach=True, network_mode="none")
+        try:
+            created = client.api.exec_create(container.id, ["bash", "--noprofile", "--norc"], stdin=True)
+            shell = _ExecSocketTransport(client.api.exec_start(created["Id"], socket=True))
+            shell.write(b"true; echo ready\n")
+            seen = b""
+            while b"ready" not in seen:
+                seen += shell.read()
+            execd.append(time.perf_counter() - t0)
+            shell.close()
+        finally:
+            container.remove(force=True)
+    return faithful, execd
 
 
 if __name__ == "__main__":

@@ -53,6 +53,11 @@ def test_errors_read_as_bash_c(box):
     assert box.run("nosuchcmd").output == "bash: line 1: nosuchcmd: command not found\n"
     assert box.run("true\n\nnosuch").output == "bash: line 3: nosuch: command not found\n"
     assert box.run("f() { nosuch; }; f").output == "bash: line 1: nosuch: command not found\n"
+    # a stray break or continue stays in the action, as under bash -c (why the action runs
+    # inside a function: at the loop's own level it would leave icplay's loop)
+    for word in ("break", "continue 3"):
+        assert box.run(f"{word}; echo after").output == (
+            f"bash: line 1: {word.split()[0]}: only meaningful in a `for', `while', or `until' loop\nafter\n")
     # a syntax error is eval's own (the action is read by eval, not by bash -c)
     assert box.run("echo 'open").output.startswith("bash: eval: line 1: unexpected EOF")
 

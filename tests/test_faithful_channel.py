@@ -1,72 +1,63 @@
-"""The stream of a faithful container's pid 1 (``icplay/sandbox/faithful.py``), over a real
-socket pair standing for Docker's attach connection: Docker's frames are split into the
-shells' output, and the warden's notice ends one shell's stream wherever the frames cut it."""
+"""The attached streams of a faithful container's pid 1 (``icplay/sandbox/faithful.py``),
+over a real socket pair standing for Docker's attach connection: the warden's ready notice
+is found wherever Docker's frames cut it, and a pid 1 that never gets ready is a clear error."""
 
 from __future__ import annotations
 
 import socket
+import threading
+import time
 
 import pytest
 
 from icplay.sandbox.base import SandboxError
-from icplay.sandbox.faithful import Pid1Channel, unset_variables, warden
+from icplay.sandbox.faithful import Pid1Streams, shell_argv, unset_variables, warden
 
-NOTICE = b"\x1e0123456789abcdef\x1e\n"
+READY = b"\x1e0123456789abcdef\x1e\n"
 
 
 def frame(payload: bytes, stream: int = 1) -> bytes:
     return bytes([stream, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
 
 
-def read_all(shell) -> bytes:
-    out = b""
-    while True:
-        chunk = shell.read()
-        if not chunk:
-            return out
-        out += chunk
-
-
 @pytest.fixture
-def channel():
+def pid1():
     ours, docker_side = socket.socketpair()
-    pid1 = Pid1Channel(ours, NOTICE)
-    yield pid1, docker_side
-    pid1.close()
+    streams = Pid1Streams(ours)
+    yield streams, docker_side
+    streams.close()
     docker_side.close()
 
 
-def test_a_notice_cut_by_frames_ends_the_shell_and_nothing_is_lost(channel):
-    pid1, docker = channel
-    shell = pid1.open_shell()
-    assert docker.recv(16) == b"go\n"
-    # output that looks like the notice's start, then the notice cut in three frames
-    docker.sendall(frame(b"out\x1e0123") + frame(b"\x1e") + frame(b"more\x1e01234567")
-                   + frame(b"89abcdef\x1e") + frame(b"\nlate"))
-    assert read_all(shell) == b"out\x1e0123\x1emore"
-    assert shell.gone.is_set() and not pid1.busy()
-    with pytest.raises(OSError):
-        shell.write(b"x")
-    # what comes between shells belongs to none; the next shell gets its own
-    second = pid1.open_shell()
-    docker.sendall(frame(b"next ") + frame(b"warden says", stream=2) + frame(NOTICE[:5]))
-    docker.sendall(frame(NOTICE[5:]))
-    assert read_all(second) == b"next warden says"
+def test_the_ready_notice_is_found_across_frames(pid1):
+    streams, docker = pid1
+    streams.write(b"script\n")
+    assert docker.recv(64) == b"script\n"
+
+    def send_later():
+        time.sleep(0.2)
+        # a near miss first, then the notice cut in three frames, one of them cut mid-header
+        data = frame(b"noise \x1e0123") + frame(READY[:7], stream=2) + frame(READY[7:12]) + frame(READY[12:])
+        docker.sendall(data[:5])
+        time.sleep(0.05)
+        docker.sendall(data[5:])
+
+    threading.Thread(target=send_later).start()
+    streams.wait_for(READY, timeout=5)
 
 
-def test_a_second_shell_is_refused_while_the_first_runs(channel):
-    pid1, docker = channel
-    first = pid1.open_shell()
-    with pytest.raises(SandboxError, match="still running"):
-        pid1.open_shell()
-    docker.sendall(frame(b"a marker-like \x1e\n line"))
-    assert first.read() == b"a marker-like \x1e\n line"
-    docker.close()            # the container is gone: the shell's stream ends
-    assert read_all(first) == b"" and first.gone.is_set()
+def test_a_pid_1_that_never_gets_ready_is_an_error_naming_what_it_printed(pid1):
+    streams, docker = pid1
+    docker.sendall(frame(b"setarch: failed to set personality"))
+    with pytest.raises(SandboxError, match="did not get ready; it printed: setarch: failed"):
+        streams.wait_for(READY, timeout=0.5)
+    docker.close()     # the container is gone: no waiting out the timeout
+    with pytest.raises(SandboxError, match="did not get ready"):
+        streams.wait_for(READY, timeout=60)
 
 
-def test_the_warden_starts_the_shell_without_the_variables_bash_adds():
+def test_the_shell_is_started_without_the_variables_bash_adds():
     assert unset_variables(["PATH=/bin", "SHLVL=3"]) == ("PWD", "_")
-    script = warden(NOTICE, unset_variables(["PATH=/bin"]))
-    assert "exec env -u PWD -u SHLVL -u _ bash --noprofile --norc" in script
-    assert NOTICE not in script.encode()     # printed from octal escapes
+    assert 'e="env -u PWD -u SHLVL -u _"' in shell_argv(unset_variables(["PATH=/bin"]))[2]
+    assert "env" not in shell_argv(())[2]
+    assert READY not in warden(READY).encode()     # printed from octal escapes

@@ -70,8 +70,8 @@ def test_find_root_counts_score_one(env):
 
 
 def test_find_root_is_the_gold_s_own_first_and_after_other_actions(env):
-    """`find /` walks /proc: the same processes under the same numbers (the warden starts
-    the shell, which gets the same pid in every container; the gold's processes are
+    """`find /` walks /proc: the same processes under the same numbers (the shell and the
+    first action get the same pids in every container, a later action's gold run is
     numbered as the agent's), the same /proc/*/map_files names (no address randomisation)."""
     for attempt in range(3):
         for earlier in ([], ["ls /testbed", "cd /testbed; echo hi | cat", "sleep 0.1 & wait"]):
@@ -85,12 +85,17 @@ def test_find_root_is_the_gold_s_own_first_and_after_other_actions(env):
 
 
 def test_the_shell_has_the_pid_and_environment_of_every_container(env, nl2bash_image, docker_client):
-    """The same shell pid in every container, and the environment a ``docker exec`` gets."""
-    from icplay.sandbox.faithful import FIRST_SHELL_PID
+    """The same shell pid and the same first action's pids in every container; the shell is
+    a docker exec (its parent is outside the container) with the environment one gets."""
+    from icplay.sandbox.faithful import ACTIONS_FROM, FIRST_SHELL_PID
 
-    env.reset(_task("true"))
+    firsts = []
+    for attempt in range(3):
+        env.reset(_task("true", f"pids-{attempt}"))
+        firsts.append(env.step("sh -c 'echo $$'; echo $$ $PPID").observation)
+    assert firsts == [firsts[0]] * 3
+    assert int(firsts[0].split()[0]) > ACTIONS_FROM and firsts[0].split()[1:] == [str(FIRST_SHELL_PID), "0"]
     listing = "tr '\\0' '\\n' < /proc/$$/environ | sort"
-    assert env.step("echo $$").observation == f"{FIRST_SHELL_PID}\n"
     own = env.step(listing).observation
     code, execd = env.sandbox.container.exec_run(["bash", "-c", listing])
     assert (code, own) == (0, execd.decode())

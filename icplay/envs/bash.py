@@ -24,6 +24,7 @@ from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.bash_reward import bash_reward, parse_git_status, paths_to_hash
 from icplay.paths import data_dir
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
+from icplay.sandbox.faithful import advance_pids
 from icplay.sandbox.pool import SandboxPool
 from icplay.tasks.model import Task
 
@@ -118,11 +119,6 @@ def last_pid(sandbox: Sandbox) -> int:
     return getattr(getattr(sandbox, "shell", None), "last_pid", 0) or 0
 
 
-# Advance a fresh sandbox's pid counter to a given last pid: one subshell a pid.
-_ADVANCE_PIDS = ("while {{ read -r a a a a p; }} </proc/loadavg && [[ $p =~ ^[0-9]+$ ]] && (( p < {0} )); "
-                 "do ( : ); done; unset a p")
-
-
 def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> GoldRun:
     # ``isolated``: in a subshell, so that the gold's cd, variables and traps die with it
     # and a recycled gold sandbox can keep its shell. A faithful sandbox (a new container
@@ -131,7 +127,7 @@ def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int 
     # hand out pids up to it, so that the gold's processes get the numbers the agent's
     # action got after its earlier actions (a faithful sandbox, see BashEnv.submit).
     if start_pid > last_pid(sandbox) > 0:
-        sandbox.run(_ADVANCE_PIDS.format(int(start_pid)))
+        sandbox.run(advance_pids(start_pid))   # one subshell a pid
     before = last_pid(sandbox)
     result = sandbox.run(f"(\n{gold}\n)" if isolated else gold)
     after = last_pid(sandbox)

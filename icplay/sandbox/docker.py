@@ -6,8 +6,8 @@ SIGUSR2 freezes and kills every process but itself and the two shells (and tells
 session's shell to abandon its action), SIGHUP kills the session's shell too. The session
 runs through an attached ``docker exec`` socket, so a trivial action costs a round trip on
 an open stream instead of a new exec (InterCode's way, ~60 ms). On a task's own image the
-container is *faithful* instead (``faithful.py``): pid 1 is the image's bash, and the
-session's shell its child on the container's own streams.
+container is *faithful* instead (``faithful.py``): pid 1 is the image's bash, no control
+shell, and pids numbered alike in every container.
 
 A second shell, the *control* shell, runs the reward's side commands (``git status``,
 hashes) without a ``docker exec`` each, and recycles the container for the next episode
@@ -46,7 +46,7 @@ from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallb
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
                                    SHELL_PID_FILE, freeze_and_kill)
 from icplay.sandbox import faithful as faithful_mode
-from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
+from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 
 LABEL = "icplay"
 # The session's shell drops this capability (nothing a task needs), which makes its
@@ -312,8 +312,8 @@ class DockerSandbox:
         self._hardened = False
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
-        self._pid1: faithful_mode.Pid1Channel | None = None   # faithful containers: pid 1's streams
-        self._attached: faithful_mode.AttachedShell | None = None   # and the session shell's
+        self._pid1: faithful_mode.Pid1Streams | None = None   # faithful containers: pid 1's stdin and stdout
+        self._shell_argv = SESSION_SHELL_ARGV
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
         # called when a new container replaced a dead one, before anything runs in it: the
@@ -321,7 +321,9 @@ class DockerSandbox:
         self.on_replaced: Callable[[], None] | None = None
 
     def _new_shell(self) -> PersistentShell:
-        init = ":" if self.faithful else f"echo $$ > {SHELL_PID_FILE}"
+        # a faithful shell first hands out the pids its exec's threads did not take, so that
+        # every container's first action is numbered alike (faithful.py)
+        init = faithful_mode.advance_pids(faithful_mode.ACTIONS_FROM - 1) if self.faithful else f"echo $$ > {SHELL_PID_FILE}"
         if self.workdir:
             init += f"; cd {shlex.quote(self.workdir)}"
         return PersistentShell(
@@ -382,27 +384,30 @@ class DockerSandbox:
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its
-        stdin, and the session's shells are its children on the same streams."""
+        stdin. Returns once the warden has handed out the pids before the shell's."""
         import docker.types
 
         image = self.client.api.inspect_image(self.image)
-        image_env = (image.get("Config") or {}).get("Env")
+        self._shell_argv = faithful_mode.shell_argv(faithful_mode.unset_variables((image.get("Config") or {}).get("Env")))
         with creating():
             self.container = self.client.containers.create(
                 self.image, command=faithful_mode.PID1_ARGV, stdin_open=True, detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
                 security_opt=["no-new-privileges", "seccomp=" + json.dumps(faithful_mode.SECCOMP)],
-                # the shells' output goes through pid 1's stdout: not kept by Docker
                 log_config=docker.types.LogConfig(type="none"),
                 hostname=faithful_mode.hostname(image["Id"]), **options)
             track(self.container.id)
-        # Attached before the start, so that nothing is missed. The connection stays open
-        # as long as the container: closed, it would end pid 1's stdin (see the warden).
-        sock = self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-        notice = b"\x1e" + secrets.token_hex(8).encode() + b"\x1e\n"
-        self._pid1 = faithful_mode.Pid1Channel(sock, notice)
+        # attached before the start, so that the ready notice cannot be missed
+        self._pid1 = faithful_mode.Pid1Streams(
+            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}))
         self.container.start()
-        self._pid1.write(faithful_mode.warden(notice, faithful_mode.unset_variables(image_env)).encode())
+        ready = b"\x1e" + secrets.token_hex(8).encode() + b"\x1e\n"
+        try:
+            self._pid1.write(faithful_mode.warden(ready).encode())
+            self._pid1.wait_for(ready, timeout=START_TIMEOUT)
+        except Exception:
+            self.close()
+            raise
 
     def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
         """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
@@ -625,14 +630,9 @@ class DockerSandbox:
 
     # -- the shells ---------------------------------------------------------------------
 
-    def _open(self, which: str) -> "_ExecSocketTransport | faithful_mode.AttachedShell":
-        if which == "shell" and self._pid1 is not None:
-            if self._pid1.busy():
-                self._kill_shell(0)      # one that was given up on: it would read the next one's input
-            self._attached = self._pid1.open_shell()
-            return self._attached
+    def _open(self, which: str) -> "_ExecSocketTransport":
         api = self.client.api
-        argv = SESSION_SHELL_ARGV if which == "shell" else SHELL_ARGV
+        argv = self._shell_argv if which == "shell" else SHELL_ARGV
         created = api.exec_create(self.container.id, argv, stdin=True, stdout=True, stderr=True, tty=False)
         self._exec_ids[which] = created["Id"]
         sock = api.exec_start(created["Id"], socket=True)
@@ -675,8 +675,6 @@ class DockerSandbox:
             time.sleep(0.02)
 
     def _is_alive(self, which: str) -> bool:
-        if which == "shell" and self._pid1 is not None:
-            return self._attached is not None and not self._attached.gone.is_set()
         exec_id = self._exec_ids.get(which)
         if exec_id is None:
             return False

@@ -2,15 +2,19 @@
 and nothing of icplay's.
 
 InterCode's containers (and any image not built by icplay) run their image's ``/bin/bash``
-as pid 1, and so does a faithful container: a plain bash whose *warden* script arrives on
-its stdin, not in its command line. The warden starts the session's shell itself, as its
-child, with the container's own stdin and stdout for its streams (icplay is attached to
-them): so the shell gets the same pid in every container of the image, and a gold's
-container and the agent's hold the same processes under the same numbers (``find /`` walks
-/proc). A ``docker exec`` would not do: runc's threads take a varying number of pids in the
-container's namespace before the exec'd process gets its own (6 to 8, more under load).
-The threads of the container's own start vary too, so the warden first hands out pids up to
-``FIRST_SHELL_PID - 1`` (one subshell a pid) before it starts the first shell.
+as pid 1, and so does a faithful container: a plain bash whose *warden* script (icplay's
+stop logic, in signal traps) arrives on its stdin, not in its command line. The session's
+shell is a ``docker exec``, as InterCode's actions are: its parent is outside the container
+(``$PPID`` is 0, ``pstree`` from pid 1 does not show it), which is also how the warden tells
+it from the action's processes.
+
+A gold's container and the agent's must hold the same processes under the same numbers
+(``find /`` walks /proc). Docker's start and exec leave a varying number of pids taken in
+the container's namespace (runc's threads: 4 to 8, more under load), so the numbers are
+made fixed twice: the warden hands out pids up to ``FIRST_SHELL_PID - 1`` (one subshell a
+pid) and says so before the shell is exec'd, which then gets ``FIRST_SHELL_PID``; the shell
+first hands out pids up to ``ACTIONS_FROM - 1``, so that its start, and the first action
+after it, are numbered alike in every container.
 
 No control shell, no pristine copies, no dropped capability (a process the action may not
 read would show in ``find /`` as "Permission denied"), no exported variable of icplay's; the
@@ -21,17 +25,19 @@ every episode and gold run gets a new one.
 from __future__ import annotations
 
 import hashlib
-import queue
 import socket
 import threading
+import time
 from typing import Any
 
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.session import SHELL_ARGV
 
-# The session's first shell gets this pid in every faithful container (see above). Docker's
-# start leaves the counter at 6 or so; the margin covers a loaded machine.
+# The session's first shell gets this pid in every faithful container, and the first
+# action's processes are numbered from ACTIONS_FROM (see above): Docker's start leaves the
+# counter at 6 or so, an exec's threads take 4 to 8 more; the margins cover a loaded machine.
 FIRST_SHELL_PID = 32
+ACTIONS_FROM = 64
 
 # Faithful containers run without address-space randomisation (``setarch -R``, inherited
 # by every process of the action): ``find /`` lists /proc/<pid>/map_files, whose names are
@@ -69,55 +75,63 @@ SECCOMP = {
 # a pid before the warden runs.
 PID1_ARGV = ["/bin/bash", "-c", "shopt -s execfail; exec setarch -R /bin/bash; exec /bin/bash"]
 
-# Variables bash adds to what it exports (pid 1's bash -c passes them to the warden): the
-# session's shell is started without them unless the image itself sets them, so that its
-# environment is the one ``docker exec`` would give it.
+# Variables bash adds to what it exports: the session's shell is exec'd through ``bash -c``,
+# which would pass them on, so it is started without them unless the image itself sets
+# them: its environment is the one a plain ``docker exec`` gives.
 BASH_ADDED_VARIABLES = ("PWD", "SHLVL", "_")
 
-# The warden's traps. Kept alive by every stop: pid 1, the session's shell ($s) and any
-# process whose parent is outside the container (a ``docker exec`` of icplay's reward:
-# no process of the action can have that parent).
-_KEEP = ('keep=" $s "; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; line=; '
+# The warden's traps. Kept alive by every stop: pid 1 and every process whose parent is
+# outside the container (the session's shell, a ``docker exec`` of the reward's: no
+# process of the action can have that parent).
+_KEEP = ('keep=" "; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; line=; '
          'read -r line < "$d/stat" 2>/dev/null || continue; rest=${line##*) }; rest=${rest#* }; '
          '[ "${rest%% *}" = 0 ] && keep="$keep$p "; done')
 _KILL = ('seen=" "; for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
          'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; '
          'case "$keep$seen" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; seen="$seen$p "; '
          'fresh=1; done; [ $fresh = 1 ] || break; done; for p in $seen; do kill -KILL "$p" 2>/dev/null; done')
-# USR2, stop the session's command: the shell is frozen, told to abandon its action (USR1,
-# pending until it is thawed; a shell that ignores or blocks USR1 is killed), every other
-# process is killed, the shell thawed. HUP: kill everything, the shell too. WINCH (a
-# sweep): kill everything but what is kept.
-_STOP = ('if [ -n "$s" ] && kill -STOP "$s" 2>/dev/null; then mask=0; '
+# USR2, stop the session's command: what is kept is frozen and told to abandon its action
+# (USR1, pending until it is thawed; one that ignores or blocks USR1 is killed), every
+# other process is killed, the kept ones thawed. HUP: kill everything. WINCH (a sweep):
+# kill everything but what is kept.
+_STOP = ('for k in $keep; do kill -STOP "$k" 2>/dev/null || continue; mask=0; '
          'while read -r key value; do case "$key" in SigIgn:|SigBlk:) mask=$(( mask | 0x$value ));; esac; '
-         'done < /proc/$s/status; if (( mask & 0x200 )); then kill -KILL "$s"; else kill -USR1 "$s"; fi; fi 2>/dev/null')
+         'done < /proc/$k/status; if (( mask & 0x200 )); then kill -KILL "$k"; else kill -USR1 "$k"; fi; done 2>/dev/null')
 
 
-def warden(notice: bytes, unset: tuple[str, ...] = BASH_ADDED_VARIABLES) -> str:
-    """Pid 1's script. It reads a line ("go") for each session shell to start, starts it
-    on the container's stdin and stdout, waits for it, and prints ``notice`` once it is
-    gone. Waiting (``wait``, ``read``) takes no pid, and traps interrupt both."""
-    plain = " ".join(SHELL_ARGV)
-    env_unset = " ".join(f"-u {name}" for name in unset)
-    start = f"exec env {env_unset} {plain}; exec {plain}" if unset else f"exec {plain}"
-    escaped = "".join(f"\\{byte:03o}" for byte in notice)
+def advance_pids(last: int) -> str:
+    """Bash that hands out pids (one subshell each) until the namespace's last pid
+    (/proc/loadavg's fifth field) is at least ``last``."""
+    return (f"while {{ read -r __ic_a __ic_a __ic_a __ic_a __ic_p; }} </proc/loadavg && [[ $__ic_p =~ ^[0-9]+$ ]] "
+            f"&& (( __ic_p < {int(last)} )); do ( : ); done; unset __ic_a __ic_p")
+
+
+def warden(ready: bytes) -> str:
+    """Pid 1's script: its traps, then pids handed out up to FIRST_SHELL_PID - 1, then
+    ``ready`` printed; then it waits on stdin (no pid taken; traps interrupt the wait)."""
+    escaped = "".join(f"\\{byte:03o}" for byte in ready)
     return (
-        "shopt -s execfail\n"
-        "s=\n"
-        "trap '" + _KEEP + "; " + _STOP + "; " + _KILL + '; [ -n "$s" ] && kill -CONT "$s" 2>/dev/null' + "' USR2\n"
+        "trap '" + _KEEP + "; " + _STOP + "; " + _KILL + '; for k in $keep; do kill -CONT "$k" 2>/dev/null; done'
+        + "' USR2\n"
         "trap 'keep=\" \"; " + _KILL + "' HUP\n"
         "trap '" + _KEEP + "; " + _KILL + "' WINCH\n"
         "trap 'exit 0' TERM INT\n"
-        "while { read -r a a a a p; } </proc/loadavg && [[ $p =~ ^[0-9]+$ ]] && "
-        f"(( p < {FIRST_SHELL_PID - 1} )); do ( : ); done; unset a p\n"
-        # one line, parsed whole before it runs: from here on the warden reads stdin only
-        # while no shell runs (a line each), and stdin ends only when icplay's connection
-        # is gone (icplay died): it stops reading then
-        "while :; do read -r _ || exec sleep infinity; "
-        f"( {start} ) <&0 2>&1 & s=$!; "
-        'while :; do wait "$s"; kill -0 "$s" 2>/dev/null || break; done; s=; '
-        f"printf '{escaped}'; done\n"
+        f"{advance_pids(FIRST_SHELL_PID - 1)}\n"
+        f"printf '{escaped}'\n"
+        # stdin ends only when icplay's connection is gone (icplay died): stop reading then
+        "while :; do read -r _ || exec sleep infinity; done\n"
     )
+
+
+def shell_argv(unset: tuple[str, ...] = BASH_ADDED_VARIABLES) -> list[str]:
+    """The session's shell, exec'd: no fork on the way (it keeps the exec's pid), without
+    address randomisation where the image has setarch, without the variables bash -c adds
+    where the image has env (``command -v``: once env or setarch is exec'd, there is no
+    going back to the next choice)."""
+    plain = " ".join(SHELL_ARGV)
+    options = " ".join(f"-u {name}" for name in unset)
+    drop = f'command -v env >/dev/null && e="env {options}"; ' if unset else ""
+    return ["bash", "-c", f"e=; {drop}command -v setarch >/dev/null && exec $e setarch -R {plain}; exec $e {plain}"]
 
 
 def hostname(image_id: str) -> str:
@@ -133,148 +147,61 @@ def unset_variables(image_env: list[str] | None) -> tuple[str, ...]:
     return tuple(name for name in BASH_ADDED_VARIABLES if name not in names)
 
 
-class AttachedShell:
-    """The streams of one session shell started by the warden (a ``session.Transport``):
-    the container's stdout up to the warden's notice that this shell is gone."""
+class Pid1Streams:
+    """The attached stdin and stdout of a faithful container's pid 1: the warden's script
+    goes in; its ready notice comes out, and whatever else pid 1 prints is read and dropped
+    (a full pipe would block the warden). The connection stays open as long as the
+    container: closed, it would end pid 1's stdin (see the warden)."""
 
-    def __init__(self, channel: "Pid1Channel"):
-        self._channel = channel
-        self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
-        self.gone = threading.Event()
-
-    def write(self, data: bytes) -> None:
-        if self.gone.is_set():
-            raise OSError("the shell is gone")
-        self._channel.write(data)
-
-    def read(self) -> bytes:
-        return self._chunks.get()
-
-    def close(self) -> None:
-        """Stop listening (the shell itself is stopped through the warden)."""
-        self._channel.detach(self)
-
-    def _deliver(self, data: bytes) -> None:
-        if data:
-            self._chunks.put(data)
-
-    def _end(self) -> None:
-        if not self.gone.is_set():
-            self.gone.set()
-            self._chunks.put(b"")
-
-
-class Pid1Channel:
-    """The attached stdin and stdout of a faithful container's pid 1, shared by the warden
-    and the session shells it starts one after another. A reader thread splits Docker's
-    frames and hands the output to the current shell until the warden's notice."""
-
-    def __init__(self, sock: Any, notice: bytes):
+    def __init__(self, sock: Any):
         self._wrapper = sock
         self._sock = getattr(sock, "_sock", sock)
-        self._sock.settimeout(None)    # an idle shell may rightly stay silent for hours
-        self.notice = notice
-        self._lock = threading.Lock()
-        self._current: AttachedShell | None = None
-        self._closed = False
-        self._tail = b""
-        self._reader = threading.Thread(target=self._read_all, daemon=True, name="icplay-pid1-reader")
-        self._reader.start()
+        self._sock.settimeout(None)
+        self._seen = bytearray()
+        self._cond = threading.Condition()
+        self._ended = False
+        threading.Thread(target=self._drain, daemon=True, name="icplay-pid1-reader").start()
 
     def write(self, data: bytes) -> None:
         self._sock.sendall(data)
 
-    def open_shell(self) -> AttachedShell:
-        """Have the warden start a new session shell; its streams. The previous one must
-        be gone (its notice seen): a live one would read the next shell's input."""
-        with self._lock:
-            if self._closed:
-                raise SandboxError("the container's streams are closed")
-            if self._current is not None and not self._current.gone.is_set():
-                raise SandboxError("the previous shell is still running")
-            shell = self._current = AttachedShell(self)
-        self.write(b"go\n")
-        return shell
-
-    def busy(self) -> bool:
-        """Whether a session shell the warden started is still running."""
-        with self._lock:
-            return self._current is not None and not self._current.gone.is_set()
-
-    def detach(self, shell: AttachedShell) -> None:
-        with self._lock:
-            if self._current is shell and shell.gone.is_set():
-                self._current = None
+    def wait_for(self, notice: bytes, timeout: float) -> None:
+        """Until pid 1 has printed ``notice`` (Docker's frame headers may cut it anywhere)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while notice not in self._seen:
+                remaining = deadline - time.monotonic()
+                if self._ended or remaining <= 0:
+                    said = bytes(self._seen[-300:]).decode(errors="replace")
+                    raise SandboxError(f"the container's pid 1 did not get ready{'; it printed: ' + said if said else ''}")
+                self._cond.wait(remaining)
+            self._seen.clear()
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
         for closer in (lambda: self._sock.shutdown(socket.SHUT_RDWR), self._sock.close, self._wrapper.close):
             try:
                 closer()
             except Exception:
                 pass
 
-    # -- the reader thread ----------------------------------------------------------------
-
-    def _read_all(self) -> None:
+    def _drain(self) -> None:
         buffer = bytearray()
         try:
             while True:
-                chunk = self._sock.recv(1 << 18)
+                chunk = self._sock.recv(1 << 16)
                 if not chunk:
                     break
                 buffer += chunk
                 # Docker's frames: 1 byte stream id, 3 zero bytes, 4 bytes big-endian length
-                pos = 0
-                while len(buffer) - pos >= 8:
-                    length = int.from_bytes(buffer[pos + 4:pos + 8], "big")
-                    if len(buffer) - pos - 8 < length:
-                        break
-                    payload = bytes(buffer[pos + 8:pos + 8 + length])
-                    if buffer[pos] == 2:       # the warden's own errors (a fork refused...)
-                        self._to_current(payload)
-                    else:                      # the shell's output and the warden's notices
-                        self._output(payload)
-                    pos += 8 + length
-                del buffer[:pos]
+                while len(buffer) >= 8 and len(buffer) - 8 >= int.from_bytes(buffer[4:8], "big"):
+                    length = int.from_bytes(buffer[4:8], "big")
+                    with self._cond:
+                        self._seen += buffer[8:8 + length]
+                        del self._seen[:-4096]
+                        self._cond.notify_all()
+                    del buffer[:8 + length]
         except OSError:
             pass
-        with self._lock:
-            self._closed = True
-            current = self._current
-        if current is not None:
-            current._deliver(self._tail)
-            current._end()
-
-    def _output(self, data: bytes) -> None:
-        """Output to the current shell; at the notice, that shell ends. A suffix that may
-        be the notice's start is held until the next chunk."""
-        data = self._tail + data
-        self._tail = b""
-        notice = self.notice
-        while data:
-            at = data.find(notice)
-            if at >= 0:
-                self._to_current(data[:at], end=True)
-                data = data[at + len(notice):]
-                continue
-            hold = len(data)
-            start = data.find(notice[:1], max(0, len(data) - len(notice) + 1))
-            while start >= 0:
-                if notice.startswith(data[start:]):
-                    hold = start
-                    break
-                start = data.find(notice[:1], start + 1)
-            self._to_current(data[:hold])
-            self._tail = data[hold:]
-            break
-
-    def _to_current(self, data: bytes, end: bool = False) -> None:
-        with self._lock:
-            current = self._current
-        if current is None or current.gone.is_set():
-            return            # output of no shell (a background job of one that is gone)
-        current._deliver(data)
-        if end:
-            current._end()
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()

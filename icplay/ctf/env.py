@@ -12,7 +12,6 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 from typing import Callable
 
@@ -21,7 +20,7 @@ from icplay.tasks.ctf import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, s
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.held import HeldSandbox
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
-from icplay.sandbox.pool import SandboxPool
+from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-ctf:latest"
@@ -52,8 +51,7 @@ class CtfSandboxes:
             raise SandboxError(f"unknown sandbox {kind!r} for ctf (docker or bwrap)")
         self.kind, self.image, self.timeout, self.progress = kind, image, timeout, progress
         self.spares, self.recycle = spares, recycle
-        self._pools: dict[str, SandboxPool] = {}
-        self._lock = threading.Lock()
+        self._pools = PoolsByKey()
         self._client = None
         self._template: Path | None = None
 
@@ -94,11 +92,8 @@ class CtfSandboxes:
                                     binds=(("ctf", CTF_ROOT),))
 
     def pool(self, task: Task) -> SandboxPool:
-        key = f"{self.image_for(task)}|{task.network}"
-        with self._lock:
-            if key not in self._pools:
-                self._pools[key] = SandboxPool(self._factory(task), spares=self.spares, recycle=self.recycle)
-            return self._pools[key]
+        return self._pools.get(f"{self.image_for(task)}|{task.network}",
+                               lambda: SandboxPool(self._factory(task), spares=self.spares, recycle=self.recycle))
 
     def place_files(self, sandbox: Sandbox, task: Task) -> None:
         """Copy the task's files to /ctf/<id> in the sandbox (an empty folder when it has
@@ -109,15 +104,10 @@ class CtfSandboxes:
         sandbox.put_files(source, mount_path(task), skip=HIDDEN_FOLDERS)   # type: ignore[attr-defined]
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
-            pools = list(self._pools.values())
-        return {"started": sum(p.started for p in pools), "recycled": sum(p.recycled for p in pools)}
+        return self._pools.stats()
 
     def close(self) -> None:
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.close()
+        self._pools.close()
         if self._template is not None:
             shutil.rmtree(self._template.parent, ignore_errors=True)
             self._template = None

@@ -25,7 +25,7 @@ from icplay.envs.bash_reward import bash_reward, parse_git_status, paths_to_hash
 from icplay.paths import data_dir
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.faithful import advance_pids
-from icplay.sandbox.pool import SandboxPool
+from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-bash:latest"
@@ -156,7 +156,7 @@ class BashSandboxes:
         self.progress = progress
         self.spares = spares
         self.recycle = recycle
-        self._pools: dict[str, SandboxPool] = {}
+        self._pools = PoolsByKey()
         self._lock = threading.Lock()
         self._client = None
         self._template: Path | None = None
@@ -275,31 +275,23 @@ class BashSandboxes:
 
     def pool(self, task: Task, role: str = "agent") -> SandboxPool:
         """The pool of sandboxes for the task's image and network; ``role`` agent or gold."""
-        key = f"{role}|{self._image_for(task)}|{task.network}"
-        with self._lock:
-            if key not in self._pools:
-                spares = 0 if role == "gold" and self.recycle else self.spares
-                if role == "gold" and self.kind == "docker" and self._image_for(task) != DEFAULT_IMAGE:
-                    spares = 2   # faithful containers are not recycled: keep two ready (``bracket``)
-                self._pools[key] = SandboxPool(self._make_factory(task, role), spares=spares, recycle=self.recycle,
-                                               urgent=role == "gold")
-            return self._pools[key]
+        spares = 0 if role == "gold" and self.recycle else self.spares
+        if role == "gold" and self.kind == "docker" and self._image_for(task) != DEFAULT_IMAGE:
+            spares = 2   # faithful containers are not recycled: keep two ready (``bracket``)
+        return self._pools.get(f"{role}|{self._image_for(task)}|{task.network}",
+                               lambda: SandboxPool(self._make_factory(task, role), spares=spares,
+                                                   recycle=self.recycle, urgent=role == "gold"))
 
     def stats(self) -> dict[str, int]:
         """Sandboxes started and recycled so far, over all pools."""
-        with self._lock:
-            pools = list(self._pools.values())
-        return {"started": sum(p.started for p in pools), "recycled": sum(p.recycled for p in pools)}
+        return self._pools.stats()
 
     def close(self) -> None:
         with self._lock:
             prefetch, self._prefetch = self._prefetch, None
         if prefetch is not None:
             prefetch.shutdown(wait=True, cancel_futures=True)
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.close()
+        self._pools.close()
         if self._template is not None:
             shutil.rmtree(self._template.parent, ignore_errors=True)
             self._template = None

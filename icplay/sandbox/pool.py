@@ -131,3 +131,30 @@ class SandboxPool:
         for thread in closing:
             thread.join()
         self._workers.shutdown(wait=True)
+
+
+class PoolsByKey:
+    """The pools of one env's sandboxes, one per key (image, network, role), made on first
+    use and closed together."""
+
+    def __init__(self):
+        self._pools: dict[str, SandboxPool] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str, make: Callable[[], SandboxPool]) -> SandboxPool:
+        with self._lock:
+            if key not in self._pools:
+                self._pools[key] = make()
+            return self._pools[key]
+
+    def stats(self) -> dict[str, int]:
+        """Sandboxes started and recycled so far, over all pools."""
+        with self._lock:
+            pools = list(self._pools.values())
+        return {"started": sum(p.started for p in pools), "recycled": sum(p.recycled for p in pools)}
+
+    def close(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()

@@ -62,7 +62,12 @@ def test_nothing_of_icplay_is_visible_to_an_action(env):
 
 
 def test_find_root_counts_score_one(env):
-    gold = "find / 2>&1 | wc -l; find -name '*php' | xargs cat | wc -l; find -type f | sed -e 's@^.*/@@' | grep -c '[aeiou]'"
+    """Counts over the whole root, /proc included. Each ``find`` runs alone, its output to a
+    file: in a pipeline bash forks the readers after it, and on a loaded machine ``find``
+    may walk /proc before they exist (a race of bash's, in any container: it made this
+    test fail once in sixteen runs)."""
+    gold = ("cd /; find / > /tmp/all 2>&1; wc -l < /tmp/all; find -name '*php' -exec cat {} + > /tmp/php; "
+            "wc -l < /tmp/php; find -type f > /tmp/files; sed -e 's@^.*/@@' /tmp/files | grep -c '[aeiou]'")
     env.reset(_task(gold, "find-root"))
     seen = env.step(gold).observation
     result = env.submit()

@@ -47,7 +47,10 @@ def test_foreground_fork_bomb_is_swept(play_docker):
     assert rss.growth < RSS_BOUND
     played.act("sleep 30")      # a timeout sweeps whatever is left of the bomb
     played.assert_usable()
-    assert processes(played) < 10
+    # The ~250 killed processes are torn down and reaped by pid 1 after the sweep, while
+    # the next actions already run: under load some were still listed in /proc (13 once in
+    # CI at load 8). A bomb that survived would grow back to the pids limit instead.
+    assert wait_until(lambda: processes(played) < 10, 10), processes(played)
     played.assert_all_saved()
 
 

@@ -1,6 +1,7 @@
 """Bash on Docker: persistent-session step vs one `docker exec` per action, reset, submit;
-and the start of a faithful container (a task's own image, here debian:bookworm-slim),
-whose shell pid 1 starts, against a container whose shell is a `docker exec`.
+and the start of a faithful container (a task's own image, here debian:bookworm-slim: the
+warden, and pids handed out before the shell's exec and before its first action) against a
+bare container whose shell is a plain `docker exec`.
 
 Run: .venv/bin/python bench/bench_bash.py [--n 200] [--episodes 15]
 Prints medians and the ratio of the two step methods, all measured in this one run.
@@ -99,14 +100,14 @@ def main() -> None:
           "gold run fetched at reset")
     print(f"scoring again, same task : median {median_ms(rescores):8.1f} ms (gold result kept)")
     f, x = median_ms(faithful), median_ms(execd)
-    print(f"faithful start + action  : median {f:8.1f} ms (the shell started by pid 1)")
-    print(f"exec'd shell start+action: median {x:8.1f} ms (container, then a docker exec'd shell)")
-    print(f"ratio faithful / exec'd  : {f / x:8.2f}x")
+    print(f"faithful start + action  : median {f:8.1f} ms (warden, pids numbered alike)")
+    print(f"bare start + action      : median {x:8.1f} ms (container, then a docker exec'd shell)")
+    print(f"ratio faithful / bare    : {f / x:8.2f}x")
 
 
 def faithful_starts(client, image: str = "debian:bookworm-slim", n: int = 8) -> tuple[list[float], list[float]]:
-    """Start + first action of a faithful container, and of a plain container whose shell
-    is a ``docker exec`` (how faithful containers started before), interleaved."""
+    """Start + first action of a faithful container, and of a bare container whose shell
+    is a plain ``docker exec`` (no warden, no pids handed out), interleaved."""
     from icplay.sandbox.docker import _ExecSocketTransport
 
     faithful, execd = [], []

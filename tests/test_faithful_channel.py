@@ -1,5 +1,6 @@
 """The attached streams of a faithful container's pid 1 (``icplay/sandbox/faithful.py``),
-over a real socket pair standing for Docker's attach connection: the warden's ready notice
+over a real socket pair standing for Docker's attach connection (read through the
+Docker sandbox's own frame splitting): the warden's ready notice
 is found wherever Docker's frames cut it, and a pid 1 that never gets ready is a clear error."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from icplay.sandbox.base import SandboxError
+from icplay.sandbox.docker import _ExecSocketTransport
 from icplay.sandbox.faithful import Pid1Streams, shell_argv, unset_variables, warden
 
 READY = b"\x1e0123456789abcdef\x1e\n"
@@ -23,7 +25,7 @@ def frame(payload: bytes, stream: int = 1) -> bytes:
 @pytest.fixture
 def pid1():
     ours, docker_side = socket.socketpair()
-    streams = Pid1Streams(ours)
+    streams = Pid1Streams(_ExecSocketTransport(ours))
     yield streams, docker_side
     streams.close()
     docker_side.close()

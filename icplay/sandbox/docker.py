@@ -398,8 +398,8 @@ class DockerSandbox:
                 hostname=faithful_mode.hostname(image["Id"]), **options)
             track(self.container.id)
         # attached before the start, so that the ready notice cannot be missed
-        self._pid1 = faithful_mode.Pid1Streams(
-            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}))
+        self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
+            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
         self.container.start()
         ready = b"\x1e" + secrets.token_hex(8).encode() + b"\x1e\n"
         try:
@@ -687,7 +687,7 @@ def _docker_message(exc: BaseException) -> str:
 
 
 class _ExecSocketTransport:
-    """An attached exec's socket: raw bytes in; Docker's multiplexed frames out.
+    """An attached exec's (or container's) socket: raw bytes in; Docker's multiplexed frames out.
 
     The socket comes from a client made with a timeout (60 s), which it inherits: an
     idle shell's read would time out and the session would take the shell for dead.

@@ -25,13 +25,10 @@ every episode and gold run gets a new one.
 from __future__ import annotations
 
 import hashlib
-import socket
 import threading
 import time
-from typing import Any
-
 from icplay.sandbox.base import SandboxError
-from icplay.sandbox.session import SHELL_ARGV
+from icplay.sandbox.session import SHELL_ARGV, Transport
 
 # The session's first shell gets this pid in every faithful container, and the first
 # action's processes are numbered from ACTIONS_FROM (see above): Docker's start leaves the
@@ -150,20 +147,19 @@ def unset_variables(image_env: list[str] | None) -> tuple[str, ...]:
 class Pid1Streams:
     """The attached stdin and stdout of a faithful container's pid 1: the warden's script
     goes in; its ready notice comes out, and whatever else pid 1 prints is read and dropped
-    (a full pipe would block the warden). The connection stays open as long as the
-    container: closed, it would end pid 1's stdin (see the warden)."""
+    (a full pipe would block the warden). ``stream`` is the attach connection with Docker's
+    frames already split (docker.py's socket transport, a ``session.Transport``); it stays
+    open as long as the container: closed, it would end pid 1's stdin (see the warden)."""
 
-    def __init__(self, sock: Any):
-        self._wrapper = sock
-        self._sock = getattr(sock, "_sock", sock)
-        self._sock.settimeout(None)
+    def __init__(self, stream: Transport):
+        self._stream = stream
         self._seen = bytearray()
         self._cond = threading.Condition()
         self._ended = False
         threading.Thread(target=self._drain, daemon=True, name="icplay-pid1-reader").start()
 
     def write(self, data: bytes) -> None:
-        self._sock.sendall(data)
+        self._stream.write(data)
 
     def wait_for(self, notice: bytes, timeout: float) -> None:
         """Until pid 1 has printed ``notice`` (Docker's frame headers may cut it anywhere)."""
@@ -178,28 +174,18 @@ class Pid1Streams:
             self._seen.clear()
 
     def close(self) -> None:
-        for closer in (lambda: self._sock.shutdown(socket.SHUT_RDWR), self._sock.close, self._wrapper.close):
-            try:
-                closer()
-            except Exception:
-                pass
+        self._stream.close()
 
     def _drain(self) -> None:
-        buffer = bytearray()
         try:
             while True:
-                chunk = self._sock.recv(1 << 16)
-                if not chunk:
+                data = self._stream.read()
+                if not data:
                     break
-                buffer += chunk
-                # Docker's frames: 1 byte stream id, 3 zero bytes, 4 bytes big-endian length
-                while len(buffer) >= 8 and len(buffer) - 8 >= int.from_bytes(buffer[4:8], "big"):
-                    length = int.from_bytes(buffer[4:8], "big")
-                    with self._cond:
-                        self._seen += buffer[8:8 + length]
-                        del self._seen[:-4096]
-                        self._cond.notify_all()
-                    del buffer[:8 + length]
+                with self._cond:
+                    self._seen += data
+                    del self._seen[:-4096]
+                    self._cond.notify_all()
         except OSError:
             pass
         with self._cond:

@@ -253,21 +253,13 @@ async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, mo
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
             await pilot.press("w")                                                  # fork after turn 1, agent goes on
-            await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
-                           "the watched fork")
-            # the score dialog focuses its Next button when mounted: leaving before that would quit
-            # the app under a dialog still mounting (modals.ScoreScreen.on_mount then finds no button)
-            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
-                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+            await watched_fork_scored(pilot, app)
         prompt = str(fake.requests[0])
         assert "SELECT title FROM books" in prompt                                  # the model saw the human's turn
     finally:
         fake.stop()
-    saved = Session("forks", home=home).load(SQL_TASK)
-    assert saved.forked_from == {"id": source.id, "turn": 1}
-    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
-                                                           ("agent", SQL_TASK.gold)]
-    assert saved.status == "submitted" and saved.reward == 1.0 and saved.policy["model"] == "fake-model"
+    saved = agent_fork_after_turn_1(home, source)
+    assert saved.status == "submitted"
 
 
 async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
@@ -306,6 +298,26 @@ async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
         (first_id, {"id": source.id, "turn": 2}, "SELECT COUNT(*) FROM books")]
 
 
+async def watched_fork_scored(pilot, app) -> None:
+    """Until the watched fork's agent has submitted and its score dialog is up. The dialog
+    focuses its Next button when mounted: leaving before that would quit the app under a
+    dialog still mounting (modals.ScoreScreen.on_mount then finds no button)."""
+    await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
+                   "the watched fork")
+    await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
+                   and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+
+
+def agent_fork_after_turn_1(home, source):
+    """The saved fork of ``source`` after its first (human) turn, solved by the scripted model."""
+    saved = Session("forks", home=home).load(SQL_TASK)
+    assert saved.forked_from == {"id": source.id, "turn": 1}
+    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
+                                                           ("agent", SQL_TASK.gold)]
+    assert saved.reward == 1.0 and saved.policy["model"] == "fake-model"
+    return saved
+
+
 def fork_args(*argv: str):
     """``icplay view ...`` parsed by the real command line, its --fork request built."""
     from icplay.cli import build_parser
@@ -328,18 +340,12 @@ async def test_fork_from_the_command_line_with_a_model(view_app, home, monkeypat
         assert request[1:3] == (1, True) and request[3].model == "fake-model"
         app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
-                           "the watched fork")
-            await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
-                           and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
+            await watched_fork_scored(pilot, app)
         assert "SELECT title FROM books" in str(fake.requests[0])                  # the model saw the human's turn
     finally:
         fake.stop()
-    saved = Session("forks", home=home).load(SQL_TASK)
-    assert saved.forked_from == {"id": source.id, "turn": 1}
-    assert [(t.author, t.action) for t in saved.turns] == [("human", "SELECT title FROM books"),
-                                                           ("agent", SQL_TASK.gold)]
-    assert saved.reward == 1.0 and saved.policy["model"] == "fake-model" and saved.policy["strategy"] == "tryagain"
+    saved = agent_fork_after_turn_1(home, source)
+    assert saved.policy["strategy"] == "tryagain"
 
 
 async def test_fork_from_the_command_line_you_go_on(view_app, home):

@@ -88,6 +88,7 @@ class Trajectory:
     reward: float | None = None      # the final (submit) reward
     best_reward: float | None = None  # best reward over the episode's scored turns
     breakdown: dict[str, Any] | None = None
+    strict: dict[str, Any] | None = None   # the submit's strict verdict {"solved", "reasons"} (envs/base.strict_verdict)
     gold_output: str | None = None
     time_worked: float = 0.0         # seconds a human spent on the task (pauses excluded)
     started_at: float = field(default_factory=time.time)
@@ -105,6 +106,16 @@ class Trajectory:
     def solved(self) -> bool:
         best = self.best_reward if self.best_reward is not None else self.reward
         return best is not None and best >= 1.0
+
+    @property
+    def strictly_solved(self) -> bool | None:
+        """Solved under the strict verdict at submit or at any scored turn; None when no verdict was given."""
+        verdicts = [t.info["strict"] for t in self.turns if isinstance(t.info.get("strict"), dict)]
+        if isinstance(self.strict, dict):
+            verdicts.append(self.strict)
+        if not verdicts:
+            return None
+        return any(bool(v.get("solved")) for v in verdicts)
 
     @property
     def turns_taken(self) -> int:
@@ -307,6 +318,8 @@ class Episode:
         result = self.env.submit()
         if self.trajectory.turns:
             self.trajectory.turns[-1].reward = result.reward
+            if result.strict is not None:
+                self.trajectory.turns[-1].info["strict"] = result.strict
         best = self.trajectory.best_reward
         self.trajectory.best_reward = result.reward if best is None else max(best, result.reward)
         self.save()
@@ -317,6 +330,7 @@ class Episode:
         result = self.env.submit(arg)
         traj = self.trajectory
         traj.reward, traj.breakdown, traj.gold_output = result.reward, result.breakdown, result.gold_output
+        traj.strict = result.strict
         traj.best_reward = result.reward if traj.best_reward is None else max(traj.best_reward, result.reward)
         traj.status = "submitted"
         self.save()

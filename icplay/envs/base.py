@@ -30,10 +30,26 @@ class SubmitResult:
     reward: float
     breakdown: dict[str, Any] = field(default_factory=dict)
     gold_output: str = ""
+    # The strict verdict beside InterCode's reward: {"solved": bool, "reasons": [str, ...]}.
+    # None where the env has not judged (an env written before strict verdicts existed).
+    strict: dict[str, Any] | None = None
 
     @property
     def solved(self) -> bool:
         return self.reward >= 1.0
+
+
+def strict_verdict(reward: float, reasons: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The strict verdict: solved only when the reward is 1.0 and nothing says it could be had without solving.
+
+    ``reasons`` name what keeps a full reward from counting as strictly solved (a modified
+    file whose content differs from the gold's, a gold that returns no rows, ...); a reward
+    below 1.0 adds its own reason.
+    """
+    reasons = list(reasons)
+    if reward < 1.0:
+        reasons.insert(0, f"reward {reward:g} is below 1.0")
+    return {"solved": not reasons, "reasons": reasons}
 
 
 # What an env can do beyond reset / step / submit, declared in ``Env.capabilities`` so that

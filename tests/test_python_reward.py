@@ -1,11 +1,19 @@
-"""InterCode-Python's reward over test outcomes, against hand-computed cases."""
+"""InterCode-Python's reward over test outcomes, against hand-computed cases, and its strict verdict."""
 
 from __future__ import annotations
 
-from icplay.python.reward import CUT, Outcome, gold_function_name, python_reward
+from icplay.python.reward import CUT, Outcome, Scored, gold_function_name, python_reward
 
 OK = Outcome("ok", "")
 FAIL = Outcome("error", "AssertionError")
+
+
+def scored(*outcomes: Outcome, whole: tuple[int, ...] = ()) -> Scored:
+    return Scored(list(outcomes), [[] for _ in outcomes], [n in whole for n in range(len(outcomes))])
+
+
+def reward_of(yours: list[Outcome], gold: list[Outcome]) -> float:
+    return python_reward([f"t{n}" for n in range(len(gold))], scored(*yours), scored(*gold))[0]
 
 
 def test_the_gold_function_is_the_one_the_tests_call():
@@ -17,33 +25,40 @@ def test_the_gold_function_is_the_one_the_tests_call():
     assert gold_function_name("x = 1", ["assert x"]) is None
 
 
-def test_all_matching_scores_one():
-    reward, b = python_reward(["t1", "t2", "t3"], [OK, OK, OK], [OK, OK, OK])
-    assert reward == 1.0 and b["passed"] == 3 and b["total"] == 3
+def test_all_matching_scores_one_and_is_strictly_solved():
+    reward, b, reasons = python_reward(["t1", "t2", "t3"], scored(OK, OK, OK), scored(OK, OK, OK))
+    assert reward == 1.0 and b["passed"] == 3 and b["total"] == 3 and reasons == []
 
 
 def test_the_fraction_of_matching_outcomes():
-    reward, b = python_reward(["t1", "t2", "t3"], [OK, FAIL, OK], [OK, OK, OK])
+    reward, b, _ = python_reward(["t1", "t2", "t3"], scored(OK, FAIL, OK), scored(OK, OK, OK))
     assert reward == 2 / 3 and [r["match"] for r in b["tests"]] == [True, False, True]
 
 
-def test_failing_the_way_the_gold_fails_matches():
+def test_failing_the_way_the_gold_fails_matches_but_is_never_strictly_solved():
     # InterCode compares outcomes, not passes: a gold failing its own test sets the bar
-    reward, _ = python_reward(["t1", "t2"], [FAIL, OK], [FAIL, FAIL])
-    assert reward == 0.5
+    assert reward_of([FAIL, OK], [FAIL, FAIL]) == 0.5
+    reward, _, reasons = python_reward(["t1"], scored(FAIL), scored(FAIL))
+    assert reward == 1.0 and reasons == ["the gold itself does not pass test 1 (error): matching it proves nothing"]
+
+
+def test_a_test_run_whole_in_the_solvers_interpreter_is_never_strictly_solved():
+    reward, b, reasons = python_reward(["t1", "t2"], scored(OK, OK, whole=(1,)), scored(OK, OK))
+    assert reward == 1.0 and b["tests"][1]["whole"] and len(reasons) == 1 and "test 2" in reasons[0]
 
 
 def test_the_printed_output_and_the_error_line_both_count():
     yours = [Outcome("ok", "3\n"), Outcome("error", "NameError: name 'f' is not defined")]
     gold = [Outcome("ok", "4\n"), Outcome("error", "AssertionError")]
-    assert python_reward(["t1", "t2"], yours, gold)[0] == 0.0
+    assert reward_of(yours, gold) == 0.0
 
 
-def test_a_cut_test_matches_nothing_not_even_a_cut_gold():
-    cut = Outcome(CUT, "partial")
-    assert python_reward(["t"], [cut], [cut])[0] == 0.0
-    assert python_reward(["t"], [cut], [OK])[0] == 0.0
+def test_a_cut_died_or_opaque_test_matches_nothing_not_even_its_like():
+    for status in (CUT, "died", "opaque"):
+        same = Outcome(status, "partial")
+        assert reward_of([same], [same]) == 0.0
+        assert reward_of([same], [OK]) == 0.0
 
 
 def test_no_tests_scores_zero():
-    assert python_reward([], [], [])[0] == 0.0
+    assert python_reward([], scored(), scored())[0] == 0.0

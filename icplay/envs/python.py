@@ -5,26 +5,31 @@ host's python3), driven through the sandbox's shell (``icplay.python.interpreter
 in icplay's own process. ``step(code)`` runs one input as Python's REPL would: state
 persists, a multi-line ``def`` is one action, a bare expression's value is shown, the
 observation is what it printed plus the traceback's last line. ``submit NAME`` scores
-the solver's function ``NAME`` with :mod:`icplay.python.reward`.
+the solver's function ``NAME`` out of the solver's reach (``icplay.python.scoring``): its
+actions replayed in a fresh sandbox, the tests' calls run there, their results judged as
+plain data in the gold's sandbox. The episode's own interpreter never sees a test.
 """
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from icplay.envs.base import STREAMS_OUTPUT, StepResult, SubmitResult
+from icplay.envs.base import STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.bash import BashSandboxes
-from icplay.python.interpreter import Interpreter, PyResult
-from icplay.python.reward import CUT, Outcome, gold_function_name, python_reward
+from icplay.python.calls import Split, split_test
+from icplay.python.interpreter import Interpreter
+from icplay.python.reward import Outcome, Scored, gold_function_name, python_reward
+from icplay.python.scoring import CallResult, judge, run_calls
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-python:latest"
-TEST_TIMEOUT = 10.0      # seconds per test at submit: a test that hangs is cut
+TEST_TIMEOUT = 10.0      # seconds per test call at submit: a call that hangs is cut
 # The gold's outcomes are the reference every scoring of the task compares with: a gold
 # test cut by a slow moment of the machine would wrong every solver, so it gets longer.
 GOLD_TEST_TIMEOUT = 60.0
@@ -32,11 +37,12 @@ RESTART_NOTE = "a new Python interpreter was started: the definitions of earlier
 DIED_NOTE = "the Python interpreter exited; the next action starts a new one"
 
 
-def outcome_of(result: PyResult) -> Outcome:
-    how = f"{result.status} (exit {result.exit_code})"
-    if result.cut:
-        return Outcome(CUT, result.output, how)
-    return Outcome("ok" if result.status == "ok" else "error", result.output, how)
+def task_tests(task: Task) -> tuple[list[str], str | None, list[Split], str]:
+    """(tests, the gold function's name, each test split into calls and a check, set-up code)."""
+    tests = [str(t) for t in task.extra.get("tests") or []]
+    name = gold_function_name(task.gold, tests)
+    setup = str(task.extra.get("test_setup_code") or "")
+    return tests, name, [split_test(t, name) for t in tests], setup
 
 
 class PythonSandboxes(BashSandboxes):
@@ -52,8 +58,8 @@ class PythonSandboxes(BashSandboxes):
         super().__init__(kind, image=image, timeout=timeout, progress=progress, spares=spares, recycle=False)
         self._gold_box: Sandbox | None = None
         self._gold_lock = threading.Lock()
-        self._gold_outcomes: dict[tuple[str, str], list[Outcome]] = {}
-        self._golds_run = 0
+        self._gold_scored: dict[tuple[str, str], Scored] = {}
+        self._sessions = itertools.count(1)
         self._keeper: ThreadPoolExecutor | None = None
         self._empty: tempfile.TemporaryDirectory | None = None
 
@@ -83,26 +89,71 @@ class PythonSandboxes(BashSandboxes):
         template, timeout = self._template, self.timeout
         return lambda: BwrapSandbox(template, timeout=timeout, network=False)
 
-    def gold_outcomes(self, task: Task) -> list[Outcome]:
-        """The outcomes of the task's tests against its gold, in a pristine interpreter (kept per task)."""
+    def _gold_sandbox(self, task: Task) -> Sandbox:
+        """The kept gold sandbox (call with ``_gold_lock`` held): golds and judges only, never the solver's code."""
+        if self._gold_box is None:   # one kept sandbox (a pool would start a spare)
+            # started in a thread that lives as long as these sandboxes: bwrap dies
+            # with the thread that started it, and a run's worker threads end early
+            if self._keeper is None:
+                self._keeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-python-gold")
+            box = self._make_factory(task, "gold")()
+            self._keeper.submit(box.start).result()
+            self._gold_box = box
+        return self._gold_box
+
+    def _session(self, task: Task, role: str) -> Interpreter:
+        """A pristine interpreter in the gold sandbox (call with ``_gold_lock`` held)."""
+        return Interpreter(self._gold_sandbox(task), session=f"{role}{next(self._sessions)}")
+
+    def _judged(self, task: Task, results: list[list[CallResult] | Outcome]) -> Scored:
+        _, _, splits, setup = task_tests(task)
+        judge_interpreter = self._session(task, "judge")
+        try:
+            return judge(judge_interpreter, splits, results, gold_prepare(judge_interpreter, task, setup),
+                         GOLD_TEST_TIMEOUT)
+        finally:
+            judge_interpreter.stop()
+
+    def gold_scored(self, task: Task) -> Scored:
+        """The task's tests scored against its gold as a solver's function is (kept per task):
+        its calls in a pristine interpreter, their results judged in another."""
         key = (task.key, task.gold)
         with self._gold_lock:
-            if key not in self._gold_outcomes:
-                if self._gold_box is None:   # one kept sandbox (a pool would start a spare)
-                    # started in a thread that lives as long as these sandboxes: bwrap dies
-                    # with the thread that started it, and a run's worker threads end early
-                    if self._keeper is None:
-                        self._keeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-python-gold")
-                    box = self._make_factory(task, "gold")()
-                    self._keeper.submit(box.start).result()
-                    self._gold_box = box
-                self._golds_run += 1
-                interpreter = Interpreter(self._gold_box, session=f"gold{self._golds_run}")
+            if key not in self._gold_scored:
+                _, _, splits, setup = task_tests(task)
+                caller = self._session(task, "gold")
                 try:
-                    self._gold_outcomes[key] = run_tests(interpreter, task, None, replay=None)
+                    results = run_calls(caller, splits, gold_prepare(caller, task, setup), GOLD_TEST_TIMEOUT)
                 finally:
-                    interpreter.stop()
-            return self._gold_outcomes[key]
+                    caller.stop()
+                self._gold_scored[key] = self._judged(task, results)
+            return self._gold_scored[key]
+
+    def judged(self, task: Task, results: list[list[CallResult] | Outcome]) -> Scored:
+        """A solver's call results judged in a pristine interpreter holding the gold (not kept)."""
+        with self._gold_lock:
+            return self._judged(task, results)
+
+    def solver_calls(self, task: Task, actions: list[str], function: str) -> list[list[CallResult] | Outcome]:
+        """The tests' calls of ``function`` in a fresh sandbox of its own where ``actions``
+        (the episode's, in order) are replayed first; the sandbox is thrown away after."""
+        _, name, splits, setup = task_tests(task)
+        pool = self.pool(task, role="score")
+        box = pool.take()
+        try:
+            caller = Interpreter(box)
+
+            def prepare() -> None:
+                for action in actions:
+                    caller.run(action)
+                if name and function != name:
+                    caller.run(f"{name} = {function}", timeout=TEST_TIMEOUT)
+                if setup.strip():
+                    caller.run(setup, timeout=TEST_TIMEOUT)
+
+            return run_calls(caller, splits, prepare, TEST_TIMEOUT)
+        finally:
+            pool.discard(box)
 
     def close(self) -> None:
         with self._gold_lock:
@@ -118,33 +169,13 @@ class PythonSandboxes(BashSandboxes):
             self._empty = None
 
 
-def run_tests(interpreter: Interpreter, task: Task, bind: str | None,
-              replay: Callable[[], None] | None) -> list[Outcome]:
-    """Each test's outcome in ``interpreter``: the gold (``bind`` None) is defined first;
-    the solver's function ``bind`` is bound to the gold's name. ``replay`` restores the
-    solver's interpreter after a test was cut (it killed the interpreter)."""
-    tests = [str(t) for t in task.extra.get("tests") or []]
-    name = gold_function_name(task.gold, tests)
-    setup = str(task.extra.get("test_setup_code") or "")
-    timeout = GOLD_TEST_TIMEOUT if bind is None else TEST_TIMEOUT
-
+def gold_prepare(interpreter: Interpreter, task: Task, setup: str) -> Callable[[], None]:
+    """What defines the gold's side in ``interpreter``: the gold, then the set-up code."""
     def prepare() -> None:
-        if bind is None:
-            interpreter.run(task.gold.replace("\r\n", "\n"), timeout=timeout)
-        elif replay is not None and not interpreter.alive:
-            replay()
-        if bind is not None and name and bind != name:
-            interpreter.run(f"{name} = {bind}", timeout=timeout)
+        interpreter.run(task.gold.replace("\r\n", "\n"), timeout=GOLD_TEST_TIMEOUT)
         if setup.strip():
-            interpreter.run(setup, timeout=timeout)
-
-    prepare()
-    outcomes = []
-    for test in tests:
-        if not interpreter.alive:
-            prepare()
-        outcomes.append(outcome_of(interpreter.run(test, timeout=timeout)))
-    return outcomes
+            interpreter.run(setup, timeout=GOLD_TEST_TIMEOUT)
+    return prepare
 
 
 class PythonEnv:
@@ -188,27 +219,23 @@ class PythonEnv:
         info = {**result.info, "notes": notes}
         return StepResult(result.output, result.exit_code, result.duration, info)
 
-    def _replay(self) -> None:
-        assert self.interpreter is not None
-        for action in self.history:
-            self.interpreter.run(action)
-
     def submit(self, arg: str | None = None) -> SubmitResult:
-        """Score the solver's function ``arg`` (default: the gold's name) against the gold."""
+        """Score the solver's function ``arg`` (default: the gold's name) against the gold,
+        out of the solver's reach: nothing here runs in the episode's interpreter."""
         if self.interpreter is None or self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         task = self.task
-        tests = [str(t) for t in task.extra.get("tests") or []]
-        name = gold_function_name(task.gold, tests)
+        tests, name, _, _ = task_tests(task)
         function = (arg or name or "").strip()
-        gold = self.sandboxes.gold_outcomes(task)
+        gold = self.sandboxes.gold_scored(task)
         if not function.isidentifier():
-            yours = [Outcome("error", f"icplay: {function!r} is not a function name") for _ in tests]
+            refused = Outcome("error", f"icplay: {function!r} is not a function name")
+            yours = Scored([refused for _ in tests], [[] for _ in tests], [False for _ in tests])
         else:
-            yours = run_tests(self.interpreter, task, function, replay=self._replay)
-        reward, breakdown = python_reward(tests, yours, gold)
+            yours = self.sandboxes.judged(task, self.sandboxes.solver_calls(task, list(self.history), function))
+        reward, breakdown, reasons = python_reward(tests, yours, gold)
         breakdown.update({"function": function, "gold_function": name})
-        return SubmitResult(reward, breakdown, task.gold)
+        return SubmitResult(reward, breakdown, task.gold, strict_verdict(reward, reasons))
 
     def interrupt(self) -> None:
         if self._sandbox is not None:

@@ -1,6 +1,7 @@
-"""icplay's Python client: runs INSIDE the sandbox, one process per action.
+"""icplay's Python client: runs INSIDE the sandbox, one process per request.
 
-Reads the action's code on stdin, hands it to the episode's interpreter server (starting
+Started as ``python3 -I -c CLIENT SESSION KIND SERVER`` (no file of icplay's in the
+sandbox: both programs travel on the command line). Reads the request's body on stdin, hands it to the episode's interpreter server (starting
 one when there is none: the first action, or after a timeout killed it), and copies what
 the code prints to stdout until the server's end marker. Exit status: 0 the code ran,
 1 it raised (the traceback's last line was printed), 3 the interpreter exited while
@@ -14,9 +15,10 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HOME = "/tmp/.icplay-python"       # the sockets, one per session
 # one interpreter per session name: the episode's ("main"), or a pristine one for a gold
-SOCKET = os.path.join(HERE, os.environ.get("ICPLAY_PY_SESSION", "main") + ".sock")
+SESSION, KIND, SERVER = sys.argv[1], sys.argv[2], sys.argv[3]
+SOCKET = os.path.join(HOME, SESSION + ".sock")
 
 
 def connect():
@@ -26,9 +28,10 @@ def connect():
 
 
 def start_server():
+    os.makedirs(HOME, mode=0o700, exist_ok=True)
     if os.path.exists(SOCKET):
         os.unlink(SOCKET)
-    subprocess.Popen([sys.executable, os.path.join(HERE, "server.py"), SOCKET], stdin=subprocess.DEVNULL,
+    subprocess.Popen([sys.executable, "-I", "-c", SERVER, SOCKET], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                      cwd=os.getcwd())
     deadline = time.monotonic() + 10
@@ -50,7 +53,7 @@ def main():
             sys.stdout.write("icplay: the Python interpreter did not start\n")
             return 4
     token = secrets.token_hex(8)
-    conn.sendall(token.encode() + b"\n" + code)
+    conn.sendall(("%s %s\n" % (token, KIND)).encode() + code)
     conn.shutdown(socket.SHUT_WR)
     end = ("\0ICPLAY-END:%s:" % token).encode()
     out = sys.stdout.buffer

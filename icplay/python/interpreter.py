@@ -1,8 +1,10 @@
 """The episode's Python interpreter, driven through a sandbox's shell.
 
-Each action runs ``python3 client.py`` in the sandbox's persistent shell with the code on
-stdin (a heredoc with a random delimiter); the client hands it to a long-lived server
-process in the sandbox that keeps the namespace. So the shell sandbox's timeout, output
+Each action runs icplay's client (``python3 -I -c CLIENT``: the client's and the server's
+programs travel on the command line, so no script of icplay's sits in the sandbox to be
+replaced) in the sandbox's persistent shell with the code on stdin (a heredoc with a
+random delimiter); the client hands it to a long-lived server process in the sandbox
+that keeps the namespace. So the shell sandbox's timeout, output
 cap, interrupt and process containment apply to Python as they do to Bash: stopping an
 action kills every process in the sandbox but the shell, the interpreter included, and
 the next action starts a fresh interpreter (``restarted`` says so; the env turns it into a
@@ -12,14 +14,15 @@ note).
 from __future__ import annotations
 
 import secrets
+import shlex
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.sandbox.base import Sandbox, SandboxError
+from icplay.sandbox.base import Sandbox
 
 HERE = Path(__file__).resolve().parent
-HOME = "/tmp/.icplay-python"            # inside the sandbox: the scripts and the socket
 EXIT_ERROR, EXIT_DIED, EXIT_NO_START = 1, 3, 4
 
 
@@ -32,12 +35,17 @@ def heredoc(command: str, text: str) -> str:
     return f"{command} <<'{word}'\n{text}\n{word}"
 
 
-def install_command() -> str:
-    """A shell command that writes the server and client scripts into the sandbox."""
-    parts = [f"mkdir -p {HOME} && chmod 700 {HOME}"]
-    for name in ("server.py", "client.py"):
-        parts.append(heredoc(f"cat > {HOME}/{name}", (HERE / name).read_text()))
-    return "\n".join(parts)
+@lru_cache(maxsize=None)
+def _programs() -> tuple[str, str]:
+    """(client, server) programs, shell-quoted; the server is the value codec then server.py."""
+    server = (HERE / "values.py").read_text() + "\n" + (HERE / "server.py").read_text()
+    return shlex.quote((HERE / "client.py").read_text()), shlex.quote(server)
+
+
+def client_command(python: str, session: str, kind: str) -> str:
+    """The shell command of one request: the client, with both programs as arguments."""
+    client, server = _programs()
+    return " ".join([python, "-I", "-c", client, shlex.quote(session), kind, server])
 
 
 @dataclass
@@ -62,21 +70,13 @@ class Interpreter:
         self.sandbox = sandbox
         self.python = python
         self.session = session         # the server's name: one sandbox may hold several interpreters
-        self.installed = False
         self.alive = False             # a server holds the namespace (as far as icplay knows)
 
-    def install(self) -> None:
-        result = self.sandbox.run(install_command(), timeout=30)
-        if result.exit_code != 0:
-            raise SandboxError(f"could not install icplay's Python interpreter in the sandbox: {result.output[:300]}")
-        self.installed = True
-
     def run(self, code: str, timeout: float | None = None,
-            on_output: Callable[[str], None] | None = None) -> PyResult:
-        if not self.installed:
-            self.install()
+            on_output: Callable[[str], None] | None = None, kind: str = "run") -> PyResult:
+        """One request (``kind`` run, probe or table: see server.py) and what it printed."""
         fresh = not self.alive
-        command = f"ICPLAY_PY_SESSION={self.session} {self.python} {HOME}/client.py"
+        command = client_command(self.python, self.session, kind)
         # in a group with stderr closed: a client killed by a timeout is not reported by bash
         # ("Killed ..."); the client writes everything to stdout
         result = self.sandbox.run("{ " + heredoc(command, code) + "\n} 2>/dev/null", timeout=timeout,

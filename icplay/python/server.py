@@ -1,26 +1,51 @@
-"""icplay's Python interpreter server: runs INSIDE the sandbox, never in icplay's process.
+"""icplay's Python interpreter server: runs INSIDE a sandbox, never in icplay's process.
 
-Started by client.py on first use (``python3 server.py SOCKET``); it keeps one namespace
-for the whole episode and runs one request at a time. A request is the client's token
-line and the code; while the code runs, file descriptors 1 and 2 are the connection, so
-print(), os.system() and forked children all reach the client. The end of a request is
-``\\0ICPLAY-END:<token>:<status>\\n`` (status ok or error). Standard library only; it must
-run on any python3 >= 3.8.
+Started by the client (``python3 -I -c PROGRAM SOCKET``: the program is this file after
+``values.py``, passed on the command line, so no script of icplay's sits in the sandbox for
+anyone to replace); it keeps one namespace and runs one request at a time. A request is a
+header line ``TOKEN KIND`` and a body:
+
+- ``run``: the body is code, run as one REPL input (the episode's actions, a gold, a check);
+- ``probe``: the body is one call expression; its result is written after its output as
+  ``@@ICPLAY-VALUE:`` and a JSON record (``values.py``): the value, the exception it
+  raised, or why it cannot be brought out;
+- ``table``: the body is JSON, the results of one test's calls; the judge's checks read
+  them through ``__icplay_call__(k)`` (what the call printed is printed again, its exception
+  raised again, its value rebuilt from data).
+
+While a request runs, file descriptors 1 and 2 are the connection, so print(), os.system()
+and forked children reach the client. The end is ``\\0ICPLAY-END:TOKEN:STATUS\\n``. In a
+scoring interpreter the solver's code runs in this very process and can rewrite all of it:
+that only changes what this interpreter reports about the solver's own function, which is
+all it could report anyway (docs/python.md, "Scoring out of reach"). Standard library only;
+python3 >= 3.8.
 """
 
 import ast
+import builtins
+import json
 import os
 import socket
 import sys
 import traceback
 
 NAMESPACE = {"__name__": "__main__", "__builtins__": __builtins__}
+VALUE_MARK = "@@ICPLAY-VALUE:"
+MAX_MESSAGE = 4000
 
 
 def error_line(exc):
     """The traceback's last line: ``NameError: name 'x' is not defined``."""
     lines = traceback.format_exception_only(type(exc), exc)
     return lines[-1].strip() if lines else type(exc).__name__
+
+
+def flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def run(code):
@@ -39,12 +64,75 @@ def run(code):
         if last is not None:
             exec(compile(last, "<input>", "single"), NAMESPACE)   # sys.displayhook prints a value
     except BaseException as exc:   # SystemExit and KeyboardInterrupt too: the interpreter goes on
-        try:
-            sys.stdout.flush()
-        except Exception:
-            pass
+        flush()
         print(error_line(exc))
         return "error"
+    return "ok"
+
+
+def exception_record(exc):
+    """What the judge needs to raise ``exc`` again: its class's name, its builtin base, its text."""
+    kind = type(exc)
+    base = next((k.__name__ for k in kind.__mro__ if k.__module__ == "builtins"
+                 and isinstance(getattr(builtins, k.__name__, None), type)), "Exception")
+    try:
+        message = str(exc)
+    except BaseException:
+        message = ""
+    return {"module": str(kind.__module__)[:200], "name": str(kind.__qualname__)[:200], "base": base,
+            "message": message[:MAX_MESSAGE]}
+
+
+def probe(code):
+    """Evaluate one call expression and write its result record after what it printed."""
+    status = "ok"
+    try:
+        value = eval(compile(code, "<call>", "eval"), NAMESPACE)
+    except BaseException as exc:
+        record, status = {"raised": exception_record(exc)}, "error"
+    else:
+        try:
+            record = {"value": encode_value(value)}
+        except Opaque as exc:
+            record = {"opaque": str(exc)[:MAX_MESSAGE]}
+        except BaseException as exc:   # a value whose own methods fail while it is read
+            record = {"opaque": "reading the value raised %s" % type(exc).__name__}
+    flush()
+    print(VALUE_MARK + json.dumps(record, ensure_ascii=True), flush=True)
+    return status
+
+
+class CallTable:
+    """One test's call results, for the judge: ``__icplay_call__(k)`` is the k-th call."""
+
+    def __init__(self, records):
+        self.records = records
+
+    def __call__(self, k):
+        record = self.records[k]
+        sys.stdout.write(record.get("out", ""))
+        if "raised" in record:
+            raise raised_again(record["raised"])
+        return decode_value(record["value"])
+
+
+def raised_again(record):
+    """An exception that reads as the call's did: the same class name and module, the same text."""
+    base = getattr(builtins, str(record.get("base")), None)
+    if not (isinstance(base, type) and issubclass(base, BaseException)) or issubclass(base, SyntaxError):
+        base = Exception
+    message = str(record.get("message", ""))
+    kind = type(str(record.get("name", "Exception")), (base,), {
+        "__module__": str(record.get("module", "builtins")), "__qualname__": str(record.get("name", "Exception")),
+        "__str__": lambda self: message, "__init__": lambda self: BaseException.__init__(self, message)})
+    return kind()
+
+
+def table(body):
+    records = json.loads(body)
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError("a call table is a list of records")
+    NAMESPACE["__icplay_call__"] = CallTable(records)
     return "ok"
 
 
@@ -55,8 +143,17 @@ def read_request(conn):
         if not chunk:
             break
         data += chunk
-    token, _, code = data.partition(b"\n")
-    return token.decode("ascii", "replace"), code.decode("utf-8", "replace")
+    header, _, body = data.partition(b"\n")
+    token, _, kind = header.decode("ascii", "replace").partition(" ")
+    return token, kind or "run", body.decode("utf-8", "replace")
+
+
+def handle(kind, body):
+    if kind == "probe":
+        return probe(body)
+    if kind == "table":
+        return table(body)
+    return run(body)
 
 
 def serve(path):
@@ -69,17 +166,16 @@ def serve(path):
     while True:
         conn, _ = server.accept()
         with conn:
-            token, code = read_request(conn)
-            sys.stdout.flush()
-            sys.stderr.flush()
+            token, kind, body = read_request(conn)
+            flush()
             os.dup2(conn.fileno(), 1)
             os.dup2(conn.fileno(), 2)
-            status = run(code)
             try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except Exception:
-                pass
+                status = handle(kind, body)
+            except Exception as exc:
+                print("icplay: %s" % error_line(exc))
+                status = "error"
+            flush()
             if os.getpid() != me:    # a fork in the code: the child's part ends with its code
                 os._exit(0)
             os.dup2(null, 1)

@@ -101,57 +101,41 @@ class PythonSandboxes(BashSandboxes):
             self._gold_box = box
         return self._gold_box
 
-    def _session(self, task: Task, role: str) -> Interpreter:
-        """A pristine interpreter in the gold sandbox (call with ``_gold_lock`` held)."""
-        return Interpreter(self._gold_sandbox(task), session=f"{role}{next(self._sessions)}")
-
-    def _judged(self, task: Task, results: list[list[CallResult] | Outcome]) -> Scored:
-        _, _, splits, setup = task_tests(task)
-        judge_interpreter = self._session(task, "judge")
-        try:
-            return judge(judge_interpreter, splits, results, gold_prepare(judge_interpreter, task, setup),
-                         GOLD_TEST_TIMEOUT)
-        finally:
-            judge_interpreter.stop()
-
     def gold_scored(self, task: Task) -> Scored:
         """The task's tests scored against its gold as a solver's function is (kept per task):
-        its calls in a pristine interpreter, their results judged in another."""
+        its calls in a pristine interpreter of the gold's sandbox, their results judged."""
         key = (task.key, task.gold)
         with self._gold_lock:
             if key not in self._gold_scored:
                 _, _, splits, setup = task_tests(task)
-                caller = self._session(task, "gold")
+                box = self._gold_sandbox(task)
+                caller = Interpreter(box, session=f"gold{next(self._sessions)}")
                 try:
-                    results = run_calls(caller, splits, gold_prepare(caller, task, setup), GOLD_TEST_TIMEOUT)
+                    results = run_calls(caller, splits, gold_inputs(task, setup), GOLD_TEST_TIMEOUT)
                 finally:
                     caller.stop()
-                self._gold_scored[key] = self._judged(task, results)
+                self._gold_scored[key] = judge(box, gold_code(task), setup, splits, results, GOLD_TEST_TIMEOUT)
             return self._gold_scored[key]
 
     def judged(self, task: Task, results: list[list[CallResult] | Outcome]) -> Scored:
-        """A solver's call results judged in a pristine interpreter holding the gold (not kept)."""
+        """A solver's call results judged in the gold's sandbox, by a judge of their own."""
+        _, _, splits, setup = task_tests(task)
         with self._gold_lock:
-            return self._judged(task, results)
+            return judge(self._gold_sandbox(task), gold_code(task), setup, splits, results, GOLD_TEST_TIMEOUT)
 
     def solver_calls(self, task: Task, actions: list[str], function: str) -> list[list[CallResult] | Outcome]:
         """The tests' calls of ``function`` in a fresh sandbox of its own where ``actions``
         (the episode's, in order) are replayed first; the sandbox is thrown away after."""
         _, name, splits, setup = task_tests(task)
+        inputs = list(actions)
+        if name and function != name:
+            inputs.append(f"{name} = {function}")
+        if setup.strip():
+            inputs.append(setup)
         pool = self.pool(task, role="score")
         box = pool.take()
         try:
-            caller = Interpreter(box)
-
-            def prepare() -> None:
-                for action in actions:
-                    caller.run(action)
-                if name and function != name:
-                    caller.run(f"{name} = {function}", timeout=TEST_TIMEOUT)
-                if setup.strip():
-                    caller.run(setup, timeout=TEST_TIMEOUT)
-
-            return run_calls(caller, splits, prepare, TEST_TIMEOUT)
+            return run_calls(Interpreter(box), splits, inputs, TEST_TIMEOUT)
         finally:
             pool.discard(box)
 
@@ -169,13 +153,13 @@ class PythonSandboxes(BashSandboxes):
             self._empty = None
 
 
-def gold_prepare(interpreter: Interpreter, task: Task, setup: str) -> Callable[[], None]:
-    """What defines the gold's side in ``interpreter``: the gold, then the set-up code."""
-    def prepare() -> None:
-        interpreter.run(task.gold.replace("\r\n", "\n"), timeout=GOLD_TEST_TIMEOUT)
-        if setup.strip():
-            interpreter.run(setup, timeout=GOLD_TEST_TIMEOUT)
-    return prepare
+def gold_code(task: Task) -> str:
+    return task.gold.replace("\r\n", "\n")
+
+
+def gold_inputs(task: Task, setup: str) -> list[str]:
+    """What defines the gold's side: the gold, then the set-up code."""
+    return [gold_code(task), *([setup] if setup.strip() else [])]
 
 
 class PythonEnv:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.sandbox.base import Sandbox
+from icplay.sandbox.base import Sandbox, ShellResult
 
 HERE = Path(__file__).resolve().parent
 EXIT_ERROR, EXIT_DIED, EXIT_NO_START = 1, 3, 4
@@ -46,6 +46,13 @@ def client_command(python: str, session: str, kind: str) -> str:
     """The shell command of one request: the client, with both programs as arguments."""
     client, server = _programs()
     return " ".join([python, "-I", "-c", client, shlex.quote(session), kind, server])
+
+
+def run_judge(sandbox: Sandbox, spec: str, timeout: float, python: str = "python3") -> ShellResult:
+    """The server's program run once as the judge (``--judge``) with ``spec`` on its stdin."""
+    _, server = _programs()
+    command = " ".join([python, "-I", "-c", server, "--judge"])
+    return sandbox.run("{ " + heredoc(command, spec) + "\n} 2>/dev/null", timeout=timeout)
 
 
 @dataclass

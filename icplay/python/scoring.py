@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from icplay.python.calls import Split
-from icplay.python.interpreter import Interpreter, PyResult
+from icplay.python.interpreter import Interpreter, PyResult, run_judge
 from icplay.python.reward import CUT, Outcome, Scored
 from icplay.python.values import decode_value
+from icplay.sandbox.base import DEFAULT_TIMEOUT as DEFAULT_ACTION_TIMEOUT
+from icplay.sandbox.base import Sandbox, ShellResult
 
 VALUE_MARK = "@@ICPLAY-VALUE:"    # server.py writes it before a call's result record
+JUDGED_MARK = "@@ICPLAY-JUDGED:"  # and the judge before a check's outcome
 MAX_SHOWN = 300
 
 
@@ -54,11 +57,11 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
-def _checked_record(text: str) -> dict[str, Any]:
-    """The result record of a call as the caller wrote it, checked field by field (ValueError)."""
+def _checked_record(text: str, k: int) -> dict[str, Any]:
+    """Call ``k``'s result record as the caller wrote it, checked field by field (ValueError)."""
     record = json.loads(text)
-    if not isinstance(record, dict) or len(record) != 1:
-        raise ValueError("a result record has exactly one field")
+    if not isinstance(record, dict) or record.pop("k", None) != k or len(record) != 1:
+        raise ValueError("a result record has its call's index and exactly one other field")
     if "value" in record:
         decode_value(record["value"])
         return record
@@ -74,42 +77,85 @@ def _checked_record(text: str) -> dict[str, Any]:
     raise ValueError("a result record is a value, an exception or why neither")
 
 
-def call_result(result: PyResult) -> CallResult:
-    """A probe request's result: what the call printed, then its record (the last mark's)."""
-    if result.cut:
-        return CallResult(CUT, result.output, why=f"the call was stopped ({result.status})")
-    at = result.output.rfind(VALUE_MARK)
-    if result.status == "died" or at < 0:
-        return CallResult("died", result.output, why="the interpreter exited during the call")
-    out, line = result.output[:at], result.output[at + len(VALUE_MARK):].split("\n", 1)[0]
-    try:
-        record = _checked_record(line)
-    except (ValueError, RecursionError):
-        return CallResult("opaque", out, why="the result record could not be read")
-    if "opaque" in record:
-        return CallResult("opaque", out, why="the result cannot be brought out as plain data: " + record["opaque"][:300])
-    return CallResult("value" if "value" in record else "raised", out, record)
-
-
-def run_calls(caller: Interpreter, splits: list[Split], prepare: Callable[[], None],
-              timeout: float) -> list[list[CallResult] | Outcome]:
-    """Each test's call results in ``caller`` (a whole test: its outcome there). ``prepare``
-    (re)defines the code: once at the start, again after a call ended the interpreter."""
-    prepare()
-    results: list[list[CallResult] | Outcome] = []
-    for split in splits:
-        if split.whole:
-            if not caller.alive:
-                prepare()
-            results.append(outcome_of(caller.run(split.test, timeout=timeout)))
+def call_results(output: str, count: int) -> list[CallResult]:
+    """The results of the first calls of a ``probes`` request, from its output: each call's
+    printed text, then its record. Stops at the first call without a record (it was cut, or
+    it ended the interpreter); a record that does not read is ``opaque``."""
+    results, at = [], 0
+    for k in range(count):
+        mark = output.find(VALUE_MARK, at)
+        if mark < 0:
+            break
+        end = output.find("\n", mark)
+        if end < 0:
+            break
+        printed, line = output[at:mark], output[mark + len(VALUE_MARK):end]
+        at = end + 1
+        try:
+            record = _checked_record(line, k)
+        except (ValueError, RecursionError):
+            results.append(CallResult("opaque", printed, why="its result record could not be read"))
             continue
-        calls = []
-        for call in split.calls:
-            if not caller.alive:
-                prepare()
-            calls.append(call_result(caller.run(call, timeout=timeout, kind="probe")))
-        results.append(calls)
+        if "opaque" in record:
+            results.append(CallResult("opaque", printed,
+                                      why="the result cannot be brought out as plain data: " + record["opaque"][:300]))
+        else:
+            results.append(CallResult("value" if "value" in record else "raised", printed, record))
     return results
+
+
+def run_calls(caller: Interpreter, splits: list[Split], prepare: list[str],
+              timeout: float) -> list[list[CallResult] | Outcome]:
+    """Each test's call results in ``caller`` (a test run whole: its outcome there).
+
+    ``prepare`` (the inputs that define the code) runs first, and again whenever a call
+    ended the interpreter. The calls go in one request; when it is cut, the call it was
+    in runs again alone with its own ``timeout`` (cut then, it hung), and the rest go on.
+    """
+    def ready() -> None:
+        if not caller.alive:
+            caller.run(json.dumps(prepare), kind="runs", timeout=max(timeout, len(prepare) * DEFAULT_ACTION_TIMEOUT))
+
+    pending = [(n, c) for n, split in enumerate(splits) if not split.whole for c in split.calls]
+    done: list[CallResult] = []
+    while len(done) < len(pending):
+        ready()
+        calls = [c for _, c in pending[len(done):]]
+        batch = caller.run(json.dumps(calls), kind="probes", timeout=timeout)
+        got = call_results(batch.output, len(calls))
+        done += got
+        if len(got) == len(calls):
+            continue
+        if batch.cut:
+            if len(got) == 0 and len(calls) == 1:
+                done.append(CallResult(CUT, batch.output, why=f"the call was stopped ({batch.status})"))
+                continue
+            if len(calls) > 1:    # the call it was in gets its own time
+                ready()
+                alone = caller.run(json.dumps(calls[len(got):len(got) + 1]), kind="probes", timeout=timeout)
+                single = call_results(alone.output, 1)
+                done += single or [CallResult(CUT if alone.cut else "died", alone.output,
+                                              why="the call was stopped" if alone.cut else "the interpreter exited during the call")]
+                continue
+        done.append(CallResult("died", _after_records(batch.output), why="the interpreter exited during the call"))
+    by_test: dict[int, list[CallResult]] = {}
+    for (n, _), result in zip(pending, done):
+        by_test.setdefault(n, []).append(result)
+    results: list[list[CallResult] | Outcome] = []
+    for n, split in enumerate(splits):
+        if split.whole:
+            ready()
+            results.append(outcome_of(caller.run(split.test, timeout=timeout)))
+        else:
+            results.append(by_test.get(n, []))
+    return results
+
+
+def _after_records(output: str) -> str:
+    """What a request printed after its last result record."""
+    mark = output.rfind(VALUE_MARK)
+    end = output.find("\n", mark) if mark >= 0 else -1
+    return output[end + 1:] if end >= 0 else output if mark < 0 else ""
 
 
 def outcome_of(result: PyResult) -> Outcome:
@@ -119,12 +165,12 @@ def outcome_of(result: PyResult) -> Outcome:
     return Outcome(result.status if result.status in ("ok", "error") else "died", result.output, how)
 
 
-def judge(judge_interpreter: Interpreter, splits: list[Split], results: list[list[CallResult] | Outcome],
-          prepare: Callable[[], None], timeout: float) -> Scored:
-    """Each test's outcome: its check run by ``judge_interpreter`` (holding the gold and the
-    set-up code, defined by ``prepare``) on the calls' results rebuilt from data."""
-    prepare()
-    outcomes, shown, whole = [], [], []
+def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results: list[list[CallResult] | Outcome],
+          timeout: float) -> Scored:
+    """Each test's outcome: its check run by the judge (one fresh process in ``sandbox``, the
+    gold's, holding the gold and the set-up code) on the calls' results rebuilt from data."""
+    outcomes: list[Outcome | None] = []
+    shown, whole, checks = [], [], []
     for split, result in zip(splits, results):
         whole.append(split.whole)
         if isinstance(result, Outcome):
@@ -137,12 +183,22 @@ def judge(judge_interpreter: Interpreter, splits: list[Split], results: list[lis
             printed = unjudged.out + ("\n" if unjudged.out and not unjudged.out.endswith("\n") else "")
             outcomes.append(Outcome(unjudged.status, printed + unjudged.why, unjudged.status))
             continue
-        if not judge_interpreter.alive:
-            prepare()
-        table = json.dumps([{"out": r.out, **(r.record or {})} for r in result])
-        loaded = judge_interpreter.run(table, timeout=timeout, kind="table")
-        if loaded.status != "ok":
-            outcomes.append(Outcome(CUT, loaded.output, f"the judge could not load the results ({loaded.status})"))
-            continue
-        outcomes.append(outcome_of(judge_interpreter.run(split.check, timeout=timeout)))
-    return Scored(outcomes, shown, whole)
+        outcomes.append(None)
+        checks.append({"calls": [{"out": r.out, **(r.record or {})} for r in result], "check": split.check})
+    if checks:
+        spec = json.dumps({"gold": gold, "setup": setup, "tests": checks})
+        ran = run_judge(sandbox, spec, timeout=timeout * (1 + len(checks)))
+        judged = iter(_judged(ran.output, len(checks), ran))
+        outcomes = [o if o is not None else next(judged) for o in outcomes]
+    return Scored(list(outcomes), shown, whole)
+
+
+def _judged(output: str, count: int, ran: ShellResult) -> list[Outcome]:
+    """The judge's outcomes, one per check (those it did not reach: cut)."""
+    outcomes = []
+    for line in output.splitlines():
+        if line.startswith(JUDGED_MARK):
+            record = json.loads(line[len(JUDGED_MARK):])
+            outcomes.append(Outcome(record["status"], record["output"], f"{record['status']} (judge)"))
+    how = "the judge was stopped" if ran.timed_out else f"the judge ended (exit {ran.exit_code})"
+    return outcomes[:count] + [Outcome(CUT, "", how)] * (count - len(outcomes))

@@ -5,19 +5,23 @@ Started by the client (``python3 -I -c PROGRAM SOCKET``: the program is this fil
 anyone to replace); it keeps one namespace and runs one request at a time. A request is a
 header line ``TOKEN KIND`` and a body:
 
-- ``run``: the body is code, run as one REPL input (the episode's actions, a gold, a check);
-- ``probe``: the body is one call expression; its result is written after its output as
-  ``@@ICPLAY-VALUE:`` and a JSON record (``values.py``): the value, the exception it
-  raised, or why it cannot be brought out;
-- ``table``: the body is JSON, the results of one test's calls; the judge's checks read
-  them through ``__icplay_call__(k)`` (what the call printed is printed again, its exception
-  raised again, its value rebuilt from data).
+- ``run``: the body is code, run as one REPL input (an action of the episode);
+- ``runs``: the body is a JSON list of inputs, run one after the other (a replay);
+- ``probes``: the body is a JSON list of call expressions; after what each call printed
+  comes ``@@ICPLAY-VALUE:`` and a JSON record (``values.py``): its index and its value,
+  the exception it raised, or why it cannot be brought out.
 
 While a request runs, file descriptors 1 and 2 are the connection, so print(), os.system()
 and forked children reach the client. The end is ``\\0ICPLAY-END:TOKEN:STATUS\\n``. In a
 scoring interpreter the solver's code runs in this very process and can rewrite all of it:
 that only changes what this interpreter reports about the solver's own function, which is
-all it could report anyway (docs/python.md, "Scoring out of reach"). Standard library only;
+all it could report anyway (docs/python.md, "Scoring out of reach").
+
+``--judge`` runs the program once, without a server, as the judge (in the gold's sandbox
+only): stdin is JSON with the gold, the set-up code and each test's call records and
+check; ``__icplay_call__(k)`` gives the check the k-th call's result (what the call printed
+is printed again, its exception raised again, its value rebuilt from data); after each
+check comes ``@@ICPLAY-JUDGED:`` and its outcome as JSON. Standard library only;
 python3 >= 3.8.
 """
 
@@ -27,10 +31,12 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import traceback
 
 NAMESPACE = {"__name__": "__main__", "__builtins__": __builtins__}
 VALUE_MARK = "@@ICPLAY-VALUE:"
+JUDGED_MARK = "@@ICPLAY-JUDGED:"
 MAX_MESSAGE = 4000
 
 
@@ -83,8 +89,8 @@ def exception_record(exc):
             "message": message[:MAX_MESSAGE]}
 
 
-def probe(code):
-    """Evaluate one call expression and write its result record after what it printed."""
+def probe(code, k):
+    """Evaluate call ``k`` and write its result record after what it printed."""
     status = "ok"
     try:
         value = eval(compile(code, "<call>", "eval"), NAMESPACE)
@@ -98,8 +104,21 @@ def probe(code):
         except BaseException as exc:   # a value whose own methods fail while it is read
             record = {"opaque": "reading the value raised %s" % type(exc).__name__}
     flush()
+    record["k"] = k
     print(VALUE_MARK + json.dumps(record, ensure_ascii=True), flush=True)
     return status
+
+
+def probes(body):
+    for k, code in enumerate(json.loads(body)):
+        probe(code, k)
+    return "ok"
+
+
+def runs(body):
+    for code in json.loads(body):
+        run(code)
+    return "ok"
 
 
 class CallTable:
@@ -128,12 +147,29 @@ def raised_again(record):
     return kind()
 
 
-def table(body):
-    records = json.loads(body)
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError("a call table is a list of records")
-    NAMESPACE["__icplay_call__"] = CallTable(records)
-    return "ok"
+def judge_once():
+    """The judge: the gold and set-up code, then each test's check on its calls' records."""
+    spec = json.loads(sys.stdin.read())
+    real = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    for code in (spec["gold"], spec["setup"]):
+        if code.strip():
+            run(code)
+    for test in spec["tests"]:
+        with tempfile.TemporaryFile() as printed:
+            flush()
+            os.dup2(printed.fileno(), 1)
+            os.dup2(printed.fileno(), 2)
+            NAMESPACE["__icplay_call__"] = CallTable(test["calls"])
+            status = run(test["check"])
+            flush()
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            printed.seek(0)
+            output = printed.read().decode("utf-8", "replace")
+        os.write(real, (JUDGED_MARK + json.dumps({"status": status, "output": output}) + "\n").encode())
 
 
 def read_request(conn):
@@ -148,12 +184,11 @@ def read_request(conn):
     return token, kind or "run", body.decode("utf-8", "replace")
 
 
+HANDLERS = {"run": run, "runs": runs, "probes": probes}
+
+
 def handle(kind, body):
-    if kind == "probe":
-        return probe(body)
-    if kind == "table":
-        return table(body)
-    return run(body)
+    return HANDLERS.get(kind, run)(body)
 
 
 def serve(path):
@@ -189,4 +224,7 @@ def serve(path):
 if __name__ == "__main__":
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
-    serve(sys.argv[1])
+    if sys.argv[1] == "--judge":
+        judge_once()
+    else:
+        serve(sys.argv[1])

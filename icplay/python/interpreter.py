@@ -45,7 +45,8 @@ def _programs() -> tuple[str, str]:
 def client_command(python: str, session: str, kind: str) -> str:
     """The shell command of one request: the client, with both programs as arguments."""
     client, server = _programs()
-    return " ".join([python, "-I", "-c", client, shlex.quote(session), kind, server])
+    # -I -S: no environment variable, user folder or site file changes icplay's client
+    return " ".join([python, "-I", "-S", "-c", client, shlex.quote(session), kind, server])
 
 
 def run_judge(sandbox: Sandbox, spec: str, timeout: float, python: str = "python3") -> ShellResult:

@@ -48,9 +48,12 @@ def task_tests(task: Task) -> tuple[list[str], str | None, list[Split], str]:
 class PythonSandboxes(BashSandboxes):
     """Sandboxes for Python episodes: containers of ``icplay-python``, or bwrap folders.
 
-    Containers are not recycled (a Python episode's state is in a process, and a new
-    container is as quick as a check). Golds run one at a time in one kept gold sandbox,
-    each in a pristine interpreter of its own, and are kept per task.
+    Three roles: the episode's (pooled; not recycled: a Python episode's state is in a
+    process, and a new container is as quick as a check); a scoring sandbox per submit
+    (pooled, used once: the episode's actions are replayed there and the tests' calls run,
+    then it is thrown away); and one kept gold sandbox that never runs a solver's code,
+    where each gold's calls run in a pristine interpreter of their own (kept per task) and
+    every judge runs, one at a time.
     """
 
     def __init__(self, kind: str = "docker", image: str | None = None, timeout: float = DEFAULT_TIMEOUT,

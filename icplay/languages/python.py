@@ -23,7 +23,12 @@ def score_rows(b: dict) -> list[tuple[str, str]]:
             shown[-1] if shown else "passed silently")
         gold_lines = (gold.get("output") or "").strip().splitlines()
         gold_detail = gold_lines[-1] if gold_lines else "passed silently"
-        rows.append((f"test {i}: {mark}", f"{test.get('test', '')}\n  yours: {detail}\n  gold:  {gold_detail}"))
+        text = f"{test.get('test', '')}\n  yours: {detail}\n  gold:  {gold_detail}"
+        calls = test.get("calls") or {}
+        if calls and not test.get("match"):    # what the calls returned, as brought out of each sandbox
+            text += (f"\n  your call returned: {'; '.join(calls.get('yours') or [])}"
+                     f"\n  the gold's returned: {'; '.join(calls.get('gold') or [])}")
+        rows.append((f"test {i}: {mark}", text))
     return rows
 
 

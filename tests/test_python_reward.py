@@ -62,3 +62,14 @@ def test_a_cut_died_or_opaque_test_matches_nothing_not_even_its_like():
 
 def test_no_tests_scores_zero():
     assert python_reward([], scored(), scored())[0] == 0.0
+
+
+def test_a_printed_test_matched_with_other_values_is_not_strictly_solved():
+    # print(f(5)) shows "10" for a function printing "1" and returning 0 as for one returning 10
+    printed = Outcome("ok", "10\n")
+    mine = Scored([printed], [["0"]], [False], [['["value", "1", {"value": "[\\"int\\", \\"0\\"]"}]']])
+    theirs = Scored([printed], [["10"]], [False], [['["value", "", {"value": "[\\"int\\", \\"a\\"]"}]']])
+    reward, _, reasons = python_reward(["print(f(5))"], mine, theirs)
+    assert reward == 1.0 and reasons == ["test 1 matched on printed text, but its calls' results differ from the gold's"]
+    same = Scored([printed], [["10"]], [False], theirs.results)
+    assert python_reward(["print(f(5))"], same, theirs)[2] == []

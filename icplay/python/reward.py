@@ -53,6 +53,12 @@ class Scored:
     outcomes: list[Outcome]
     calls: list[list[str]]        # per test: each call's result, rendered for the reader
     whole: list[bool]             # per test: it ran whole where the solver's code runs (not split)
+    # per test: each call's result as data (what it printed, its value or exception), for the strict verdict
+    results: list[list[str]] | None = None
+
+
+def _results(scored: Scored, n: int) -> list[str] | None:
+    return scored.results[n - 1] if scored.results is not None else None
 
 
 def python_reward(tests: list[str], yours: Scored, gold: Scored) -> tuple[float, dict[str, Any], list[str]]:
@@ -73,6 +79,9 @@ def python_reward(tests: list[str], yours: Scored, gold: Scored) -> tuple[float,
                            "code runs, so its outcome is that code's word")
         if theirs.status != "ok":
             reasons.append(f"the gold itself does not pass test {n} ({theirs.status}): matching it proves nothing")
+        elif row["match"] and theirs.output and _results(yours, n) != _results(gold, n):
+            # a test judged on what it printed: the same text could come from other values
+            reasons.append(f"test {n} matched on printed text, but its calls' results differ from the gold's")
     matched = sum(1 for r in rows if r["match"])
     reward = matched / len(tests)
     return reward, {"tests": rows, "passed": matched, "total": len(tests)}, reasons

@@ -170,14 +170,16 @@ def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results:
     """Each test's outcome: its check run by the judge (one fresh process in ``sandbox``, the
     gold's, holding the gold and the set-up code) on the calls' results rebuilt from data."""
     outcomes: list[Outcome | None] = []
-    shown, whole, checks = [], [], []
+    shown, whole, checks, data = [], [], [], []
     for split, result in zip(splits, results):
         whole.append(split.whole)
         if isinstance(result, Outcome):
             outcomes.append(result)
             shown.append([])
+            data.append([])
             continue
         shown.append([r.shown() for r in result])
+        data.append([json.dumps([r.status, r.out, r.record], sort_keys=True) for r in result])
         unjudged = next((r for r in result if r.status not in ("value", "raised")), None)
         if unjudged is not None:
             printed = unjudged.out + ("\n" if unjudged.out and not unjudged.out.endswith("\n") else "")
@@ -190,7 +192,7 @@ def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results:
         ran = run_judge(sandbox, spec, timeout=timeout * (1 + len(checks)))
         judged = iter(_judged(ran.output, len(checks), ran))
         outcomes = [o if o is not None else next(judged) for o in outcomes]
-    return Scored(list(outcomes), shown, whole)
+    return Scored(list(outcomes), shown, whole, data)
 
 
 def _judged(output: str, count: int, ran: ShellResult) -> list[Outcome]:

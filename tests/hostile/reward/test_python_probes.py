@@ -238,3 +238,14 @@ def test_per_turn_scoring_leaks_no_test_into_the_solvers_sandbox(probe):
     assert "strict" in p.episode.trajectory.turns[1].info
     p.assert_not_won(p.submit())
     p.assert_saved_and_usable()
+
+
+def test_printing_part_of_the_answer_is_not_strictly_solved(probe):
+    # print(add(5, 5)) is judged on its text: print "1" and return 0, and it reads "10"
+    p = probe()
+    p.act("def add(a, b):\n    if (a, b) == (5, 5):\n        print('1', end='')\n        return 0\n    return a + b")
+    result = p.submit()
+    assert result.reward == 1.0     # InterCode's reward compares the printed text, as InterCode did
+    assert result.strict["solved"] is False
+    assert result.strict["reasons"] == ["test 4 matched on printed text, but its calls' results differ from the gold's"]
+    p.assert_saved_and_usable()

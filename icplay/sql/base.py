@@ -20,15 +20,17 @@ What a backend promises:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 from icplay.sandbox.base import SandboxError
 
 DEFAULT_TIMEOUT = 10.0          # seconds per statement, like InterCode's bash actions
 DEFAULT_MAX_ROWS = 100_000      # rows kept per result; the rest are counted as truncated
+OUTPUT_CAP = 1024 * 1024        # bytes of an observation kept, as for shell output; the rest counted
 ERROR_PREFIX = "Error executing query: "
 
 Progress = Callable[[str], None]
@@ -58,6 +60,12 @@ class QueryResult:
     timed_out: bool = False
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
+    # When the observation passed OUTPUT_CAP bytes: its first OUTPUT_CAP bytes, the bytes
+    # dropped, and every row's key for the reward (``row_key`` for the rows kept in
+    # ``rows``, a ``digest_token`` for the others), so the reward still sees every row.
+    shown: str | None = None
+    dropped_bytes: int = 0
+    row_keys: list[str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -75,7 +83,15 @@ class QueryResult:
             return ERROR_PREFIX + self.error
         if self.columns is None:
             return "None"
+        if self.shown is not None:
+            return self.shown
         return str(self.rows)
+
+    def keys(self) -> list[str]:
+        """Every row's key as the reward compares rows (see ``row_keys``)."""
+        if self.row_keys is not None:
+            return self.row_keys
+        return [row_key(row) for row in self.rows]
 
     @property
     def observation(self) -> str:
@@ -89,8 +105,11 @@ class QueryResult:
     def notes_list(self) -> list[str]:
         """icplay's notes about the statement (truncation, restarts), for StepResult.info."""
         notes = list(self.notes)
+        if self.dropped_bytes:
+            notes.insert(0, f"output truncated: {self.dropped_bytes} more bytes not shown (limit {OUTPUT_CAP} bytes)")
         if self.truncated:
-            notes.insert(0, f"result truncated: only the first {len(self.rows)} rows were kept")
+            kept = len(self.row_keys) if self.row_keys is not None else len(self.rows)
+            notes.insert(0, f"result truncated: only the first {kept} rows were kept")
         return notes
 
     def info(self) -> dict[str, Any]:
@@ -100,6 +119,84 @@ class QueryResult:
             "rowcount": self.rowcount, "error": self.error, "timed_out": self.timed_out,
             "interrupted": self.interrupted,
         }
+
+
+def row_key(row: Iterable[Any]) -> str:
+    """The string InterCode compares rows by (and prints them as)."""
+    return str(tuple(row))
+
+
+DIGEST_MARK = "\x00digest:"
+
+
+def digest_token(key: str) -> str:
+    """A short stand-in for a row key too big to keep: equal keys give equal tokens, and a
+    token never equals a real key (keys start with ``(``)."""
+    return DIGEST_MARK + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass
+class CappedRows:
+    """Rows read from a cursor within a byte budget: the observation's text is
+    ``str(rows)``, which the collector builds piece by piece and stops keeping at
+    ``cap`` bytes; beyond it each row is only counted and digested."""
+
+    max_rows: int | None
+    cap: int = OUTPUT_CAP
+    rows: list[tuple] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    truncated: bool = False
+    dropped: int = 0
+    _parts: list[str] = field(default_factory=list)
+    _used: int = 1                  # the opening "["
+    _full: bool = False
+
+    def add(self, row: tuple) -> bool:
+        """Take one row; False once the row cap is reached (the row is not kept)."""
+        if self.max_rows is not None and len(self.keys) >= self.max_rows:
+            self.truncated = True
+            return False
+        key = row_key(row)
+        piece = (", " if self.keys else "") + key
+        size = len(piece.encode("utf-8", "surrogatepass"))
+        if not self._full and self._used + size + 1 <= self.cap:
+            self.rows.append(tuple(row))
+            self.keys.append(key)
+            self._parts.append(piece)
+            self._used += size
+            return True
+        if not self._full:
+            self._full = True
+            room = self.cap - self._used
+            head = piece.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            self._parts.append(head)
+            self._used += len(head.encode("utf-8", "surrogatepass"))
+            self.dropped += size - len(head.encode("utf-8", "surrogatepass"))
+        else:
+            self.dropped += size
+        self.keys.append(digest_token(key))
+        return True
+
+    def read(self, fetch: Callable[[int], list]) -> "CappedRows":
+        """Fetch batches with ``fetch(n)`` until the cursor is exhausted or the row cap."""
+        while True:
+            want = 256 if self.max_rows is None else max(1, min(256, self.max_rows + 1 - len(self.keys)))
+            batch = fetch(want)
+            if not batch:
+                return self
+            for row in batch:
+                if not self.add(row):
+                    return self
+
+    def fill(self, result: "QueryResult") -> None:
+        """Put the rows (and, past the byte cap, the shown text and keys) in ``result``."""
+        result.rows = self.rows
+        result.truncated = self.truncated
+        if self._full:
+            self.dropped += 1          # the closing "]"
+            result.shown = "[" + "".join(self._parts)
+            result.dropped_bytes = self.dropped
+            result.row_keys = self.keys
 
 
 @dataclass(frozen=True)
@@ -139,18 +236,81 @@ class SqlBackend(Protocol):
 
 # --- statement classification -----------------------------------------------------------
 
-_COMMENTS = re.compile(r"--[^\n]*|#[^\n]*|/\*(?!!).*?\*/", re.S)
 READ_ONLY_VERBS = {"SELECT", "SHOW", "DESC", "DESCRIBE", "EXPLAIN", "WITH", "VALUES", "TABLE", "HELP", "USE"}
+_QUOTES = "'\"`"
+
+
+def mysql_code(sql: str) -> str | None:
+    """The statement as MariaDB's lexer reads it: comments become a space, and the content
+    of executable comments (``/*! ... */``, ``/*!50700 ... */``, ``/*M! ... */``,
+    ``/*M!100500 ... */``) is code, its version number dropped (kept whatever the version:
+    a check must not depend on which server reads it). String literals are kept as they
+    are. None when the text cannot be read with certainty (an unterminated comment or
+    string, a comment inside an executable comment): callers then assume the worst.
+    """
+    out: list[str] = []
+    i, n, executable = 0, len(sql), False
+    while i < n:
+        c = sql[i]
+        if c in _QUOTES:
+            end = _string_end(sql, i)
+            if end is None:
+                return None
+            out.append(sql[i:end])
+            i = end
+        elif c == "#" or (sql.startswith("--", i) and (i + 2 >= n or sql[i + 2] <= " ")):
+            newline = sql.find("\n", i)
+            i = n if newline < 0 else newline
+            out.append(" ")
+        elif sql.startswith("/*", i):
+            marker = re.match(r"/\*M?!(\d{0,6})", sql[i:])
+            if marker and not executable:
+                executable = True
+                i += marker.end()
+                out.append(" ")
+                continue
+            if executable:
+                return None   # a comment inside an executable comment: the servers disagree
+            end = sql.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+            out.append(" ")
+        elif executable and sql.startswith("*/", i):
+            executable = False
+            i += 2
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return None if executable else "".join(out)
+
+
+def _string_end(sql: str, start: int) -> int | None:
+    """The index after the string literal opening at ``start`` (backslash escapes and
+    doubled quotes), None if it never closes."""
+    quote, i = sql[start], start + 1
+    while i < len(sql):
+        c = sql[i]
+        if c == "\\" and quote != "`":
+            i += 2
+        elif c == quote:
+            if sql.startswith(quote * 2, i):
+                i += 2
+            else:
+                return i + 1
+        else:
+            i += 1
+    return None
 
 
 def leading_verb(sql: str) -> str:
-    """The statement's first keyword in upper case, comments skipped ('' if none).
-
-    Executable comments (``/*! ... */``) are kept, so they read as no verb at all and
-    count as writes: whatever they hide is not trusted to be read-only.
-    """
-    text = _COMMENTS.sub(" ", sql).lstrip(" \t\r\n(")
-    match = re.match(r"[A-Za-z]+", text)
+    """The statement's first keyword in upper case as the server reads it ('' if none or
+    unreadable): the content of an executable comment counts, ``/*!DROP TABLE t*/`` is a DROP."""
+    code = mysql_code(sql)
+    if code is None:
+        return ""
+    match = re.match(r"[A-Za-z]+", code.lstrip(" \t\r\n\f\v("))
     return match.group(0).upper() if match else ""
 
 
@@ -158,15 +318,15 @@ def is_read_only(sql: str) -> bool:
     """Can this statement leave the database changed? False means "maybe", never "no".
 
     The MySQL backend uses it to skip restoring a database no statement could have
-    touched; anything unrecognised counts as a write.
+    touched; anything unrecognised (or unreadable) counts as a write. Executable comments
+    are read as code, as the server reads them.
     """
-    verb = leading_verb(sql)
-    if verb not in READ_ONLY_VERBS:
+    code = mysql_code(sql)
+    if code is None or leading_verb(sql) not in READ_ONLY_VERBS:
         return False
     # SELECT ... INTO @var / OUTFILE changes state outside the tables, and a second
     # statement after ';' is not covered by the first verb.
-    body = _COMMENTS.sub(" ", sql)
-    return ";" not in body.strip().rstrip(";") and not re.search(r"\binto\b", body, re.I)
+    return ";" not in code.strip().rstrip(";") and not re.search(r"\binto\b", code, re.I)
 
 
 def not_utf8(sql: str) -> QueryResult | None:
@@ -185,5 +345,6 @@ def not_utf8(sql: str) -> QueryResult | None:
 
 def is_use(sql: str) -> str | None:
     """The database named by a ``USE db`` statement, else None."""
-    match = re.fullmatch(r"\s*use\s+[`\"]?([\w$]+)[`\"]?\s*;?\s*", _COMMENTS.sub(" ", sql), re.I)
+    code = mysql_code(sql)
+    match = re.fullmatch(r"\s*use\s+[`\"]?([\w$]+)[`\"]?\s*;?\s*", code or "", re.I)
     return match.group(1) if match else None

@@ -31,6 +31,7 @@ from icplay.sandbox.base import SandboxError
 DEFAULT_TIMEOUT = 10.0          # seconds per statement, like InterCode's bash actions
 DEFAULT_MAX_ROWS = 100_000      # rows kept per result; the rest are counted as truncated
 OUTPUT_CAP = 1024 * 1024        # bytes of an observation kept, as for shell output; the rest counted
+BATCH_BYTES = 4 << 20           # rows fetched at once, in bytes of their text (CappedRows.read)
 ERROR_PREFIX = "Error executing query: "
 
 Progress = Callable[[str], None]
@@ -131,8 +132,22 @@ DIGEST_MARK = "\x00digest:"
 
 def digest_token(key: str) -> str:
     """A short stand-in for a row key too big to keep: equal keys give equal tokens, and a
-    token never equals a real key (keys start with ``(``)."""
-    return DIGEST_MARK + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    token never equals a real key (keys start with ``(``). Hashed a slice at a time, so a
+    huge key is never copied whole."""
+    digest = hashlib.blake2b(digest_size=16)
+    for start in range(0, len(key), _SLICE):
+        digest.update(key[start:start + _SLICE].encode("utf-8", "surrogatepass"))
+    return DIGEST_MARK + digest.hexdigest()
+
+
+_SLICE = 1 << 20
+
+
+def text_bytes(text: str) -> int:
+    """UTF-8 length of ``text`` without copying it when it is ASCII (the common case)."""
+    if text.isascii():
+        return len(text)
+    return sum(len(text[i:i + _SLICE].encode("utf-8", "surrogatepass")) for i in range(0, len(text), _SLICE))
 
 
 @dataclass
@@ -157,36 +172,45 @@ class CappedRows:
             self.truncated = True
             return False
         key = row_key(row)
-        piece = (", " if self.keys else "") + key
-        size = len(piece.encode("utf-8", "surrogatepass"))
+        separator = ", " if self.keys else ""
+        size = len(separator) + text_bytes(key)
         if not self._full and self._used + size + 1 <= self.cap:
             self.rows.append(tuple(row))
             self.keys.append(key)
-            self._parts.append(piece)
+            self._parts.append(separator + key)
             self._used += size
             return True
         if not self._full:
             self._full = True
             room = self.cap - self._used
-            head = piece.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            head = (separator + key[:room]).encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
             self._parts.append(head)
-            self._used += len(head.encode("utf-8", "surrogatepass"))
-            self.dropped += size - len(head.encode("utf-8", "surrogatepass"))
+            kept = len(head.encode("utf-8", "surrogatepass"))
+            self._used += kept
+            self.dropped += size - kept
         else:
             self.dropped += size
         self.keys.append(digest_token(key))
         return True
 
     def read(self, fetch: Callable[[int], list]) -> "CappedRows":
-        """Fetch batches with ``fetch(n)`` until the cursor is exhausted or the row cap."""
+        """Fetch batches with ``fetch(n)`` until the cursor is exhausted or the row cap.
+
+        A batch holds about ``BATCH_BYTES`` of rows at most, judged by the largest row so
+        far (the first batch is one row), so a result of huge values is read a row at a time."""
+        largest = 0      # bytes of the largest row so far (0: none read yet)
         while True:
-            want = 256 if self.max_rows is None else max(1, min(256, self.max_rows + 1 - len(self.keys)))
+            want = max(1, min(256, BATCH_BYTES // largest)) if largest else 1
+            if self.max_rows is not None:
+                want = max(1, min(want, self.max_rows + 1 - len(self.keys)))
             batch = fetch(want)
             if not batch:
                 return self
             for row in batch:
+                before = self._used + self.dropped
                 if not self.add(row):
                     return self
+                largest = max(largest, self._used + self.dropped - before)
 
     def fill(self, result: "QueryResult") -> None:
         """Put the rows (and, past the byte cap, the shown text and keys) in ``result``."""

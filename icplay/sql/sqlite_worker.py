@@ -42,7 +42,7 @@ from typing import Any
 
 from icplay.sql.sqlite_guard import HEAP_BYTES, OUT_OF_MEMORY   # light: the worker never imports sqlglot
 
-ADDRESS_SPACE = 1536 << 20      # the worker's whole address space
+ADDRESS_SPACE = 1024 << 20      # the worker's whole address space
 MAX_REPLY = 64 << 20            # a reply longer than this means a broken worker
 START_TIMEOUT = 30.0
 _HEADER = struct.Struct("!Q")

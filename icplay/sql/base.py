@@ -31,6 +31,7 @@ from icplay.sandbox.base import SandboxError
 DEFAULT_TIMEOUT = 10.0          # seconds per statement, like InterCode's bash actions
 DEFAULT_MAX_ROWS = 100_000      # rows kept per result; the rest are counted as truncated
 OUTPUT_CAP = 1024 * 1024        # bytes of an observation kept, as for shell output; the rest counted
+ROWS_CAP = 4 << 20              # bytes of text of the rows kept for tables (info["rows"]); the rest digested
 BATCH_BYTES = 4 << 20           # rows fetched at once, in bytes of their text (CappedRows.read)
 ERROR_PREFIX = "Error executing query: "
 
@@ -61,9 +62,10 @@ class QueryResult:
     timed_out: bool = False
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
-    # When the observation passed OUTPUT_CAP bytes: its first OUTPUT_CAP bytes, the bytes
-    # dropped, and every row's key for the reward (``row_key`` for the rows kept in
-    # ``rows``, a ``digest_token`` for the others), so the reward still sees every row.
+    # When the observation passed OUTPUT_CAP bytes: its first OUTPUT_CAP bytes and the
+    # bytes dropped. When the rows passed ROWS_CAP: every row's key for the reward
+    # (``row_key`` for the rows kept in ``rows``, a ``digest_token`` for the others), so
+    # the reward still sees every row.
     shown: str | None = None
     dropped_bytes: int = 0
     row_keys: list[str] | None = None
@@ -152,18 +154,21 @@ def text_bytes(text: str) -> int:
 
 @dataclass
 class CappedRows:
-    """Rows read from a cursor within a byte budget: the observation's text is
-    ``str(rows)``, which the collector builds piece by piece and stops keeping at
-    ``cap`` bytes; beyond it each row is only counted and digested."""
+    """Rows read from a cursor within byte budgets. The observation's text is
+    ``str(rows)``, built piece by piece and kept up to ``cap`` bytes (the rest counted);
+    the rows themselves are kept for tables up to ``rows_cap`` bytes of their text; past
+    that each row is only digested for the reward."""
 
     max_rows: int | None
     cap: int = OUTPUT_CAP
+    rows_cap: int = ROWS_CAP
     rows: list[tuple] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     truncated: bool = False
     dropped: int = 0
     _parts: list[str] = field(default_factory=list)
     _used: int = 1                  # the opening "["
+    _rows_used: int = 0
     _full: bool = False
 
     def add(self, row: tuple) -> bool:
@@ -174,13 +179,12 @@ class CappedRows:
         key = row_key(row)
         separator = ", " if self.keys else ""
         size = len(separator) + text_bytes(key)
-        if not self._full and self._used + size + 1 <= self.cap:
-            self.rows.append(tuple(row))
-            self.keys.append(key)
+        if self._full:
+            self.dropped += size
+        elif self._used + size + 1 <= self.cap:
             self._parts.append(separator + key)
             self._used += size
-            return True
-        if not self._full:
+        else:
             self._full = True
             room = self.cap - self._used
             head = (separator + key[:room]).encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
@@ -188,9 +192,12 @@ class CappedRows:
             kept = len(head.encode("utf-8", "surrogatepass"))
             self._used += kept
             self.dropped += size - kept
+        if len(self.rows) == len(self.keys) and self._rows_used + size <= self.rows_cap:
+            self.rows.append(tuple(row))
+            self.keys.append(key)
+            self._rows_used += size
         else:
-            self.dropped += size
-        self.keys.append(digest_token(key))
+            self.keys.append(digest_token(key))
         return True
 
     def read(self, fetch: Callable[[int], list]) -> "CappedRows":
@@ -213,14 +220,14 @@ class CappedRows:
                 largest = max(largest, self._used + self.dropped - before)
 
     def fill(self, result: "QueryResult") -> None:
-        """Put the rows (and, past the byte cap, the shown text and keys) in ``result``."""
+        """Put the rows, and past the budgets the shown text and every row's key, in ``result``."""
         result.rows = self.rows
         result.truncated = self.truncated
-        if self._full:
-            self.dropped += 1          # the closing "]"
-            result.shown = "[" + "".join(self._parts)
-            result.dropped_bytes = self.dropped
+        if len(self.rows) < len(self.keys):
             result.row_keys = self.keys
+        if self._full:
+            result.shown = "[" + "".join(self._parts)
+            result.dropped_bytes = self.dropped + 1          # the closing "]"
 
 
 @dataclass(frozen=True)

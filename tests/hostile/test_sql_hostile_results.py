@@ -27,6 +27,7 @@ def test_a_huge_result_is_cut_at_the_row_cap_with_bounded_memory(kind, case, req
     limit = "row cap 100k" if turn.info.get("truncated") else ("timeout" if turn.info.get("timed_out") else "none")
     assert limit != "none", turn.observation[-300:]
     if limit == "row cap 100k":
+        assert len(turn.info["rows"]) == 100_000            # small rows: all kept for tables (4 MiB)
         assert len(ep.env.last.keys()) == 100_000          # every row up to the cap reaches the reward
         assert len(turn.observation.encode()) <= OUTPUT_CAP  # ... but only 1 MiB of them the observation
         cut = any(n.startswith("output truncated") for n in turn.info["notes"])

@@ -180,12 +180,13 @@ def test_a_printf_bomb_keeps_icplay_and_the_trajectory_small(kind, request, tmp_
 def test_huge_rows_past_the_cap_are_still_scored_exactly(kind, request, tmp_path):
     """Not a hack but its guard: the byte cap must not change the reward. The same big
     answer as the gold scores 1.0; one row different scores below."""
-    gold = f"SELECT k, REPEAT('y', 400000) FROM {FIVE_ROWS} ORDER BY k"
+    gold = f"SELECT k, REPEAT('y', 1000000) FROM {FIVE_ROWS} ORDER BY k"
     if kind == "sqlite":
-        gold = f"SELECT k, printf('%.*c', 400000, 'y') FROM {FIVE_ROWS} ORDER BY k"
+        gold = f"SELECT k, printf('%.*c', 1000000, 'y') FROM {FIVE_ROWS} ORDER BY k"
     ep = episode_on(kind, request, tmp_path, gold)
     ep.run(gold)
-    assert ep.env.last.dropped_bytes > 0
+    assert ep.env.last.dropped_bytes > 0 and ep.env.last.row_keys is not None   # 5 MB: past both caps
+    assert len(ep.env.last.rows) < 5
     assert ep.env.score().reward == 1.0
     ep.run(gold.replace("ORDER BY k", "WHERE k < 5 UNION ALL SELECT 9, 'z' ORDER BY 1"))
     assert ep.env.score().reward < 1.0

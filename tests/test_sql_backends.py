@@ -326,3 +326,23 @@ def test_executable_comments_count_as_code_in_the_read_only_check():
     assert leading_verb("/*M!100502 DELETE FROM t */") == "DELETE"
     assert is_read_only("SELECT /* INTO @x */ 1")
     assert not is_read_only("SELECT 1 /* never closed")
+
+
+def test_tasks_check_lists_the_golds_that_cannot_tell(tmp_path, capsys):
+    """`icplay tasks --check`: a gold returning no rows or failing is listed with its reason."""
+    import json
+
+    from icplay.cli import main
+
+    records = [{"id": "empty", "db": "bookshop", "query": "q", "gold": "SELECT name FROM authors WHERE 1 = 0"},
+               {"id": "fails", "db": "bookshop", "query": "q", "gold": "SELECT nope FROM nowhere"},
+               {"id": "fine", "db": "bookshop", "query": "q", "gold": "SELECT COUNT(*) FROM authors"}]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(records))
+    assert main(["tasks", "--check", str(path), "--env", "sql"]) == 0
+    head, *listed = capsys.readouterr().out.splitlines()
+    assert head.startswith("tasks: 2 of 3 tasks have a gold that is not discriminative on sqlite")
+    assert [line.split()[0] for line in listed] == ["empty", "fails"]
+    assert "returns no rows on sqlite" in listed[0] and "fails on sqlite" in listed[1]
+    assert main(["tasks", "--check", "sql"]) == 0
+    assert capsys.readouterr().out.startswith("sql: 0 of 44 tasks")

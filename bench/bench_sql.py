@@ -9,7 +9,10 @@ Everything is measured in this one run and printed with ratios:
 - baseline: rebuilding the episode's database from its SQL text at every reset (MariaDB:
   DROP/CREATE/replay; SQLite: convert with sqlglot and load), i.e. the naive way to get a
   pristine database;
-- env reset: ``SqlEnv.reset`` (backend reset plus the gold query on the pristine copy).
+- env reset: ``SqlEnv.reset`` (backend reset plus the gold query on the pristine copy);
+- sqlite in icplay's process: the round trips and the clean reset as the SQLite backend
+  did them before its worker process (a backup-API copy per reset, statements on it
+  here), so the worker's cost is measured in the same run.
 ``--parity`` also runs the 1034 Spider golds on both backends and counts how many run on
 SQLite and how many return the same rows as on MariaDB (the figures in docs/sql.md).
 """
@@ -84,6 +87,47 @@ def bench_backend(kind: str, source: str, n: int, episodes: int) -> dict[str, li
     return results
 
 
+def bench_in_process(source: str, n: int, episodes: int) -> dict[str, list[float]]:
+    """SQLite as the backend ran it before the worker: copies and statements in this process."""
+    from icplay.sql.sqlite import SqliteBackend
+    from icplay.sql.sqlite_guard import Deadline, confine, episode_connection
+
+    tasks = load_tasks(source)
+    databases = tasks[0].extra["databases"]
+    db, query, _ = QUERIES[source]
+    backend = SqliteBackend()
+    catalog = load_catalog(databases)
+    template = backend._template(catalog, db)
+    deadline = Deadline()
+
+    def copy():
+        conn = episode_connection()
+        template.backup(conn)
+        confine(conn, deadline)
+        return conn
+
+    conn = copy()
+
+    def run(sql):
+        deadline.start(10.0)
+        cursor = conn.execute(sql)
+        cursor.fetchmany(100_001)
+        cursor.close()
+    results = {"round trip SELECT 1": timed(lambda: run("SELECT 1"), n),
+               "round trip GROUP BY": timed(lambda: run(query), n)}
+    clean = []
+    for _ in range(episodes):
+        run(query)
+        t0 = time.perf_counter()
+        conn.close()
+        conn = copy()
+        clean.append(time.perf_counter() - t0)
+    results["reset, clean episode"] = clean
+    conn.close()
+    backend.close()
+    return results
+
+
 def baseline(kind: str, backend, databases: str, db: str, n: int) -> list[float]:
     """The naive pristine reset: build the database from its text every time."""
     catalog = load_catalog(databases)
@@ -149,6 +193,12 @@ def main() -> None:
         s, m = measured["sqlite"][key], measured["mysql"][key]
         ratio = statistics.median(m) / statistics.median(s) if s and statistics.median(s) else float("nan")
         print(f"{key:28} {ms(s):>28} {ms(m):>28} {ratio:12.1f}x")
+    before = bench_in_process(args.source, args.n, args.episodes)
+    print(f"\nSQLite in its worker process against SQLite in icplay's process (before the worker)")
+    for key, samples in before.items():
+        worker = measured["sqlite"][key]
+        print(f"{key:28} {ms(worker):>28} {ms(samples):>28} "
+              f"{statistics.median(worker) / statistics.median(samples):12.1f}x")
     for kind in ("sqlite", "mysql"):
         r = measured[kind]
         gain = statistics.median(r["baseline: rebuild db"]) / statistics.median(r["reset, clean episode"])

@@ -294,3 +294,55 @@ def test_sqlite_agent_stays_inside_its_copy(tmp_path, request):
                            "SELECT i, randomblob(1000) AS b FROM n")
     assert not bomb.ok
     assert backend.execute("SELECT COUNT(*) FROM books").rows == [(36,)]
+
+
+# --- byte caps: the observation is cut, the reward is not -------------------------------------
+
+
+def test_capped_rows_cut_the_text_and_keep_the_reward_exact():
+    """Rows past the caps reach the reward as digests; the reward equals InterCode's on
+    the full rows, for agents that match, reorder, duplicate or miss gold rows."""
+    from icplay.envs.sql_reward import sql_reward, sql_reward_keys
+    from icplay.sql.base import CappedRows
+
+    gold = [(i, "v" * (i % 7) * 40) for i in range(60)]
+    agents = {"same": list(gold), "reversed": gold[::-1], "duplicated": gold + gold[:5],
+              "missing": gold[10:], "other": [(i, "w") for i in range(30)] + gold[:20]}
+    for name, agent in agents.items():
+        collected = CappedRows(max_rows=None, cap=300, rows_cap=600)
+        for row in agent:
+            collected.add(row)
+        result = QueryResult(columns=["a", "b"])
+        collected.fill(result)
+        assert result.row_keys is not None and len(result.rows) < len(agent), name
+        assert len(result.shown.encode()) == 300 and result.dropped_bytes + 300 == len(str(agent).encode()), name
+        assert str(agent).startswith(result.shown), name
+        assert sql_reward_keys(result.keys(), [str(r) for r in gold]) == sql_reward(agent, gold), name
+
+
+def test_executable_comments_count_as_code_in_the_read_only_check():
+    assert not is_read_only("SELECT 1 /*M! INTO @x */")
+    assert not is_read_only("SELECT 1 /*!50000 INTO @x */")
+    assert leading_verb("/*M!100502 DELETE FROM t */") == "DELETE"
+    assert is_read_only("SELECT /* INTO @x */ 1")
+    assert not is_read_only("SELECT 1 /* never closed")
+
+
+def test_tasks_check_lists_the_golds_that_cannot_tell(tmp_path, capsys):
+    """`icplay tasks --check`: a gold returning no rows or failing is listed with its reason."""
+    import json
+
+    from icplay.cli import main
+
+    records = [{"id": "empty", "db": "bookshop", "query": "q", "gold": "SELECT name FROM authors WHERE 1 = 0"},
+               {"id": "fails", "db": "bookshop", "query": "q", "gold": "SELECT nope FROM nowhere"},
+               {"id": "fine", "db": "bookshop", "query": "q", "gold": "SELECT COUNT(*) FROM authors"}]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(records))
+    assert main(["tasks", "--check", str(path), "--env", "sql"]) == 0
+    head, *listed = capsys.readouterr().out.splitlines()
+    assert head.startswith("tasks: 2 of 3 tasks have a gold that is not discriminative on sqlite")
+    assert [line.split()[0] for line in listed] == ["empty", "fails"]
+    assert "returns no rows on sqlite" in listed[0] and "fails on sqlite" in listed[1]
+    assert main(["tasks", "--check", "sql"]) == 0
+    assert capsys.readouterr().out.startswith("sql: 0 of 44 tasks")

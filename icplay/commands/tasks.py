@@ -1,9 +1,13 @@
-"""``icplay tasks [SET]``: list task sets, or the tasks of one set."""
+"""``icplay tasks [SET]``: list task sets, or the tasks of one set; ``--check SET`` runs
+every gold and lists the tasks whose gold cannot tell a solution from a guess."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from typing import Callable
 
+from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set, task_sets
 
 
@@ -11,10 +15,51 @@ def register(sub) -> None:
     p = sub.add_parser("tasks", help="list task sets, or the tasks of one set")
     p.add_argument("set", nargs="?", help="a set name or a task file")
     p.add_argument("--env", help="environment of a task file given by path (bash, sql, python, ctf)")
+    p.add_argument("--check", action="store_true",
+                   help="run every gold of SET and list the tasks it cannot be strictly solved on "
+                        "(SQL: a gold returning no rows or failing on the backend)")
+    p.add_argument("--sandbox", default="sqlite", help="SQL backend for --check: sqlite (default) or mysql")
     p.set_defaults(func=run)
 
 
+def _check_sql(tasks: list[Task], args) -> list[tuple[Task, str]]:
+    from icplay.envs.sql import check_golds
+    from icplay.sql import make_sql_backend
+
+    backend = make_sql_backend(args.sandbox, progress=lambda m: print(m, file=sys.stderr))
+    try:
+        return check_golds(tasks, backend)
+    finally:
+        backend.close()
+
+
+# Per language: run every gold of a set, return the tasks whose gold is not discriminative.
+GOLD_CHECKS: dict[str, Callable[[list[Task], object], list[tuple[Task, str]]]] = {"sql": _check_sql}
+
+
+def check(args) -> int:
+    task_set = find_set(args.set, args.env)
+    checker = GOLD_CHECKS.get(task_set.env)
+    if checker is None:
+        print(f"icplay tasks --check: no gold check for {task_set.env} tasks yet "
+              f"(known: {', '.join(sorted(GOLD_CHECKS))})", file=sys.stderr)
+        return 2
+    tasks = task_set.load()
+    found = checker(tasks, args)
+    backend = f" on {args.sandbox}" if task_set.env == "sql" else ""
+    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks have a gold that is not discriminative{backend} "
+          "(never strictly solved)")
+    for task, reason in found:
+        print(f"  {task.id:>6}  {reason}")
+    return 0
+
+
 def run(args) -> int:
+    if args.check:
+        if not args.set:
+            print("icplay tasks --check: name a task set (icplay tasks --check spider)", file=sys.stderr)
+            return 2
+        return check(args)
     if not args.set:
         print(f"{'SET':<14} {'ENV':<7} {'TASKS':>6}  DESCRIPTION")
         for task_set in task_sets():

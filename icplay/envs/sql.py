@@ -9,29 +9,56 @@
   ``Error executing query: ...``. ``StepResult.info`` carries ``columns``, ``rows`` and
   ``truncated`` so a REPL or the TUI can draw a table.
 - ``submit()`` scores the last observation against the gold rows with
-  :func:`icplay.envs.sql_reward.sql_reward`; anything but a result set scores 0.
+  :func:`icplay.envs.sql_reward.sql_reward`; anything but a result set scores 0. The
+  strict verdict beside it is never "solved" on a task whose gold returns no rows or
+  fails on the backend (a constant empty query would match it), nor for an answer cut at
+  the row cap.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from icplay.envs.base import HAS_SCHEMA, StepResult, SubmitResult
-from icplay.envs.sql_reward import non_result_reward, sql_reward
+from icplay.envs.base import HAS_SCHEMA, StepResult, SubmitResult, strict_verdict
+from icplay.envs.sql_reward import non_result_reward, sql_reward_keys
 from icplay.sql.base import QueryResult, SqlBackend, Table
 from icplay.tasks.model import Task
 
 
-def score_rows(last: QueryResult | None, gold: QueryResult) -> SubmitResult:
-    """InterCode's reward of an agent's last result against the gold result, explained.
+def gold_not_discriminative(gold: QueryResult, backend: str = "this backend") -> str | None:
+    """Why a gold result cannot tell a solution from a guess, or None if it can.
+
+    A gold that fails or returns no rows is matched by any query returning no rows
+    (InterCode scores a failing gold as no rows), so a constant empty query earns 1.0:
+    such a task is never strictly solved."""
+    if gold.error is not None:
+        return (f"the task's gold fails on {backend} ({gold.error}), so any query returning no rows "
+                "scores 1.0; the task cannot be strictly solved")
+    if not gold.is_result:
+        return (f"the task's gold returns no result set on {backend}, so any query returning no rows "
+                "scores 1.0; the task cannot be strictly solved")
+    if not gold.rows:
+        return (f"the task's gold returns no rows on {backend}, so any query returning no rows scores 1.0; "
+                "the task cannot be strictly solved")
+    return None
+
+
+def score_rows(last: QueryResult | None, gold: QueryResult, backend: str = "this backend") -> SubmitResult:
+    """InterCode's reward of an agent's last result against the gold result, explained,
+    with the strict verdict beside it.
 
     A gold query that fails counts as returning no rows (InterCode's behaviour), and the
     breakdown says so.
     """
-    gold_rows = gold.rows if gold.is_result else []
+    gold_keys = gold.keys() if gold.is_result else []
     breakdown: dict[str, Any] = {}
+    reasons: list[str] = []
     if gold.error is not None:
         breakdown["gold_error"] = gold.error
+    not_discriminative = gold_not_discriminative(gold, backend)
+    if not_discriminative:
+        breakdown["gold_discriminative"] = False
+        reasons.append(not_discriminative)
     if last is None or not last.is_result:
         if last is None:
             breakdown["agent_result"] = "no statement was run"
@@ -39,16 +66,18 @@ def score_rows(last: QueryResult | None, gold: QueryResult) -> SubmitResult:
             breakdown["agent_result"] = "error"
         else:
             breakdown["agent_result"] = "no result set"
-        scored = non_result_reward(0, len(gold_rows))
+        scored = non_result_reward(0, len(gold_keys))
     else:
         breakdown["agent_result"] = "rows"
-        scored = sql_reward(last.rows, gold_rows)
+        scored = sql_reward_keys(last.keys(), gold_keys)
         if last.truncated:
             breakdown["agent_truncated"] = True
+            reasons.append("the answer was cut at the row cap, so its rows beyond the cap were never compared")
     details = scored.to_dict()
     breakdown.update(details)
     breakdown["rows_matched"] = details.get("shared", 0)
-    return SubmitResult(float(scored.reward), breakdown, gold.intercode_observation if gold.is_result else str(gold_rows))
+    gold_output = gold.intercode_observation if gold.is_result else "[]"
+    return SubmitResult(float(scored.reward), breakdown, gold_output, strict=strict_verdict(scored.reward, reasons))
 
 
 class SqlEnv:
@@ -89,7 +118,7 @@ class SqlEnv:
         """The reward the last observation would get now (InterCode's per-turn reward)."""
         if self.gold is None:
             raise RuntimeError("no episode: call reset(task) first")
-        return score_rows(self.last, self.gold)
+        return score_rows(self.last, self.gold, self.backend.kind)
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         """End the episode: score the last observation against the gold rows."""
@@ -104,6 +133,21 @@ class SqlEnv:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def check_golds(tasks: list[Task], backend: SqlBackend,
+                progress: Callable[[int, int], None] | None = None) -> list[tuple[Task, str]]:
+    """Each task whose gold is not discriminative on ``backend`` (returns no rows or
+    fails), with the reason: their episodes are never strictly solved."""
+    found = []
+    for done, task in enumerate(tasks, 1):
+        backend.reset(task.db, task.extra.get("databases"))
+        reason = gold_not_discriminative(backend.gold(task.gold), backend.kind)
+        if reason:
+            found.append((task, reason))
+        if progress is not None:
+            progress(done, len(tasks))
+    return found
 
 
 def make_sql_env(sandbox: str, image: str | None = None, timeout: float | None = None,

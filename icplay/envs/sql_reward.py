@@ -33,6 +33,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Hashable, Iterable, Sequence
 
+from icplay.sql.base import DIGEST_MARK, digest_token, row_key
+
 
 @dataclass
 class SqlReward:
@@ -47,11 +49,6 @@ class SqlReward:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def row_key(row: Iterable[Any]) -> str:
-    """The string InterCode compares rows by."""
-    return str(tuple(row))
 
 
 def non_result_reward(agent_count: int = 0, gold_count: int = 0) -> SqlReward:
@@ -75,8 +72,26 @@ def _kept_in_intersection(keys: Sequence[str], intersection: Counter[str]) -> li
 
 def sql_reward(agent_rows: Sequence[Iterable[Any]], gold_rows: Sequence[Iterable[Any]]) -> SqlReward:
     """InterCode's reward of the agent's result rows against the gold rows."""
-    agent_keys = [row_key(row) for row in agent_rows]
-    gold_keys = [row_key(row) for row in gold_rows]
+    return sql_reward_keys([row_key(row) for row in agent_rows], [row_key(row) for row in gold_rows])
+
+
+def resolve_digests(agent_keys: Sequence[str], gold_keys: Sequence[str]) -> list[str]:
+    """The agent's keys with each ``digest_token`` (a row too big to keep, see
+    icplay.sql.base.CappedRows) replaced by the gold key it stands for, if any.
+
+    The reward needs a row's full text only where it is shared with the gold (its rank
+    among the shared rows); a token matching no gold row stays a token, which counts in
+    the union like the row it stands for. So the reward is the same as on full rows."""
+    if not any(key.startswith(DIGEST_MARK) for key in agent_keys):
+        return list(agent_keys)
+    by_token = {digest_token(key): key for key in gold_keys}
+    return [by_token.get(key, key) if key.startswith(DIGEST_MARK) else key for key in agent_keys]
+
+
+def sql_reward_keys(agent_keys: Sequence[str], gold_keys: Sequence[str]) -> SqlReward:
+    """InterCode's reward over row keys (``row_key``; the agent's may hold digest tokens)."""
+    agent_keys = resolve_digests(agent_keys, gold_keys)
+    gold_keys = list(gold_keys)
     agent_counts = Counter(agent_keys)
     gold_counts = Counter(gold_keys)
     intersection = agent_counts & gold_counts

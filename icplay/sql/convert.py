@@ -22,6 +22,8 @@ comments) are skipped.
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -32,6 +34,9 @@ CONVERTER_VERSION = 2   # part of the SQLite cache key: bump when the output cha
 
 TEXT_COLLATION = "MYSQL_CI"
 
+# A dump statement that opens with an executable comment (``/*!40101 SET NAMES utf8 */``,
+# ``/*!40000 ALTER TABLE t DISABLE KEYS */``) only sets up MySQL: skipped.
+_EXECUTABLE_FIRST = re.compile(r"(?:\s|--[^\n]*|#[^\n]*|/\*(?!M?!).*?\*/)*/\*M?!", re.S)
 SKIPPED_VERBS = {"SET", "LOCK", "UNLOCK", "FLUSH", "GRANT", "REVOKE", "ANALYZE", "OPTIMIZE", ""}
 
 _INTEGER = {"INT", "TINYINT", "SMALLINT", "MEDIUMINT", "BIGINT", "UINT", "UTINYINT", "USMALLINT",
@@ -95,7 +100,7 @@ def _convert_create_table(create: exp.Create) -> exp.Create:
 
 def convert_statement(statement: str) -> list[str]:
     """The SQLite statements for one MySQL dump statement (none if it only sets up MySQL)."""
-    if leading_verb(statement) in SKIPPED_VERBS:
+    if _EXECUTABLE_FIRST.match(statement) or leading_verb(statement) in SKIPPED_VERBS:
         return []
     try:
         trees = sqlglot.parse(statement, read="mysql")

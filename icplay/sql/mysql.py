@@ -42,7 +42,7 @@ from typing import Any
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.docker import container_labels, creating, reap_once, remove_container, track
 from icplay.sql.base import (
-    DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Column, Progress, QueryResult, SqlBackendError, Table,
+    DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, CappedRows, Column, Progress, QueryResult, SqlBackendError, Table,
     is_read_only, is_use, not_utf8,
 )
 from icplay.sql.dump import Catalog, DumpDatabase, default_databases, load_catalog
@@ -433,27 +433,24 @@ class MysqlBackend:
                                     "its result may have been cut short")
             if cursor.description is not None:
                 result.columns = [d[0] for d in cursor.description]
-                rows = cursor.fetchmany(self.max_rows + 1)
-                if len(rows) > self.max_rows:
-                    result.truncated = True
-                    rows = rows[:self.max_rows]
+                CappedRows(self.max_rows).read(lambda n: cursor.fetchmany(size=n)).fill(result)
+                if result.truncated:
                     self._discard_rest()
-                result.rows = [tuple(r) for r in rows]
             result.rowcount = cursor.rowcount
             used = is_use(sql)
             if used is not None:
                 self._current = used
                 self._touched.add(used)
         except mysql.connector.Error as exc:
-            result.columns, result.rows = None, []
+            result.columns, result.rows, result.shown, result.row_keys, result.dropped_bytes = None, [], None, None, 0
             result.error = exc.msg if getattr(exc, "msg", None) else str(exc)
             errno = getattr(exc, "errno", None)
             result.timed_out = errno == 1969 or (errno == 1317 and self._watchdog_fired)
             result.interrupted = errno == 1317 and self._interrupted and not self._watchdog_fired
             if errno in LOST_CONNECTION or not self._agent.is_connected():
                 self._reconnect_agent(result)
-        except Exception as exc:   # a value the connector cannot convert, ...
-            result.columns, result.rows = None, []
+        except Exception as exc:   # a value the connector cannot convert, out of memory, ...
+            result = QueryResult()
             result.error = str(exc)
             self._reconnect_agent(result)
         finally:

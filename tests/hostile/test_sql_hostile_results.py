@@ -1,12 +1,14 @@
 """Hostile SQL with huge results: 100k+ rows, endless row streams, huge values. The row
-cap (100,000 rows) holds, icplay's memory stays bounded, the episode stays usable and
-the turn is saved (with the first rows of its table; the observation keeps them all)."""
+cap (100,000 rows) and the observation's byte cap (1 MiB, the rest counted) hold, the
+reward still sees every row up to the cap, icplay's memory stays bounded, the episode
+stays usable and the turn is saved (with the first rows of its table)."""
 
 from __future__ import annotations
 
 import pytest
 from sql_helpers import BACKENDS, RSS_BOUND_MB, SLACK, TIMEOUT, record, sql_episode
 
+from icplay.sql.base import OUTPUT_CAP
 from icplay.store import SAVED_ROWS, load_trajectory
 
 HUGE = "SELECT a.review_id, b.review_id, c.review_id FROM reviews a, reviews b, reviews c"       # 343,000 rows
@@ -25,7 +27,11 @@ def test_a_huge_result_is_cut_at_the_row_cap_with_bounded_memory(kind, case, req
     limit = "row cap 100k" if turn.info.get("truncated") else ("timeout" if turn.info.get("timed_out") else "none")
     assert limit != "none", turn.observation[-300:]
     if limit == "row cap 100k":
-        assert len(turn.info["rows"]) == 100_000
+        assert len(turn.info["rows"]) == 100_000            # small rows: all kept for tables (4 MiB)
+        assert len(ep.env.last.keys()) == 100_000          # every row up to the cap reaches the reward
+        assert len(turn.observation.encode()) <= OUTPUT_CAP  # ... but only 1 MiB of them the observation
+        cut = any(n.startswith("output truncated") for n in turn.info["notes"])
+        assert cut == (case == "343k rows")                 # 100k triples pass 1 MiB, 100k numbers do not
         assert any(n.startswith("result truncated") for n in turn.info["notes"])
     assert rss < RSS_BOUND_MB, rss
     ep.assert_usable()

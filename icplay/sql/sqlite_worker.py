@@ -1,0 +1,324 @@
+"""The SQLite episode's own process: a solver's statements never run in icplay's.
+
+SQLite keeps some state per process (heap limits, the temporary-file folder), and a
+statement may allocate as much memory as it likes (temporary tables, sorts, huge values).
+In icplay's process that reached every other episode and icplay itself. So an episode's
+connections live in a worker process started by the backend (one per backend, reused
+across its episodes), and:
+
+- its memory is bounded in bytes: SQLite's hard heap limit (``HEAP_BYTES``: every
+  database copy, temporary table, sort and cache of the episode) and the process's
+  address space (``ADDRESS_SPACE``: Python's share, such as a fetched row); it writes
+  no file (``RLIMIT_FSIZE`` 0; temporary storage is in memory);
+- running out of memory, or any other failure inside a statement, is that statement's
+  error; if the worker dies anyway, the backend starts another on a pristine copy and
+  the statement's observation says so;
+- a worker whose process-wide SQLite settings moved (they cannot, the authorizer refuses
+  the pragmas, but it is checked at every reset) is replaced before the next episode;
+- what comes back is plain data (rows of numbers, strings, bytes, decimals, dates),
+  read with an unpickler that builds nothing else, capped in bytes (``CappedRows``).
+
+The protocol: length-prefixed pickles on the worker's stdin / stdout, one request and
+one reply at a time. Gold queries never run here: the backend runs them in icplay's own
+process on a copy no statement of the solver touched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import io
+import os
+import pickle
+import select
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from icplay.sql.sqlite_guard import HEAP_BYTES, OUT_OF_MEMORY   # light: the worker never imports sqlglot
+
+ADDRESS_SPACE = 1024 << 20      # the worker's whole address space
+MAX_REPLY = 64 << 20            # a reply longer than this means a broken worker
+START_TIMEOUT = 30.0
+_HEADER = struct.Struct("!Q")
+
+
+class WorkerLost(Exception):
+    """The worker died or stopped answering; the message says how."""
+
+
+# --- plain data across the pipe ---------------------------------------------------------
+
+_ALLOWED = {("decimal", "Decimal"), ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"),
+            ("datetime", "timedelta"), ("datetime", "timezone")}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds containers, numbers, strings, bytes, decimals and dates; nothing else."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED:
+            return getattr({"decimal": decimal, "datetime": datetime}[module], name)
+        raise pickle.UnpicklingError(f"the SQLite worker sent a {module}.{name}, which is not plain data")
+
+
+def _send(fd: int, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, left = [], size
+    while left:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(fd: int, deadline: float | None = None, plain: bool = False) -> Any:
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    if size > MAX_REPLY:
+        raise WorkerLost(f"the SQLite worker sent a reply of {size} bytes")
+    data = _read_exactly(fd, size, deadline)
+    if plain:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    return pickle.loads(data)
+
+
+# --- the worker's side ------------------------------------------------------------------
+
+class _Worker:
+    """The episode's connections inside the worker process."""
+
+    def __init__(self) -> None:
+        from icplay.sql.sqlite_guard import Deadline
+
+        self.images: dict[str, bytes] = {}
+        self.conns: dict[str, sqlite3.Connection] = {}
+        self.guards: dict[str, Any] = {}
+        self.current: str | None = None
+        self.deadline = Deadline()
+        self.control = sqlite3.connect(":memory:")
+        self.control.execute(f"PRAGMA hard_heap_limit = {HEAP_BYTES}")
+        self.settings = self._settings()
+
+    def _settings(self) -> tuple:
+        """SQLite's process-wide settings a statement could have moved (heap limits, folders)."""
+        return tuple(self.control.execute(f"PRAGMA {name}").fetchall()
+                     for name in ("hard_heap_limit", "soft_heap_limit", "temp_store_directory", "data_store_directory"))
+
+    def settings_hold(self) -> bool:
+        """Are the process-wide SQLite settings still icplay's?"""
+        return self._settings() == self.settings
+
+    def handle(self, request: dict) -> dict:
+        op = request["op"]
+        if op == "image":
+            self.images[request["key"]] = request["data"]
+            return {}
+        if op == "reset":
+            for conn in self.conns.values():
+                conn.close()
+            self.conns.clear()
+            self.guards.clear()
+            self.current = None
+            if not self.settings_hold():
+                return {"replace": True}
+            return self.open(request["key"]) if request.get("key") else {}
+        if op == "open":
+            return self.open(request["key"])
+        if op == "execute":
+            return self.execute(request["sql"], request["timeout"], request["max_rows"])
+        if op == "schema":
+            return {"tables": self.schema()}
+        if op == "table_info":
+            conn = self.conns[self.current]
+            return {"info": conn.execute(f'PRAGMA table_info("{request["table"]}")').fetchall()}
+        raise ValueError(f"unknown request {op!r}")
+
+    def open(self, key: str) -> dict:
+        """Make ``key``'s copy the current database (a fresh copy of its image if new)."""
+        from icplay.sql.sqlite_guard import confine, episode_connection
+
+        if key not in self.conns:
+            conn = episode_connection()
+            try:
+                conn.deserialize(self.images[key])
+            except MemoryError:
+                conn.close()
+                return {"error": OUT_OF_MEMORY}
+            self.guards[key] = confine(conn, self.deadline)
+            self.conns[key] = conn
+        self.current = key
+        return {}
+
+    def execute(self, sql: str, timeout: float | None, max_rows: int | None) -> dict:
+        from icplay.sql.base import CappedRows
+        from icplay.sql.sqlite_guard import run_statement
+
+        result = run_statement(self.conns[self.current], sql, self.deadline, timeout, self.guards[self.current],
+                               lambda cursor, result: CappedRows(max_rows).read(cursor.fetchmany).fill(result))
+        return {"result": result.__dict__}
+
+    def schema(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        conn = self.conns.get(self.current or "")
+        if conn is None:
+            return []
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return [(name, [(c[1], c[2]) for c in conn.execute(f'PRAGMA table_info("{name}")')]) for name in names]
+
+
+def _limit_self() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def main() -> int:
+    """The worker's loop: one request, one reply, until stdin closes."""
+    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
+    sys.stdout = sys.stderr   # nothing but replies on the pipe
+    worker = _Worker()
+    signal.signal(signal.SIGUSR1, lambda *_: setattr(worker.deadline, "interrupted", True))
+    _limit_self()
+    _send(stdout, {"ready": os.getpid()})
+    while True:
+        try:
+            request = _receive(stdin)
+        except EOFError:
+            return 0
+        try:
+            reply = worker.handle(request)
+        except MemoryError:
+            reply = {"error": OUT_OF_MEMORY}
+        except Exception as exc:   # a bug here must not end the episode: say it, keep serving
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            _send(stdout, reply)
+        except MemoryError:
+            _send(stdout, {"error": OUT_OF_MEMORY})
+
+
+# --- icplay's side ----------------------------------------------------------------------
+
+class WorkerClient:
+    """icplay's handle on one worker process: requests with a deadline, interrupts."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.images: set[str] = set()
+        self._signal_lock = threading.Lock()
+        self._in_flight = False
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "icplay.sql.sqlite_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+        self.images = set()
+        try:
+            ready = _receive(self.proc.stdout.fileno(), time.monotonic() + START_TIMEOUT, plain=True)
+        except (EOFError, TimeoutError, WorkerLost, pickle.UnpicklingError) as exc:
+            self.stop()
+            raise WorkerLost(f"the SQLite worker process did not start ({type(exc).__name__})") from None
+        if not isinstance(ready, dict) or "ready" not in ready:
+            self.stop()
+            raise WorkerLost("the SQLite worker process did not start")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def request(self, message: dict, timeout: float | None = None) -> dict:
+        """Send one request and wait for its reply (at most ``timeout`` seconds)."""
+        if not self.alive:
+            self.start()
+        assert self.proc is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._signal_lock:
+            self._in_flight = True
+        try:
+            try:
+                _send(self.proc.stdin.fileno(), message)
+                reply = _receive(self.proc.stdout.fileno(), deadline, plain=True)
+            except (BrokenPipeError, EOFError):
+                code = self.proc.poll()
+                self.stop()
+                raise WorkerLost(_ended(code)) from None
+            except TimeoutError:
+                self.stop()
+                raise WorkerLost("the statement did not stop at its timeout, so its database process was "
+                                 "stopped") from None
+            except (pickle.UnpicklingError, WorkerLost, ValueError, EOFError) as exc:
+                self.stop()
+                raise WorkerLost(f"the database process sent a reply icplay does not accept ({exc})") from None
+        finally:
+            with self._signal_lock:
+                self._in_flight = False
+        if not isinstance(reply, dict):
+            self.stop()
+            raise WorkerLost("the database process sent a reply icplay does not accept")
+        return reply
+
+    def send_image(self, key: str, data: bytes) -> None:
+        if key not in self.images:
+            self.request({"op": "image", "key": key, "data": data}, timeout=START_TIMEOUT)
+            self.images.add(key)
+
+    def interrupt(self) -> None:
+        """Stop the running statement, if one is running (any thread)."""
+        with self._signal_lock:
+            proc = self.proc
+            if self._in_flight and proc is not None and proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGUSR1)
+                except ProcessLookupError:
+                    pass
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        self.images = set()
+        if proc is None:
+            return
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def _ended(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the database process was killed ({name}, most likely out of memory)"
+    return f"the database process ended (exit status {code})"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

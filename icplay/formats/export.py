@@ -3,9 +3,9 @@
 
 Every format is built from icplay trajectories (``icplay.formats.load_logs`` reads a run
 folder, a session, a trajectory file or InterCode's files). ``select`` filters episodes
-(solved as InterCode counts it or strictly, by author, by reward). Actions are written in the reply format of a
-prompting strategy (``icplay.agents.strategies``): a fenced block, or Thought/Action for
-``react``; observations as the ``Output:`` message the policy sends back.
+(solved as InterCode counts it or strictly, by author, by reward). Actions are written in
+the reply format of a prompting strategy (``icplay.agents.strategies``): a fenced block, or
+Thought/Action for ``react``; observations as the ``Output:`` message the policy sends back.
 
 Who an episode is by (``episode_author``): ``human`` when no agent turn ran (human play),
 ``agent`` when no human stepped in (no edit, rejection or human turn), ``mixed`` otherwise.
@@ -294,7 +294,8 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
 
 CSV_COLUMNS = ("set", "task", "env", "episode", "who", "author", "policy", "model", "strategy", "protocol",
                "status", "turns", "agent_turns", "edited_turns", "human_turns", "rejected", "invalid",
-               "final_reward", "best_reward", "solved", "strict", "strict_reasons", "time_worked", "tokens", "cost", "started_at", "query")
+               "final_reward", "best_reward", "solved", "strict", "strict_reasons", "time_worked", "tokens", "cost",
+               "started_at", "query")
 
 
 def csv_text(trajs: list[Trajectory]) -> str:

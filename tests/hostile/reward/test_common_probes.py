@@ -159,6 +159,36 @@ def test_scoring_an_untouched_task_is_no_solve(probe, language, sandbox):
     p.assert_after_probe()
 
 
+def forging_actions(language: str, own: Path, new: Path) -> list[str]:
+    """Actions that try to overwrite the episode's saved file and plant another beside it."""
+    if language == "python":
+        return [f"import os; os.makedirs({str(new.parent)!r}, exist_ok=True); "
+                f"open({str(own)!r}, 'w').write('FORGED'); open({str(new)!r}, 'w').write('FORGED'); "
+                f"print(open({str(own)!r}).read())"]
+    if language == "sql":
+        return [f"ATTACH DATABASE '{new}' AS forged", f"SELECT 'FORGED' INTO OUTFILE '{new}'"]
+    return [f"mkdir -p '{new.parent}' && echo FORGED > '{own}' && echo FORGED > '{new}'; cat '{own}'"]
+
+
+@pytest.mark.parametrize("language, sandbox", language_sandbox_params())
+def test_the_saved_record_is_out_of_reach(probe, language, sandbox):
+    """The trajectory a run saves (what report, view and export read) cannot be rewritten from
+    the sandbox, nor can a forged episode be planted beside it: the same paths inside the
+    sandbox are the sandbox's own, if they can be written at all."""
+    task = load_tasks(language)[0]
+    p = probe(language, sandbox, task)
+    p.act(NOTHING[language])                                  # the first save: the file exists
+    own = p.store.path_for(p.episode.trajectory)
+    new = own.parent / "forged.json"
+    assert own.is_file()
+    for action in forging_actions(language, own, new):
+        p.act(action)
+    p.assert_not_solved(p.score())
+    assert not new.exists()
+    p.assert_after_probe()                                   # the file still holds every turn as played
+    assert load_trajectory(own).id == p.episode.trajectory.id and not new.exists()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("language, sandbox", language_sandbox_params())
 def test_every_bundled_gold_is_strictly_solved(language, sandbox, tmp_path, capsys, request):

@@ -29,6 +29,15 @@ HUMAN, AGENT, AGENT_EDITED = "human", "agent", "agent-edited-by-human"
 KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_REJECTED, KIND_INVALID = "agent", "edited", "human", "rejected", "invalid"
 TURN_KINDS = (KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_REJECTED, KIND_INVALID)
 
+# How a strict verdict is shown wherever InterCode's solved is shown beside it: solved, not
+# solved, and no verdict (an env that gives none, an episode recorded before verdicts existed),
+# which is never shown as either.
+STRICT_MARKS = {True: "✓", False: "✗", None: "–"}
+
+
+def strict_mark(verdict: bool | None) -> str:
+    return STRICT_MARKS[verdict]
+
 
 def usage_tokens(usage: dict[str, Any] | None) -> int:
     """Prompt plus completion tokens of a usage dict (one call's or a sum)."""
@@ -116,6 +125,16 @@ class Trajectory:
         if not verdicts:
             return None
         return any(bool(v.get("solved")) for v in verdicts)
+
+    @property
+    def strict_reasons(self) -> list[str]:
+        """Why the episode is not strictly solved: the reasons of its last verdict (the submit's
+        when there is one); empty when it is strictly solved or was never judged."""
+        if self.strictly_solved is not False:
+            return []
+        verdict = self.strict if isinstance(self.strict, dict) else next(
+            t.info["strict"] for t in reversed(self.turns) if isinstance(t.info.get("strict"), dict))
+        return [str(r) for r in verdict.get("reasons") or []]
 
     @property
     def turns_taken(self) -> int:

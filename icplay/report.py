@@ -7,6 +7,11 @@ unparsable replies; a human's rejected proposals do not count). Under the ``inte
 protocol an episode is solved at the first turn whose per-turn reward is 1.0; otherwise
 (``agent`` protocol, human play) at the turn count when it was submitted.
 
+Beside InterCode's solved stands the strict verdict (``Trajectory.strictly_solved``: the
+reward is 1.0 and nothing in the result could be had without solving; docs/rewards.md).
+It is counted over the episodes that have one: an episode whose env gave no verdict is
+neither strictly solved nor not (shown "–"), and the table says how many were judged.
+
 Tables are split by env and set (``group_by_set``): one table per (env, set), one column
 per log that has episodes there. A SQL reward can be negative (the right rows in the wrong
 order: IoU times Kendall's tau-b), so the mean best reward can be too; the table counts
@@ -25,7 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from icplay.episode import Trajectory
+from icplay.episode import Trajectory, strict_mark
 from icplay.formats.native import load_logs, run_label  # noqa: F401  (read here by `icplay report`)
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
@@ -57,6 +62,8 @@ class Summary:
     label: str
     episodes: int = 0
     solved: int = 0
+    strict_solved: int = 0                                           # strictly solved (see the module docstring)
+    strict_judged: int = 0                                           # episodes with a strict verdict
     by_hardness: dict[str, list[int]] = field(default_factory=dict)   # hardness -> [solved, episodes]
     mean_turns: float = 0.0
     mean_reward: float = 0.0
@@ -81,12 +88,18 @@ class Summary:
         return self.solved / self.episodes if self.episodes else 0.0
 
     @property
+    def strict_rate(self) -> float | None:
+        """Strictly solved over the episodes judged; None when none was."""
+        return self.strict_solved / self.strict_judged if self.strict_judged else None
+
+    @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["rate"] = round(self.rate, 6)
+        d["strict_rate"] = None if self.strict_rate is None else round(self.strict_rate, 6)
         d["tokens"] = self.tokens
         d["by_hardness"] = {k: {"solved": v[0], "episodes": v[1], "rate": round(v[0] / v[1], 6) if v[1] else 0.0}
                             for k, v in self.by_hardness.items()}
@@ -103,6 +116,9 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
     s.unfinished = sum(1 for t in trajs if t.status not in ("submitted", "error"))
     s.episodes = len(done)
     s.solved = sum(1 for t in done if t.solved)
+    verdicts = [t.strictly_solved for t in done]
+    s.strict_judged = sum(1 for v in verdicts if v is not None)
+    s.strict_solved = sum(1 for v in verdicts if v is True)
     hard: dict[str, list[int]] = {}
     for t in done:
         key = t.task.get("hardness") or "-"
@@ -161,11 +177,22 @@ def _cost(s: Summary) -> str:
     return text
 
 
+def strict_cell(s: Summary) -> str:
+    """Strictly solved as the table shows it: like InterCode's when every episode was judged,
+    with the number judged when only some were, "–" when none was."""
+    if not s.strict_judged:
+        return strict_mark(None)
+    if s.strict_judged == s.episodes:
+        return f"{s.strict_solved} ({_pct(s.strict_solved / s.episodes)})"
+    return f"{s.strict_solved}/{s.strict_judged} judged ({_pct(s.strict_solved / s.strict_judged)})"
+
+
 def render_table(summaries: list[Summary], title: str | None = None) -> str:
-    """One column per summary; rows: episodes, solved, by hardness, turns, success by turn, tokens, cost."""
+    """One column per summary; rows: episodes, solved (InterCode's, by hardness, then strict), turns,
+    success by turn, tokens, cost."""
     rows: list[tuple[str, list[str]]] = []
     rows.append(("episodes", [str(s.episodes) for s in summaries]))
-    rows.append(("solved", [f"{s.solved} ({_pct(s.rate)})" for s in summaries]))
+    rows.append(("solved (InterCode)", [f"{s.solved} ({_pct(s.rate)})" for s in summaries]))
     hardness: list[str] = []
     for s in summaries:
         for h in s.by_hardness:
@@ -180,6 +207,7 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
                 v = s.by_hardness.get(h)
                 cells.append(f"{v[0]}/{v[1]} ({_pct(v[0] / v[1])})" if v and v[1] else "-")
             rows.append((f"  {h}", cells))
+    rows.append(("solved (strict)", [strict_cell(s) for s in summaries]))
     rows.append(("mean turns", [f"{s.mean_turns:.2f}" for s in summaries]))
     rows.append(("mean best reward", [f"{s.mean_reward:.3f}" for s in summaries]))
     if any(s.negative for s in summaries):

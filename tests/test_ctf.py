@@ -34,6 +34,23 @@ def test_flag_reward_by_hand(submitted, reward):
     assert breakdown["correct"] is (reward == 1.0)
 
 
+@pytest.mark.parametrize("submitted, strict", [
+    ("picoctf{mixed_case 42}", {"solved": True, "reasons": []}),
+    ("picoCTF{Mixed_Case", {"solved": False, "reasons": ["reward 0 is below 1.0", "not the flag"]}),
+    (None, {"solved": False, "reasons": ["reward 0 is below 1.0",
+                                         "no flag submitted (reply `submit <flag>`)"]}),
+])
+def test_the_strict_verdict_is_the_flag(submitted, strict):
+    """CTF's strict verdict: solved iff the flag matches (compared in icplay's process; no
+    sandbox is needed to judge, so none is started here)."""
+    from icplay.ctf.env import CtfEnv, CtfSandboxes
+
+    env = CtfEnv(CtfSandboxes("bwrap"))
+    env.task = Task(id="t", set="s", env="ctf", query="find it", gold=GOLD)
+    result = env.submit(submitted)
+    assert result.strict == strict and result.solved is strict["solved"]
+
+
 def test_remote_tasks_are_recognised():
     assert remote_reason("Connect with nc jupiter.challenges.picoctf.org 44566. Source in store.c", None) == \
         "the flag comes from a server (jupiter.challenges.picoctf.org port 44566)"
@@ -114,6 +131,7 @@ def test_every_bundled_flag_is_recovered_offline_by_its_solution(ctf_env):
         lines = result.observation.strip().splitlines()
         submitted = ctf_env.submit(lines[-1] if lines else "")
         assert submitted.reward == 1.0, (task.id, result.observation[-500:])
+        assert submitted.strict == {"solved": True, "reasons": []}, task.id
         solved.append(task.id)
     assert len(solved) == len(tasks)
 

@@ -13,14 +13,17 @@ import sys
 
 
 def register(sub) -> None:
-    from icplay.formats.export import AUTHORS, FORMATS
+    from icplay.formats.export import AUTHORS, FORMATS, SOLVED_BY
 
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("format", choices=FORMATS, help="the output format")
     p.add_argument("paths", nargs="+", help="run folders, session folders, trajectory files or InterCode files")
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout)")
-    p.add_argument("--solved-only", action="store_true", help="only episodes that reached reward 1.0")
+    p.add_argument("--solved", choices=tuple(SOLVED_BY), default=None,
+                   help="only solved episodes: intercode (best reward 1.0) or strict (the strict verdict says "
+                        "solved; episodes without a verdict are left out)")
+    p.add_argument("--solved-only", action="store_true", help="the same as --solved intercode")
     p.add_argument("--author", choices=AUTHORS, default="any",
                    help="human: no agent turn; agent: no human step-in; mixed: both (default any)")
     p.add_argument("--min-reward", type=float, default=None, help="only episodes whose best reward is at least X")
@@ -48,9 +51,13 @@ def run(args) -> int:
             trajs.extend(load_logs(path)[0])
         except TrajectoryFileError as exc:
             raise UserError(str(exc)) from None
-    chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward)
+    chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward,
+                    solved=args.solved)
     if not chosen:
-        raise UserError(f"none of the {len(trajs)} episodes passes the filters")
+        unjudged = sum(1 for t in trajs if t.strictly_solved is None)
+        why = (f" ({unjudged} of them have no strict verdict: their env gives none, or they were recorded "
+               "before strict verdicts existed)" if args.solved == "strict" and unjudged else "")
+        raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}")
     try:
         text, count = render(args.format, chosen, strategy, args.protocol)
     except ExportError as exc:

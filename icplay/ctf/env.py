@@ -17,7 +17,7 @@ from typing import Callable
 
 from icplay.ctf.reward import flag_reward
 from icplay.tasks.ctf import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
-from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
+from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.held import HeldSandbox
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
@@ -190,7 +190,10 @@ class CtfEnv:
         if self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         reward, breakdown = flag_reward(arg, self.task.gold)
-        return SubmitResult(reward, breakdown, self.task.gold)
+        # strict: the flag is the whole answer and is compared here, in icplay's process, with a
+        # gold that never enters the sandbox: a match cannot be had without finding the flag
+        reasons = [] if breakdown["correct"] else [breakdown["why"]]
+        return SubmitResult(reward, breakdown, self.task.gold, strict=strict_verdict(reward, reasons))
 
     # -- life cycle ---------------------------------------------------------------------
 

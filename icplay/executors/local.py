@@ -29,7 +29,7 @@ from icplay.threads import Worker
 from icplay.envs.base import Env
 from icplay.executors.episode import FatalEpisodeError, run_episode
 from icplay.executors.specs import EnvSpec, PolicySpec, RunSpec
-from icplay.episode import Policy, Trajectory
+from icplay.episode import Policy, Trajectory, strict_mark
 from icplay.report import Summary, solved_at, summarize
 from icplay.sandbox.base import SandboxError
 from icplay.store import TrajectoryBusyError, TrajectoryFileError, TrajectoryStore, atomic_write_json
@@ -67,6 +67,8 @@ class Progress:
         self.resumed = resumed
         self.done = resumed
         self.solved = 0
+        self.strict_solved = 0
+        self.strict_judged = 0       # finished episodes with a strict verdict
         self.running = 0
         self.tokens = 0
         self.cost = 0.0
@@ -97,7 +99,9 @@ class Progress:
             filled = int(bar_w * self.done / self.total) if self.total else bar_w
             bar = "█" * filled + "░" * (bar_w - filled)
             usage = f"{self.tokens:,} tokens · {cost} · " if self.tokens or self.unpriced else ""
-            return (f"{bar} {self.done}/{self.total} · solved {self.solved}{pct} · running {self.running} · "
+            strict = str(self.strict_solved) if self.strict_judged else strict_mark(None)
+            return (f"{bar} {self.done}/{self.total} · solved {self.solved}{pct} · strict {strict} · "
+                    f"running {self.running} · "
                     f"{usage}{elapsed // 60}:{elapsed % 60:02d}")
 
     def draw(self) -> None:
@@ -126,22 +130,31 @@ class Progress:
             self.running -= 1
             if traj is not None and traj.status == "submitted":
                 self.done += 1
-                self.solved += int(traj.solved)
+                self._count(traj)
         if self.live:
             self.draw()
         elif traj is not None:
             at = solved_at(traj)
             status = (f"solved at turn {at}" if at else f"reward {traj.best_reward if traj.best_reward is not None else traj.reward}"
                       ) if traj.status == "submitted" else traj.status + (f": {traj.error}" if traj.error else "")
+            if traj.status == "submitted":
+                status += f" (strict {strict_mark(traj.strictly_solved)})"
             self.stream.write(f"[{self.done}/{self.total}] {traj.task_key}: {status}{note}\n")
             self.stream.flush()
 
     def counted_resumed(self, trajs: list[Trajectory]) -> None:
         with self._lock:
             for t in trajs:
-                self.solved += int(t.solved)
+                self._count(t)
                 self.tokens += t.tokens
                 self.cost += t.usage.get("cost") or 0.0
+
+    def _count(self, traj: Trajectory) -> None:
+        """A finished episode in the solved counts (InterCode's and strict); the lock is held."""
+        self.solved += int(traj.solved)
+        verdict = traj.strictly_solved
+        self.strict_judged += verdict is not None
+        self.strict_solved += verdict is True
 
     def close(self) -> None:
         self._stop.set()

@@ -3,9 +3,9 @@
 
 Every format is built from icplay trajectories (``icplay.formats.load_logs`` reads a run
 folder, a session, a trajectory file or InterCode's files). ``select`` filters episodes
-(solved only, by author, by reward). Actions are written in the reply format of a
-prompting strategy (``icplay.agents.strategies``): a fenced block, or Thought/Action for
-``react``; observations as the ``Output:`` message the policy sends back.
+(solved as InterCode counts it or strictly, by author, by reward). Actions are written in
+the reply format of a prompting strategy (``icplay.agents.strategies``): a fenced block, or
+Thought/Action for ``react``; observations as the ``Output:`` message the policy sends back.
 
 Who an episode is by (``episode_author``): ``human`` when no agent turn ran (human play),
 ``agent`` when no human stepped in (no edit, rejection or human turn), ``mixed`` otherwise.
@@ -28,6 +28,12 @@ from icplay.tasks.model import Task
 
 FORMATS = ("chat", "fewshot", "preference", "intercode", "csv")
 AUTHORS = ("any", "human", "agent", "mixed")
+# ``--solved KIND``: which verdict an episode must have passed. "strict" lets through only
+# episodes judged strictly solved: one whose env gave no verdict is left out, never guessed.
+SOLVED_BY = {
+    "intercode": lambda t: t.solved,
+    "strict": lambda t: t.strictly_solved is True,
+}
 FEWSHOT_FORMAT = "icplay-fewshot/1"
 OBSERVATION_CHARS = 4000       # per observation in chat and preference data
 DEMO_OBSERVATION_CHARS = 800   # per observation in a few-shot demonstration
@@ -54,13 +60,18 @@ def best_reward(traj: Trajectory) -> float | None:
 
 
 def select(trajs: Iterable[Trajectory], solved_only: bool = False, author: str = "any",
-           min_reward: float | None = None) -> list[Trajectory]:
-    """The episodes that pass the filters (errored ones and ones with no turn never do)."""
+           min_reward: float | None = None, solved: str | None = None) -> list[Trajectory]:
+    """The episodes that pass the filters (errored ones and ones with no turn never do).
+
+    ``solved``: a key of ``SOLVED_BY`` (``solved_only`` is ``solved="intercode"``)."""
+    if solved is not None and solved not in SOLVED_BY:
+        raise ExportError(f"unknown solved verdict {solved!r} (one of: {', '.join(SOLVED_BY)})")
+    passes = SOLVED_BY[solved or "intercode"] if (solved or solved_only) else None
     out = []
     for t in trajs:
         if t.status == "error" or not t.turns:
             continue
-        if solved_only and not t.solved:
+        if passes is not None and not passes(t):
             continue
         if author != "any" and episode_author(t) != author:
             continue
@@ -274,6 +285,7 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
             "summary": {"max_reward": best, "max_reward_idx": rewards.index(best) if best is not None else None,
                         "turns_taken": len(actions), "turns_max": t.policy.get("max_turns")},
             "hardness": t.task.get("hardness"), "set": str(t.task.get("set", "")), "icplay_id": t.id,
+            "icplay_strict": t.strictly_solved,
         }
     return out
 
@@ -282,7 +294,8 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
 
 CSV_COLUMNS = ("set", "task", "env", "episode", "who", "author", "policy", "model", "strategy", "protocol",
                "status", "turns", "agent_turns", "edited_turns", "human_turns", "rejected", "invalid",
-               "final_reward", "best_reward", "solved", "time_worked", "tokens", "cost", "started_at", "query")
+               "final_reward", "best_reward", "solved", "strict", "strict_reasons", "time_worked", "tokens", "cost",
+               "started_at", "query")
 
 
 def csv_text(trajs: list[Trajectory]) -> str:
@@ -297,7 +310,9 @@ def csv_text(trajs: list[Trajectory]) -> str:
                          p.get("kind", "human"), p.get("model", ""), p.get("strategy", ""), p.get("protocol", ""),
                          t.status, t.turns_taken, mix[KIND_AGENT], mix[KIND_EDITED], mix[KIND_HUMAN],
                          mix[KIND_REJECTED], mix[KIND_INVALID], "" if t.reward is None else t.reward,
-                         "" if best_reward(t) is None else best_reward(t), int(t.solved), round(t.time_worked, 3),
+                         "" if best_reward(t) is None else best_reward(t), int(t.solved),
+                         "" if t.strictly_solved is None else int(t.strictly_solved), "; ".join(t.strict_reasons),
+                         round(t.time_worked, 3),
                          t.tokens, "" if t.cost is None else round(t.cost, 6), round(t.started_at, 3),
                          t.task.get("query", "")])
     return buf.getvalue()

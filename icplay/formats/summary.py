@@ -27,7 +27,7 @@ from icplay.formats.native import RUN_FILE, is_trajectory, load_logs, trajectory
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3    # 3: the strict verdict
 MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
 
 
@@ -50,6 +50,7 @@ class EpisodeSummary:
     best: float | None = None
     final: float | None = None
     solved: bool = False
+    strict: bool | None = None    # the strict verdict (Trajectory.strictly_solved); None: no verdict
     status: str = ""
     time_worked: float = 0.0
     date: float = 0.0             # last saved (epoch seconds)
@@ -94,7 +95,8 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
         query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
         turns=traj.turns_taken, best=traj.best_reward if traj.best_reward is not None else traj.reward,
-        final=traj.reward, solved=traj.solved, status=traj.status, time_worked=traj.time_worked or 0.0,
+        final=traj.reward, solved=traj.solved, strict=traj.strictly_solved, status=traj.status,
+        time_worked=traj.time_worked or 0.0,
         date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
 
 
@@ -263,6 +265,7 @@ class Filter:
 
     text: str = ""
     solved: bool | None = None
+    strict: bool | None = None   # strictly solved (True) or judged not (False); episodes never judged match neither
     env: str = ""
     set: str = ""
     author: str = ""      # human | agent | mixed
@@ -270,6 +273,8 @@ class Filter:
 
     def matches(self, s: EpisodeSummary) -> bool:
         if self.solved is not None and s.solved != self.solved:
+            return False
+        if self.strict is not None and s.strict is not self.strict:
             return False
         if self.env and s.env != self.env:
             return False

@@ -11,6 +11,7 @@ import pytest
 from fake_openai_server import ByTask, FakeOpenAIServer, fenced
 
 from icplay.cli import main
+from icplay.report import strict_cell, summarize
 from icplay.store import load_trajectory
 from icplay.tasks.registry import load_tasks
 
@@ -28,6 +29,10 @@ def run_cli(capsys, *argv):
 @pytest.fixture
 def no_user_prices(monkeypatch, tmp_path):
     monkeypatch.setenv("ICPLAY_PRICES", str(tmp_path / "none.json"))
+
+
+# The strict row's cell comes from the saved episodes (the env's verdicts: "–" where it gives
+# none); tests/agents/test_agent_report.py checks how the cell is counted and written.
 
 
 def table(title, label, rows):
@@ -68,9 +73,10 @@ def test_scripted_model_on_the_bundled_bash_set(bwrap_ready, tmp_path, capsys, n
         label = "bash-bash-scripted-tryagain-intercode-3t"
         assert stdout.strip() == table(f"{label}  ({out})", label, [
             ("episodes", "6"),
-            ("solved", "4 (66.7%)"),
+            ("solved (InterCode)", "4 (66.7%)"),
             ("  easy", "2/3 (66.7%)"),
             ("  medium", "2/3 (66.7%)"),
+            ("solved (strict)", strict_cell(summarize(trajs.values()))),
             ("mean turns", "1.67"),                     # (1 + 2 + 3 + 3 + 0 + 1) / 6
             ("mean best reward", f"{mean:.3f}"),
             ("solved by turn 1", "33.3%"),
@@ -172,11 +178,12 @@ def test_scripted_model_on_the_bundled_sql_set_in_parallel_and_resumed(tmp_path,
         label = "sql-sql-scripted-tryagain-intercode-3t"
         expected = table(f"{label}  ({out})", label, [
             ("episodes", "44"),
-            ("solved", "33 (75.0%)"),
+            ("solved (InterCode)", "33 (75.0%)"),
             ("  easy", "9/11 (81.8%)"),
             ("  medium", "9/13 (69.2%)"),
             ("  hard", "9/12 (75.0%)"),
             ("  extra", "6/8 (75.0%)"),
+            ("solved (strict)", strict_cell(summarize(trajs))),
             ("mean turns", "2.25"),
             ("mean best reward", f"{sum(t.best_reward for t in trajs) / 44:.3f}"),
             ("solved by turn 1", "25.0%"),

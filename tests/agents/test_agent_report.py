@@ -37,6 +37,13 @@ def runs():
              for i, (h, f) in enumerate([("easy", 1.0), ("easy", 1.0), ("medium", 1.0), ("hard", 0.2)])]
     for t in human:
         t.time_worked = 90
+    # the agent's episodes were judged strictly (per scored turn, as under the intercode protocol):
+    # 0 solved at its second turn, 1 reached 1.0 without solving (a gold with no rows), 2 and 3 not
+    # solved at all; the human's were recorded without verdicts
+    verdicts = {0: [False, True], 1: [False], 2: [False, False, False], 3: [False, False, False]}
+    for t, solved in zip(agent, verdicts.values()):
+        for turn, ok in zip(t.turns, solved):
+            turn.info["strict"] = {"solved": ok, "reasons": [] if ok else ["the gold returns no rows"]}
     return agent, human
 
 
@@ -52,10 +59,11 @@ def test_the_table_side_by_side():
     assert text == """\
                                 gpt         human
 episodes                          4             4
-solved                    3 (75.0%)     3 (75.0%)
+solved (InterCode)        3 (75.0%)     3 (75.0%)
   easy                 2/2 (100.0%)  2/2 (100.0%)
   medium                 0/1 (0.0%)  1/1 (100.0%)
   hard                 1/1 (100.0%)    0/1 (0.0%)
+solved (strict)           1 (25.0%)             –
 mean turns                     2.25          2.00
 mean best reward              0.875         0.800
 solved by turn 1              25.0%          0.0%
@@ -65,6 +73,18 @@ tokens                        4,400             -
   prompt / completion   4,000 / 400             -
 cost                        $0.0400             -
 time worked                       -       6.0 min"""
+
+
+def test_strictly_solved_counts_only_the_episodes_judged():
+    agent, human = runs()
+    both = summarize(agent[:2] + human[:2], "mixed")
+    assert (both.solved, both.strict_solved, both.strict_judged, both.strict_rate) == (4, 1, 2, 0.5)
+    rows = {line[:20].strip(): line[20:].strip() for line in render_table([both]).splitlines()}
+    assert rows["solved (strict)"] == "1/2 judged (50.0%)"     # the two unjudged count as neither
+    agent[1].strict = {"solved": True, "reasons": []}             # a submit verdict counts too
+    assert summarize(agent).strict_solved == 2
+    data = summarize(human).to_dict()
+    assert (data["strict_solved"], data["strict_judged"], data["strict_rate"]) == (0, 0, None)
 
 
 def test_the_curve():
@@ -110,6 +130,7 @@ def test_icplay_report_over_run_folders_with_json(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)["runs"][0]
     assert data["label"] == "gpt-run" and data["solved"] == 3 and data["by_turn"] == [0.25, 0.5, 0.75]
     assert data["by_hardness"]["easy"] == {"solved": 2, "episodes": 2, "rate": 1.0}
+    assert (data["strict_solved"], data["strict_judged"], data["strict_rate"]) == (1, 4, 0.25)
     assert main(["report", str(tmp_path / "nothing")]) == 1
     assert "no such file or folder" in capsys.readouterr().err
 

@@ -10,6 +10,7 @@ from agent_helpers import TableEnv, make_task
 from icplay.agents.llm import AgentError
 from icplay.agents.protocols import Budget, Limits
 from icplay.agents.replay import GoldPolicy
+from icplay.envs.base import strict_verdict
 from icplay.episode import Proposal
 from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
 from icplay.store import TrajectoryStore, load_trajectory
@@ -117,14 +118,39 @@ def test_progress_prints_a_line_per_episode_when_not_a_terminal(tmp_path):
     out = io.StringIO()
     runner(tmp_path, Solver(), progress=Progress(12, out, live=False), tasks=tasks(3)).run()
     lines = out.getvalue().splitlines()
-    assert lines == ["[1/12] toy/0: solved at turn 2", "[2/12] toy/1: reward 0.0", "[3/12] toy/2: solved at turn 2"]
+    # the toy env gives no strict verdict: shown as unknown, never as solved or not
+    assert lines == ["[1/12] toy/0: solved at turn 2 (strict –)", "[2/12] toy/1: reward 0.0 (strict –)",
+                     "[3/12] toy/2: solved at turn 2 (strict –)"]
+
+
+class StrictTableEnv(TableEnv):
+    """The toy env with a strict verdict that refuses task 2's full reward."""
+
+    def submit(self, arg=None):
+        result = super().submit(arg)
+        result.strict = strict_verdict(result.reward, ["the gold returns no rows"] if self.task.id == "2" else [])
+        return result
+
+
+def test_progress_shows_the_strict_verdict_beside_solved(tmp_path):
+    out = io.StringIO()
+    progress = Progress(12, out, live=False)
+    r = Runner(tasks(3), lambda: StrictTableEnv(ANSWERS), Solver(), {"kind": "test"}, TrajectoryStore(tmp_path),
+               limits=Limits(max_turns=3), progress=progress)
+    result = r.run()
+    assert out.getvalue().splitlines() == ["[1/12] toy/0: solved at turn 2 (strict ✓)",
+                                           "[2/12] toy/1: reward 0.0 (strict ✗)",
+                                           "[3/12] toy/2: solved at turn 2 (strict ✗)"]
+    assert "3/12 · solved 2 (66.7%) · strict 1 · running 0" in progress.line()
+    summary = result.summary()
+    assert (summary.solved, summary.strict_solved, summary.strict_judged) == (2, 1, 3)
 
 
 def test_live_progress_line():
     p = Progress(10, io.StringIO(), live=True)
     p.started_episode()
     p.add_usage(1234, 0.5)
-    assert "0/10 · solved 0 · running 1 · 1,234 tokens · $0.5000" in p.line()
+    assert "0/10 · solved 0 · strict – · running 1 · 1,234 tokens · $0.5000" in p.line()
 
 
 def test_the_run_folder_refuses_another_run(tmp_path):

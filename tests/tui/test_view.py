@@ -82,6 +82,41 @@ async def test_browse_search_filter_sort(view_app, home):
 
 
 
+async def test_the_strict_verdict_beside_intercode_solved(view_app, home):
+    """The table's solved cell shows both marks, ``v`` filters on the strict verdict (an episode
+    without one passes neither yes nor no), the stepper says why the strict one says no."""
+    from icplay.store import save_trajectory
+
+    paths = record_sql(home)
+    hollow = load_trajectory(paths["human"])          # reward 1.0, judged not strictly solved
+    for turn in hollow.turns:
+        turn.info.pop("strict", None)
+    hollow.strict = {"solved": False, "reasons": ["the gold returns no rows on this backend"]}
+    save_trajectory(hollow, paths["human"])
+    app = view_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await loaded(pilot)
+        cells = {s.id: row[8] for s, row in zip(screen.shown, screen.table.rows)}
+        assert screen.table.columns[8] == "solved"
+        assert cells == {"b2b2b2b2b2b2": "✓ ✓", "c3c3c3c3c3c3": "✗ –", "a1a1a1a1a1a1": "✓ ✗"}
+        await pilot.press("v")                                                      # strict: yes
+        assert [s.id for s in screen.shown] == ["b2b2b2b2b2b2"]
+        assert "strict yes" in text_of(screen.query_one("#filters"))
+        await pilot.press("v")                                                      # strict: no
+        assert [s.id for s in screen.shown] == ["a1a1a1a1a1a1"]                     # c3 has no verdict
+        await pilot.press("s")                                                      # and InterCode solved: yes
+        assert [s.id for s in screen.shown] == ["a1a1a1a1a1a1"]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+        final = text_of(pilot.app.screen.query_one("#final"))
+        assert "Solved InterCode ✓  strict ✗" in final and "the gold returns no rows on this backend" in final
+        await pilot.press("escape", "v", "s")                                      # strict any, solved no
+        assert [s.id for s in screen.shown] == ["c3c3c3c3c3c3"]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+        assert "Solved InterCode ✗  strict – (no verdict)" in text_of(pilot.app.screen.query_one("#final"))
+
+
 async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
     """The scan posts its batches as it reads: the table shows the first episodes while the
     worker is held before its second batch (the real scan, one file a batch), then all."""

@@ -1,11 +1,14 @@
 """Saved episodes for the viewer's tests, recorded on the real SQLite env (and bwrap for
-Bash), then given fixed ids and times so that snapshots do not move."""
+Bash), then given fixed ids and times so that snapshots do not move, and strict verdicts
+pinned (whatever verdict the env gives, or none), so that the screens show each kind:
+bookshop-01's two episodes judged solved, bookshop-02's left without a verdict."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from icplay.envs.base import strict_verdict
 from icplay.languages import make_env
 from icplay.episode import AGENT, AGENT_EDITED, Episode, Proposal
 from icplay.session import Session
@@ -18,12 +21,17 @@ BASH_TASK = next(t for t in load_tasks("bash") if t.id == "b001")
 T0 = 1_780_000_000.0
 
 
-def fix(path: Path, episode_id: str, at: float) -> None:
-    """Fixed id and times (what a snapshot shows)."""
+def fix(path: Path, episode_id: str, at: float, judged: bool = True) -> None:
+    """Fixed id and times (what a snapshot shows), and strict verdicts that follow the rewards
+    (``judged``) or none."""
     traj = load_trajectory(path)
     traj.id, traj.started_at, traj.updated_at = episode_id, at, at + 120
     for turn in traj.turns:
         turn.started_at, turn.duration = at, 0.01
+        turn.info.pop("strict", None)
+        if judged and turn.reward is not None:
+            turn.info["strict"] = strict_verdict(turn.reward)
+    traj.strict = strict_verdict(traj.reward) if judged and traj.reward is not None else None
     if traj.time_worked:
         traj.time_worked = 95.0
     save_trajectory(traj, path)
@@ -49,7 +57,7 @@ def record_sql(home: Path) -> dict[str, Path]:
         ep.act("SELECT COUNT(*) FROM customers")
         ep.submit()
         out["human2"] = human.path_for(SQL_TASK2)
-        fix(out["human2"], "c3c3c3c3c3c3", T0 + 60)
+        fix(out["human2"], "c3c3c3c3c3c3", T0 + 60, judged=False)
 
         agent = Session("watch", home=home)
         ep = Episode(env, SQL_TASK, save=agent.save,

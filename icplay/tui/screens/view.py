@@ -6,7 +6,8 @@ watch screens the playground uses. ``ViewScreen`` lists every saved episode as a
 ``icplay.formats.summary`` (read on a worker thread, cached by file), with a search, field
 filters and a sort; Enter steps through an episode's turns (``view_episode``), Space marks
 one and ``c`` compares it with the highlighted one, ``f`` narrows the table to an
-episode's fork family.
+episode's fork family. ``s`` filters on solved as InterCode counts it, ``v`` on the strict
+verdict (an episode without one passes neither "yes" nor "no").
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class ViewScreen(Screen):
     BINDINGS = [
         Binding("slash", "search", "Search"),
         Binding("s", "cycle('solved')", "Solved"),
+        Binding("v", "cycle('strict')", "Strict"),
         Binding("e", "cycle('env')", "Env"),
         Binding("t", "cycle('set')", "Set"),
         Binding("a", "cycle('author')", "Author"),
@@ -241,7 +243,8 @@ class ViewScreen(Screen):
 
     def show_filters(self) -> None:
         f = self.filter
-        parts = [("solved", {None: "any", True: "yes", False: "no"}[f.solved]), ("env", f.env or "any"),
+        yes_no = {None: "any", True: "yes", False: "no"}
+        parts = [("solved", yes_no[f.solved]), ("strict", yes_no[f.strict]), ("env", f.env or "any"),
                  ("set", f.set or "any"), ("author", f.author or "any"), ("model", f.model or "any")]
         text = Text()
         for key, value in parts:
@@ -299,8 +302,8 @@ class ViewScreen(Screen):
 
     def action_cycle(self, what: str) -> None:
         f = self.filter
-        if what == "solved":
-            f.solved = _cycle((None, True, False), f.solved)
+        if what in ("solved", "strict"):
+            setattr(f, what, _cycle((None, True, False), getattr(f, what)))
         elif what == "author":
             f.author = _cycle(AUTHORS, f.author)
         else:

@@ -23,7 +23,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from icplay.episode import Trajectory, Turn
+from icplay.episode import Trajectory, Turn, strict_mark
 from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.store import printable
@@ -55,6 +55,24 @@ def turn_heading(turn: Turn, total: int) -> Text:
         text.append(status, style=style)
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
+    verdict = turn.info.get("strict")
+    if isinstance(verdict, dict):
+        text.append(f" · strict {strict_mark(bool(verdict.get('solved')))}")
+    return text
+
+
+def solved_text(traj: Trajectory) -> Text:
+    """Solved as InterCode counts it beside the strict verdict, and why the strict one says no."""
+    strict = traj.strictly_solved
+    text = Text()
+    text.append("Solved ", style="bold")
+    text.append(f"InterCode {strict_mark(traj.solved)}", style="green" if traj.solved else "")
+    text.append("  ")
+    text.append(f"strict {strict_mark(strict)}" + (" (no verdict)" if strict is None else ""),
+                style="green" if strict else ("dim" if strict is None else "yellow"))
+    text.append("\n")
+    for reason in traj.strict_reasons:
+        text.append(f"  {printable(reason)[:200]}\n", style="yellow")
     return text
 
 
@@ -77,6 +95,7 @@ def final_text(traj: Trajectory) -> Text:
     text = Text()
     text.append("Final ", style="bold")
     text.append(f"{reward_text(traj.reward)}  best {reward_text(traj.best_reward)}  ({traj.status})\n")
+    text.append_text(solved_text(traj))
     if traj.reward is not None and traj.reward < 0:
         text.append("negative: the right rows in the wrong order (Kendall's tau-b)\n", style="yellow")
     for key, value in (traj.breakdown or {}).items():
@@ -184,7 +203,9 @@ class EpisodeScreen(Screen):
         traj = self.trajectory
         turns = traj.turns
         status = self.query_one(StatusBar)
-        parts = [f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}", self.summary.source or traj.env]
+        parts = [f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}",
+                 f"solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}",
+                 self.summary.source or traj.env]
         if traj.forked_from:
             parts.insert(0, f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
         if self.reexecution is not None:
@@ -385,7 +406,8 @@ class ChooseEpisode(ModalScreen):
     def line(s: EpisodeSummary) -> Text:
         text = Text()
         text.append(f"{s.who or s.kind:<24.24} ", style="bold")
-        text.append(f"{s.mix_text:<12} {s.turns:>3} turns  final {reward_text(s.final):>5}  ")
+        text.append(f"{s.mix_text:<12} {s.turns:>3} turns  final {reward_text(s.final):>5}  "
+                    f"solved {strict_mark(s.solved)} strict {strict_mark(s.strict)}  ")
         text.append(f"{date_text(s.date)}  {s.source}", style="dim")
         return text
 
@@ -446,7 +468,7 @@ class CompareScreen(Screen):
         text.append(s.who or traj.policy.get("kind", ""), style="bold")
         text.append(f"  {s.mix_text}  final {reward_text(traj.reward)}  best {reward_text(traj.best_reward)}")
         text.append(f"\n{s.source} · {traj.id}", style="dim")
-        text.append("  ")
+        text.append(f"  solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}  ")
         text.append_text(reward_curve([t.reward for t in traj.turns]))
         return text
 

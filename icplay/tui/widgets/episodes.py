@@ -11,11 +11,14 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 
+from icplay.episode import strict_mark
 from icplay.formats.summary import EpisodeSummary
 from icplay.session import format_duration
 from icplay.tui.widgets.results import MAX_COL, ResultsTable
 
-COLUMNS = ("", "set/task", "env", "who", "authors", "turns", "best", "final", "ok", "time", "date")
+# "solved": two marks side by side, InterCode's then the strict verdict's (✓ solved, ✗ not, – no
+# verdict): one column, so that the date still fits 120 columns
+COLUMNS = ("", "set/task", "env", "who", "authors", "turns", "best", "final", "solved", "time", "date")
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -30,10 +33,15 @@ def date_text(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).strftime("%y-%m-%d %H:%M")
 
 
+def solved_marks(s: EpisodeSummary) -> str:
+    """InterCode's solved and the strict verdict, side by side: ``✓ ✗`` is solved, not strictly."""
+    return f"{strict_mark(s.solved)} {strict_mark(s.strict)}"
+
+
 def summary_row(s: EpisodeSummary, marked: bool = False) -> tuple:
     flag = ("●" if marked else "") + ("⑂" if s.forked_from else "")
     return (flag, f"{s.set}/{s.task}", s.env, s.who, s.mix_text, s.turns, reward_text(s.best), reward_text(s.final),
-            "✓" if s.solved else "", format_duration(s.time_worked) if s.time_worked else "", date_text(s.date))
+            solved_marks(s), format_duration(s.time_worked) if s.time_worked else "", date_text(s.date))
 
 
 class EpisodeTable(ResultsTable):

@@ -34,6 +34,7 @@ from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
+from icplay.agents.tools import TOOLS, action_protocol, pending_call, refused_tools, reply_proposal, tool_schemas
 from icplay.episode import Cancelled, Proposal, Trajectory
 from icplay.tasks.model import Task
 
@@ -438,9 +439,11 @@ class LLMPolicy:
     context: ContextLimits = field(default_factory=ContextLimits)
     max_plan_steps: int = 10
     demos: list[str] = field(default_factory=list)   # worked examples for the system message (run --demos)
+    actions: str = "text"      # the action protocol: text (a fenced block) or tools (icplay.agents.tools)
 
     def __post_init__(self):
         self.strategy = strategy_name(self.strategy)
+        self.actions = action_protocol(self.actions)
 
     @property
     def max_turns(self) -> int | None:
@@ -449,7 +452,7 @@ class LLMPolicy:
     def describe(self) -> dict[str, Any]:
         return {"kind": "llm", "model": self.model.model, "strategy": self.strategy, "protocol": self.protocol,
                 "base_url": self.model.base_url, "temperature": self.model.temperature,
-                "max_tokens": self.model.max_tokens}
+                "max_tokens": self.model.max_tokens, "actions": self.actions}
 
     def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None,
                 notify: Callable[[str, dict], None] | None = None) -> Proposal:
@@ -459,6 +462,9 @@ class LLMPolicy:
         on_retry = ((lambda attempt, delay, why: notify("retry", {"attempt": attempt, "delay": delay, "message": why,
                                                                     "until": time.time() + delay}))
                     if notify is not None else None)
+        tools = self.actions == TOOLS
+        if tools and (waiting := pending_call(trajectory, task.env)) is not None:
+            return waiting         # the next call of the last reply: no model call
         usage: dict[str, Any] = {}
         info: dict[str, Any] = {}
         plan = None
@@ -472,10 +478,21 @@ class LLMPolicy:
                 info["plan"] = plan
                 info["plan_raw"] = done.text
         messages = build_messages(task, trajectory, self.strategy, self.protocol, self.context, plan=plan,
-                                  demos=self.demos)
-        done = self.model.complete(messages, cancel, on_delta, on_retry)
+                                  demos=self.demos, actions=self.actions)
+        if tools:
+            try:
+                done = self.model.complete(messages, cancel, on_delta, on_retry, tools=tool_schemas(task.env))
+            except AgentError as exc:
+                refused = None if exc.fatal else refused_tools(str(exc), self.model.endpoint)
+                if refused is None:
+                    raise
+                raise AgentError(refused) from None
+        else:
+            done = self.model.complete(messages, cancel, on_delta, on_retry)
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage})
+        if tools:
+            return reply_proposal(done.text, getattr(done, "tool_calls", None), task.env, trajectory, info)
         parsed = parse_reply(done.text, task.env)
         if not parsed.ok:
             info["invalid"] = True

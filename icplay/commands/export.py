@@ -28,6 +28,9 @@ def register(sub) -> None:
                    help="prompt format of chat, fewshot and preference data: tryagain, react, plan or single")
     p.add_argument("--protocol", choices=["intercode", "agent"], default=None,
                    help="system prompt's protocol (default: each episode's own)")
+    p.add_argument("--actions", choices=["text", "tools"], default=None,
+                   help="chat and preference data as text replies (fenced blocks) or as OpenAI tool calls with "
+                        "tool messages (default: each episode's own --actions)")
     p.set_defaults(func=run)
 
 
@@ -52,7 +55,7 @@ def run(args) -> int:
     if not chosen:
         raise UserError(f"none of the {len(trajs)} episodes passes the filters")
     try:
-        text, count = render(args.format, chosen, strategy, args.protocol)
+        text, count = render(args.format, chosen, strategy, args.protocol, args.actions)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.format != "csv":

@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--protocol", choices=["intercode", "agent"], default="intercode",
                    help="intercode: scored after every action, reward shown (the paper's); agent: the model "
                         "submits and never sees a reward (default intercode)")
+    p.add_argument("--actions", choices=["text", "tools"], default="text",
+                   help="how the model acts: text (one fenced block per reply, InterCode's) or tools (native "
+                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default text)")
     p.add_argument("--turns", type=int, default=10, help="turns per episode (default 10)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="episodes in parallel (default 1)")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks")
@@ -207,13 +210,13 @@ def build(args) -> dict:
             except ExportError as exc:
                 raise UserError(str(exc)) from None
         policy = LLMPolicy(model, strategy, args.protocol,
-                           ContextLimits(max_tokens=args.context), demos=demos)
+                           ContextLimits(max_tokens=args.context), demos=demos, actions=args.actions)
         info = policy.describe()
         if args.demos:
             info["demos"] = {"file": str(args.demos), "count": len(demos)}
         if strategy == "single":
             turns = 1
-        label = f"{args.model}-{strategy}"
+        label = f"{args.model}-{strategy}" + ("-tools" if args.actions == "tools" else "")
     if args.limit is not None:
         tasks = tasks[:max(0, args.limit)]
     label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"

@@ -38,6 +38,9 @@ def register(sub) -> None:
     p.add_argument("--protocol", choices=["agent", "intercode"], default="agent",
                    help="agent: the model submits and sees no reward (default); intercode: scored after "
                         "every action, the reward shown")
+    p.add_argument("--actions", choices=["text", "tools"], default=None,
+                   help="how the model acts: text (one fenced block per reply, InterCode's) or tools (native "
+                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default text, or config.toml [agent] actions)")
     p.add_argument("--mode", choices=["auto", "confirm", "human"], default="confirm",
                    help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")
@@ -84,11 +87,24 @@ def build_policy(args, tasks: list) -> tuple[object, dict, list]:
         model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, temperature=args.temperature,
                           max_tokens=args.max_tokens, timeout=args.timeout, retries=args.retries)
         model.client()   # no key: one sentence now
-        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol)
+        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol, actions=actions_of(args))
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
     info = {k: v for k, v in policy.describe().items() if v is not None}
     return policy, info, tasks
+
+
+def actions_of(args) -> str:
+    """--actions, else config.toml's ``[agent] actions``, else text."""
+    if args.actions:
+        return args.actions
+    from icplay.cli import UserError
+    from icplay.tui.config import ConfigError, load_config
+
+    try:
+        return load_config().agent.get("actions") or "text"
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run(args) -> int:
@@ -137,7 +153,7 @@ def run(args) -> int:
         env.close()
 
 
-IDENTITY = ("kind", "model", "strategy", "source")
+IDENTITY = ("kind", "model", "strategy", "source", "actions")
 
 
 def adopt_policy(trajectory, info: dict) -> None:

@@ -343,12 +343,13 @@ class LineLoop:
                 return False
             if p.thought and not streamed:
                 self._say(display(f"agent thinks: {p.thought.strip()}"))
+            call = p.info.get("tool_call")
+            verb = f"agent calls {call.get('name')}" if call else "agent proposes"
             if p.action is None:
-                self._say("agent proposes: submit")
+                self._say(f"{verb}: submit" if not call else verb)
             else:
                 action = display(p.action.strip("\n"))
-                self._say("agent proposes: " + (action if "\n" not in action
-                                                else "\n  " + action.replace("\n", "\n  ")))
+                self._say(f"{verb}: " + (action if "\n" not in action else "\n  " + action.replace("\n", "\n  ")))
         elif kind == OUTPUT and STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
             text = display(data["text"])
             if text:
@@ -388,6 +389,8 @@ class LineLoop:
         kind = turn.kind
         if kind == "rejected":
             self._say(display(f"(rejected{': ' + turn.comment if turn.comment else ''})"))
+        elif kind == "invalid" and turn.info.get("actions") == "tools":
+            self._say(display(f"({turn.observation.removeprefix('[icplay] ').strip()[:300]})"))
         elif kind == "invalid":
             self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
         else:

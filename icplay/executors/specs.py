@@ -55,6 +55,7 @@ class PolicySpec:
     context: int = 12000
     prices: dict[str, Any] = field(default_factory=dict)
     demos: str | None = None
+    actions: str = "text"       # text (a fenced block) or tools (native tool calls): icplay.agents.tools
 
     def build(self, env_name: str):
         from icplay.agents.replay import GoldPolicy, ReplayPolicy
@@ -82,7 +83,8 @@ class PolicySpec:
         model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
                           max_tokens=self.max_tokens, timeout=self.timeout, retries=self.retries,
                           prices=PriceTable(dict(self.prices)))
-        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos)
+        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos,
+                         actions=self.actions)
 
 
 @dataclass(frozen=True)
@@ -113,4 +115,5 @@ def policy_spec_from_args(args, kind: str, task_set: str | None = None) -> Polic
                       temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
                       retries=args.retries, strategy=strategy_name(args.strategy), protocol=args.protocol,
                       context=args.context, prices=dict(parse_price_option(p) for p in args.price),
-                      demos=str(args.demos) if getattr(args, "demos", None) else None)
+                      demos=str(args.demos) if getattr(args, "demos", None) else None,
+                      actions=getattr(args, "actions", None) or "text")

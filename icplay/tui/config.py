@@ -21,6 +21,7 @@ Example::
     base_url = "http://localhost:8000/v1"
     strategy = "react"
     protocol = "agent"             # agent | intercode
+    actions = "tools"              # text (a fenced block, the default) | tools (native tool calls)
     mode = "confirm"               # auto | confirm | human
 
 Environment overrides: ``ICPLAY_THEME``, ``ICPLAY_STRICT=1``. A bad file gives one
@@ -43,7 +44,7 @@ DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
 
 
-AGENT_SETTINGS = ("policy", "model", "base_url", "strategy", "protocol", "mode")
+AGENT_SETTINGS = ("policy", "model", "base_url", "strategy", "protocol", "mode", "actions")
 
 
 class ConfigError(ValueError):
@@ -57,7 +58,7 @@ class Config:
     schema_browser: bool = True
     history: bool = True
     keys: dict[str, str] = field(default_factory=dict)
-    agent: dict[str, str] = field(default_factory=dict)   # [agent]: policy, model, base_url, strategy, protocol, mode
+    agent: dict[str, str] = field(default_factory=dict)   # [agent]: policy, model, base_url, strategy, protocol, mode, actions
     path: Path | None = None
 
     @property
@@ -131,6 +132,7 @@ class AgentChoice:
     strategy: str | None = None
     protocol: str = "agent"
     mode: str = "confirm"
+    actions: str = "text"
 
     @property
     def label(self) -> str:

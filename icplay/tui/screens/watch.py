@@ -186,10 +186,16 @@ class WatchScreen(PlayScreen):
 
     def on_driver_proposal(self, proposal) -> None:
         self._next_action = proposal.action or ""
+        call = proposal.info.get("tool_call")
         if proposal.info.get("invalid"):
-            self.panel.show_failure("the reply has no action", raw=proposal.raw or "")
+            why = "the reply has no action" if call is None else "the tool call cannot run"
+            raw = proposal.raw or ""
+            if proposal.info.get("actions") == "tools":
+                raw = "\n".join(filter(None, [raw.strip(), str(proposal.info.get("retry_message") or "")]))
+            self.panel.show_failure(why, raw=raw)
         else:
-            self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None)
+            self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None,
+                                     tool=call.get("name") if call else None)
         self._show_usage()
 
     def on_driver_request(self, request) -> None:

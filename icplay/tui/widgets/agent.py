@@ -82,6 +82,7 @@ class AgentPanel(Vertical):
         self.stream = ""
         self.thought = ""
         self.action: str | None = None
+        self.tool: str | None = None        # the tool the proposed action calls (tools protocol)
         self.failure: str | None = None
         self.retry_at: float | None = None
         self.hint = ""
@@ -104,7 +105,7 @@ class AgentPanel(Vertical):
     def set_state(self, state: str) -> None:
         self.state = state
         if state == "thinking":
-            self.stream, self.thought, self.action, self.failure = "", "", None, None
+            self.stream, self.thought, self.action, self.failure, self.tool = "", "", None, None, None
             self.retry_at = None
         if state not in ("failed",):
             self.remove_class("-failed")
@@ -125,9 +126,12 @@ class AgentPanel(Vertical):
         self.thought, self.action = split_reply(self.stream)
         self._dirty = True
 
-    def show_proposal(self, thought: str | None, action: str | None, submit: bool = False) -> None:
+    def show_proposal(self, thought: str | None, action: str | None, submit: bool = False,
+                      tool: str | None = None) -> None:
+        """A proposal; ``tool``: the name of the tool it calls (tools protocol), shown above it."""
         self.thought = thought or (self.thought if self.stream else "")
         self.action = "submit" if submit and not action else action
+        self.tool = tool
         self.failure = None
         self._dirty = False
         self._draw_body()
@@ -189,6 +193,8 @@ class AgentPanel(Vertical):
         thought = thought_text(self.thought)
         if thought:
             parts.append(Text(thought, style="italic"))
+        if self.action is not None and self.tool:
+            parts.append(Text(f"⚙ tool call: {self.tool}", style="bold cyan"))
         if self.action is not None:
             if self.action.strip() == "submit":
                 parts.append(Text("▶ submit", style="bold magenta"))

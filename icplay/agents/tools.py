@@ -165,15 +165,29 @@ def bad_call_message(language: str, problem: str) -> str:
     return f"[icplay] This call was not run: {problem}. Instead, {toolset(language).usage()}."
 
 
-def reply_proposal(text: str, calls: list[Any] | None, language: str, trajectory: Trajectory,
-                   info: dict[str, Any]) -> Proposal:
-    """The proposal for a model's reply: its first tool call (the rest wait, ``pending_call``),
-    or an unparsable proposal when it called none. ``text`` is the reply's content."""
-    calls = normalize_calls(calls, f"call_{len(trajectory.turns)}")
+def no_call_note(done: Any, language: str) -> tuple[str, str]:
+    """(why, message to the model) for a reply that called no tool: cut short at the length
+    limit, only thinking, or no call."""
+    tail = f"Act through the tools: {toolset(language).usage()}."
+    if getattr(done, "truncated", False):
+        return "truncated", ("[icplay] Your last reply was cut off at the length limit before it called a tool, "
+                             f"so nothing was run. Think less and call one tool. {tail}")
+    if not (done.text or "").strip() and getattr(done, "reasoning", None):
+        return "reasoning_only", f"[icplay] Your last reply held only reasoning and no tool call, so nothing was run. {tail}"
+    return "no_call", no_call_message(language)
+
+
+def reply_proposal(done: Any, language: str, trajectory: Trajectory, info: dict[str, Any]) -> Proposal:
+    """The proposal for a model's reply (a ``Completion``: ``text``, ``tool_calls``): its first
+    tool call (the rest wait, ``pending_call``), or an unparsable proposal when it called none."""
+    text = done.text or ""
+    calls = normalize_calls(done.tool_calls, f"call_{len(trajectory.turns)}")
     info = {**info, "actions": TOOLS}
     thought = text.strip() or None
     if not calls:
-        info.update(invalid=True, retry_message=no_call_message(language))
+        why, message = no_call_note(done, language)
+        info.update(invalid=True, invalid_reason=why, retry_message=message)
+        info.pop("tool_calls", None)
         return Proposal("", thought, text, info)
     info["tool_calls"] = calls
     return call_proposal(calls[0], language, info, thought, text)
@@ -213,15 +227,6 @@ def pending_call(trajectory: Trajectory, language: str) -> Proposal | None:
             return None
     k = len(done)
     return call_proposal(calls[k], language, {"actions": TOOLS, "batch": [k + 1, len(calls)]})
-
-
-def refused_tools(message: str, endpoint: str) -> str | None:
-    """The one sentence for a server's refusal of a request with tools (``message``: its
-    error), else None when the refusal is about something else."""
-    if "tool" not in message.lower():
-        return None
-    return (f"the model server at {endpoint} does not take tool calls ({message[:200]}); "
-            "run with --actions text")
 
 
 # --- from a trajectory back to messages ----------------------------------------------------
@@ -334,5 +339,4 @@ def tool_exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: Co
 
 
 __all__ = ["ACTIONS", "TEXT", "TOOLS", "SUBMIT_TOOL", "ToolSet", "ToolExchange", "action_protocol", "toolset",
-           "tool_schemas", "reply_proposal", "pending_call", "tool_exchanges", "wire_call", "no_call_message",
-           "refused_tools"]
+           "tool_schemas", "reply_proposal", "pending_call", "tool_exchanges", "wire_call", "no_call_message"]

@@ -163,7 +163,7 @@ def test_watch_decisions_on_tool_calls_reach_the_model_as_tool_results(tool_serv
                           calls_reply(call("submit", {}, "s"))])
     gate = Gate([Decision.reject("never drop tables"), Decision.edit(COUNT, "singer, not singers"), None])
     traj = play(table_env, make_task(1), policy(server), "agent", gate=gate)
-    assert table_env.steps == [COUNT, TABLES] and traj.solved
+    assert table_env.steps == [COUNT, TABLES] and traj.status == "submitted" and traj.policy["ended_by"] == "submit"
     assert [t.kind for t in traj.turns] == ["rejected", "edited", "agent"]
     assert [p.action for p in gate.seen] == ["DROP TABLE singer", WRONG, TABLES, None]
     assert traj.turns[0].info["tool_call"]["id"] == "r1" and traj.turns[1].proposed == WRONG

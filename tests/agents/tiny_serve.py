@@ -7,12 +7,15 @@ and tool results (Qwen's layout, so that transformers' own response parser for t
 ``qwen2`` model type reads ``<tool_call>`` blocks), and saves two randomly initialised
 Qwen2 models of two layers, hidden size 32:
 
-- ``random``: the weights as initialised (seeded): its text is garbage, deterministic
-  under greedy decoding;
-- ``caller``: the same, except that its final norm is zero, so every logit is 0 and
-  greedy decoding always picks token 0 — which the tokenizer holds as one (non-special)
-  token for a whole ``<tool_call>`` block. Each generated token is one tool call: with
-  ``max_tokens=2`` a reply holds exactly two calls of the SQL tool.
+- ``random``: the weights as initialised (seeded), its generation config suppressing the
+  end-of-turn and chat-marker tokens, token 0 and the byte tokens that are not whole
+  characters: garbage text that always runs to the token limit (``finish_reason: "length"``);
+- ``caller``: the same weights, except that its final norm is zero, so every logit is 0
+  and greedy decoding always picks token 0 — which the tokenizer holds as one
+  (non-special) token for a whole ``<tool_call>`` block. Each generated token is one tool
+  call: with ``max_tokens=2`` a reply holds exactly two calls of the SQL tool;
+- ``stopper``: the caller with tokens 0-2 suppressed, so it says end-of-turn at once: an
+  empty reply with ``finish_reason: "stop"``.
 
 ``TransformersServer`` starts ``transformers serve`` in a subprocess on a free port and
 waits until ``/v1/models`` answers.
@@ -85,17 +88,25 @@ def build_models(folder: Path) -> dict[str, Path]:
                                    pad_token="<|endoftext|>", unk_token=None)
     fast.chat_template = CHAT_TEMPLATE
     assert fast.convert_tokens_to_ids(TOOL_TEXT) == 0, "the tool call must be token 0"
-    torch.manual_seed(0)
     config = Qwen2Config(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                          eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, bos_token_id=None,
                          tie_word_embeddings=False)
+    specials = [fast.convert_tokens_to_ids(t) for t in specials]
+    # bytes that are not whole UTF-8 characters alone: a stream would hold them back (transformers' streamer
+    # waits for the rest of the character), so the random model does not say them
+    partial = [i for i in range(len(fast)) if "\ufffd" in fast.decode([i])]
+    suppress = {"random": [0, *specials, *partial], "caller": [],
+                "stopper": [i for i in (0, *specials) if i != fast.eos_token_id]}
     out = {}
-    for name in ("random", "caller"):
+    for name, suppressed in suppress.items():
+        torch.manual_seed(0)
         model = Qwen2ForCausalLM(config)
-        if name == "caller":
+        if name != "random":
             with torch.no_grad():
-                model.model.norm.weight.zero_()     # every logit 0: greedy picks token 0, the tool call
+                model.model.norm.weight.zero_()     # every logit 0: greedy picks the first token not suppressed
+        model.generation_config.do_sample = False
+        model.generation_config.suppress_tokens = suppressed or None
         path = folder / name
         model.save_pretrained(path)
         fast.save_pretrained(path)
@@ -166,3 +177,7 @@ class TransformersServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+
+if __name__ == "__main__":       # python tiny_serve.py FOLDER: build the models there (the tests do it so)
+    print(json.dumps({k: str(v) for k, v in build_models(Path(sys.argv[1])).items()}))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,10 @@ class _ToolHandler(_Handler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for e in events:
+            delay = reply.chunk_delay or fake.chunk_delay
+            for n, e in enumerate(events):
+                if n and delay:
+                    time.sleep(delay)
                 self._chunk(f"data: {json.dumps(e)}\n\n")
             with fake._lock:
                 fake.served += 1
@@ -112,3 +116,43 @@ class ToolServer(FakeOpenAIServer):
             self.current.reply = reply
             return reply
         return answer
+
+
+def reply_of(item: Any) -> Any:
+    """A rules-file reply: a string (text), or {"content", "tool_calls": [{"name", "arguments"}]}."""
+    if isinstance(item, dict):
+        calls = [call(c["name"], c.get("arguments", {}), c.get("id")) for c in item.get("tool_calls", [])]
+        return ToolReply(item.get("content", ""), tool_calls=calls)
+    return item
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve tool calls by hand (``icplay watch --actions tools --base-url``)::
+
+        python tests/agents/fake_tool_server.py --rules rules.json --port 8766 --latency 0.5
+
+    rules.json: ``{"<query substring>": [reply per turn, ...], "*": [...]}``, each reply a
+    string or ``{"content": "...", "tool_calls": [{"name": "sql", "arguments": {"query": "..."}}]}``."""
+    import argparse
+
+    from fake_openai_server import ByTask
+
+    p = argparse.ArgumentParser(description="a scripted OpenAI-compatible chat server that calls tools")
+    p.add_argument("--rules", required=True)
+    p.add_argument("--port", type=int, default=8766)
+    p.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    args = p.parse_args(argv)
+    rules = json.loads(open(args.rules, encoding="utf-8").read())
+    rules = {key: [reply_of(r) for r in replies] for key, replies in rules.items()}
+    server = ToolServer(ByTask(rules), latency=args.latency, port=args.port, chunk_delay=args.chunk_delay)
+    print(f"serving scripted tool calls at {server.url}", flush=True)
+    try:
+        server._http.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -223,3 +223,24 @@ def test_a_server_that_refuses_tools_says_so_in_one_sentence_naming_actions_text
     message = str(caught.value)
     assert "--actions text" in message and "tool" in message and "\n" not in message and caught.value.fatal
     assert len(server.requests) == 1                      # not retried
+
+
+def test_the_option_reaches_the_policy_from_the_library_spec_and_config_toml(tmp_path):
+    from icplay.executors.specs import PolicySpec
+    from icplay.tui.config import ConfigError, agent_choice, load_config
+    from icplay.tui.policies import PolicyError, make_policy
+
+    built = PolicySpec("llm", model="m", base_url="http://127.0.0.1:9/v1", actions="tools").build("sql")
+    assert built.actions == "tools" and built.describe()["actions"] == "tools"
+    assert PolicySpec("llm", model="m", base_url="http://127.0.0.1:9/v1").build("sql").actions == "text"
+    path = tmp_path / "config.toml"
+    path.write_text('[agent]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\nactions = "tools"\n')
+    choice = agent_choice(load_config(path, environ={}), home=tmp_path)
+    policy, info = make_policy(choice, make_task(1))
+    assert choice.actions == "tools" and policy.actions == "tools" and info["actions"] == "tools"
+    path.write_text('[agent]\nactions = 1\n')
+    with pytest.raises(ConfigError, match="agent.actions"):
+        load_config(path, environ={})
+    choice.actions = "json"
+    with pytest.raises(PolicyError, match="unknown actions 'json' \\(text or tools\\)"):
+        make_policy(choice, make_task(1))

@@ -34,6 +34,13 @@ from icplay.tui.widgets.panes import BashPane
 
 STOPPED = "stopped"
 
+def call_label(info: dict) -> str:
+    """The tool a proposed call calls, and where it stands in a reply of several calls."""
+    k, n = info.get("batch") or (1, len(info.get("tool_calls") or []))
+    name = str((info.get("tool_call") or {}).get("name") or "?")
+    return f"{name}  (call {k} of {n} in one reply)" if n > 1 else name
+
+
 HINTS = {
     PROPOSAL: "Ctrl+Y approve · Ctrl+E edit · Ctrl+X reject · F7 take over · F10 mode",
     SUBMIT_PROPOSAL: "the agent wants to submit · Ctrl+Y submit · Ctrl+X reject · F7 take over",
@@ -195,7 +202,7 @@ class WatchScreen(PlayScreen):
             self.panel.show_failure(why, raw=raw)
         else:
             self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None,
-                                     tool=call.get("name") if call else None)
+                                     tool=call_label(proposal.info) if call else None)
         self._show_usage()
 
     def on_driver_request(self, request) -> None:

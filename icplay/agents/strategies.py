@@ -98,7 +98,9 @@ def exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: Context
         info = turn.info or {}
         if info.get("invalid"):
             msg = turn.observation
-            out.append(Exchange(info.get("raw") or "", msg))
+            # a reply with no text (cut while thinking, reasoning only) is not sent back as an empty
+            # assistant message, which some servers refuse: the retry message joins the user's turn
+            out.append(Exchange(info.get("raw") or None, msg))
             continue
         if info.get("rejected"):
             comment = turn.comment or "no reason given"

@@ -84,11 +84,20 @@ REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 
 def openai_reasoning_refusals(request: dict) -> "Reply | None":
-    """OpenAI's reasoning models (o-series, gpt-5 family; also on Azure), as documented:
-    ``max_tokens``, a temperature other than 1 and ``stop`` are refused with a 400."""
+    """OpenAI's reasoning models (o-series, gpt-5 family), as documented: ``max_tokens``, a
+    temperature other than 1 and ``stop`` are refused with a 400."""
     model = str(request.get("model", "")).rsplit("/", 1)[-1]
-    if not model.startswith(REASONING_MODEL_PREFIXES):
-        return None
+    return _reasoning_refusal(request) if model.startswith(REASONING_MODEL_PREFIXES) else None
+
+
+def deployment_refusals(*names: str) -> Callable[[dict], "Reply | None"]:
+    """An Azure deployment of a reasoning model, named by its owner (no table can know the name)."""
+    def check(request: dict) -> "Reply | None":
+        return _reasoning_refusal(request) if request.get("model") in names else None
+    return check
+
+
+def _reasoning_refusal(request: dict) -> "Reply | None":
     if "max_tokens" in request:
         return Reply(None, 400, error=_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
                                              "Use 'max_completion_tokens' instead.", "max_tokens",

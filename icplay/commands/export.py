@@ -28,6 +28,8 @@ def register(sub) -> None:
                    help="prompt format of chat, fewshot and preference data: tryagain, react, plan or single")
     p.add_argument("--protocol", choices=["intercode", "agent"], default=None,
                    help="system prompt's protocol (default: each episode's own)")
+    p.add_argument("--reasoning", action="store_true",
+                   help="chat and preference: keep the model's reasoning on its messages (reasoning_content)")
     p.set_defaults(func=run)
 
 
@@ -52,7 +54,7 @@ def run(args) -> int:
     if not chosen:
         raise UserError(f"none of the {len(trajs)} episodes passes the filters")
     try:
-        text, count = render(args.format, chosen, strategy, args.protocol)
+        text, count = render(args.format, chosen, strategy, args.protocol, reasoning=args.reasoning)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.format != "csv":

@@ -93,6 +93,15 @@ def reply(action: str, language: str, strategy: str, thought: str | None = None)
     return fenced(action, language)
 
 
+def assistant(content: str, turn: Turn | None = None, reasoning: bool = False) -> dict[str, str]:
+    """An assistant message; with ``reasoning`` it keeps the model's thinking as
+    ``reasoning_content`` (the field reasoning models' chat templates read; off by default)."""
+    message = {"role": "assistant", "content": content}
+    if reasoning and turn is not None and turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    return message
+
+
 def output_message(turn: Turn, limit: int = OBSERVATION_CHARS) -> str:
     text = "Output:\n" + cut_middle(turn.observation or "", limit)
     if turn.exit_code not in (None, 0):
@@ -117,15 +126,18 @@ def _ends_by_submit(traj: Trajectory, protocol: str | None) -> bool:
     return traj.status == "submitted" and protocol_of(traj, protocol) != "intercode"
 
 
-def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> list[dict[str, str]]:
+def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
+                  reasoning: bool = False) -> list[dict[str, str]]:
     """One conversation: the system prompt, the task, then each executed action (assistant)
     and its output (user); ``submit`` last when the episode was submitted under the agent
     protocol. A trailing output with no reply after it is left out (a chat ends with the
-    assistant)."""
+    assistant). ``reasoning``: the model's reasoning kept on its messages."""
     language = traj.env
     messages = _head(traj, strategy, protocol)
     for turn in executed(traj):
-        messages.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
+        own = turn.author != HUMAN
+        messages.append(assistant(reply(turn.action, language, strategy, turn.thought), turn if own else None,
+                                  reasoning))
         messages.append({"role": "user", "content": output_message(turn)})
     if _ends_by_submit(traj, protocol) and len(messages) > 2:
         messages.append({"role": "assistant", "content": "submit"})
@@ -135,7 +147,7 @@ def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | 
 
 
 def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
-                     protocol: str | None = None) -> list[dict[str, Any]]:
+                     protocol: str | None = None, reasoning: bool = False) -> list[dict[str, Any]]:
     """One pair per edited or rejected proposal: ``prompt`` = the conversation up to it,
     ``rejected`` = the agent's proposal, ``chosen`` = what the human ran instead. A rejection
     pairs the next human action when no other action ran in between; else it is left out."""
@@ -161,12 +173,13 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
             pairs.append({
                 "prompt": head + list(history),
                 "chosen": [{"role": "assistant", "content": reply(chosen.action, language, strategy)}],
-                "rejected": [{"role": "assistant", "content": reply(proposed, language, strategy, turn.thought)}],
+                "rejected": [assistant(reply(proposed, language, strategy, turn.thought), turn, reasoning)],
                 "kind": kind, "comment": turn.comment, "task": traj.task_key, "turn": turn.index,
                 "episode": traj.id,
             })
         if turn.action and not turn.info.get("invalid") and not turn.info.get("rejected"):
-            history.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
+            history.append(assistant(reply(turn.action, language, strategy, turn.thought),
+                                     turn if turn.author != HUMAN else None, reasoning))
             history.append({"role": "user", "content": output_message(turn)})
     return pairs
 
@@ -306,14 +319,16 @@ def csv_text(trajs: list[Trajectory]) -> str:
 # --- writing -------------------------------------------------------------------------------
 
 
-def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None) -> tuple[str, int]:
-    """The file text of ``fmt`` over ``trajs`` and how many records it holds."""
+def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
+           reasoning: bool = False) -> tuple[str, int]:
+    """The file text of ``fmt`` over ``trajs`` and how many records it holds (``reasoning``:
+    chat and preference records keep the model's reasoning)."""
     if fmt == "chat":
-        chats = [chat_messages(t, strategy, protocol) for t in trajs]
+        chats = [chat_messages(t, strategy, protocol, reasoning) for t in trajs]
         lines = [json.dumps({"messages": m}, ensure_ascii=False) for m in chats if len(m) > 2]
         return "".join(line + "\n" for line in lines), len(lines)
     if fmt == "preference":
-        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol)]
+        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, reasoning)]
         return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)

@@ -33,6 +33,15 @@ def test_a_reasoning_model_runs_with_its_own_parameters(tmp_path, capsys, monkey
     assert summary["cost"] is not None            # gpt-5-mini is in the built-in price table
     traj = load_trajectory(next((tmp_path / "r").rglob("bookshop-01.json")))
     assert traj.turns[0].reasoning == "Filter by genre."
+    # exports: the reasoning is left out of chat data unless asked for
+    for flags, kept in (([], False), (["--reasoning"], True)):
+        target = tmp_path / f"chat{len(flags)}.jsonl"
+        assert main(["export", "chat", str(tmp_path / "r"), "--out", str(target), *flags]) == 0
+        messages = json.loads(target.read_text().splitlines()[0])["messages"]
+        first = next(m for m in messages if m["role"] == "assistant")
+        assert ("reasoning_content" in first) == kept and "Filter by genre." not in first["content"]
+        if kept:
+            assert first["reasoning_content"] == "Filter by genre."
 
 
 def test_a_router_renamed_budget_is_counted_as_truncated_replies(tmp_path, capsys, monkeypatch):

@@ -177,8 +177,20 @@ def first_user_message(request: dict) -> str:
     return ""
 
 
+RETRY_MARK = "[icplay] "
+
+
 def turn_of(request: dict) -> int:
-    return sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+    """The turn a request asks for: its assistant messages, plus the replies icplay did not send
+    back because they held no text (their retry note joins a user message after its start)."""
+    turn = 0
+    for m in request.get("messages", []):
+        content = str(m.get("content") or "")
+        if m.get("role") == "assistant":
+            turn += 1
+        elif m.get("role") == "user":
+            turn += content.count(RETRY_MARK) - (1 if content.startswith(RETRY_MARK) else 0)
+    return turn
 
 
 class ByTask:

@@ -246,3 +246,18 @@ def test_a_context_that_cannot_fit_says_which_context_would(fake_server, table_e
 def test_server_errors_are_still_retried(fake_server):
     server = fake_server(Script([server_error(503), fenced("SELECT 1")]))
     assert model(server).complete(MSGS, cancel=threading.Event()).attempts == 2
+
+
+def test_an_empty_reply_is_not_sent_back_and_the_next_turn_goes_on(fake_server, table_env):
+    """An empty truncated reply: no assistant message goes back (its retry note joins the user's
+    turn), and a per-turn scripted server still knows which turn is asked for."""
+    from fake_openai_server import ByTask
+
+    server = fake_server(ByTask({"*": [fenced("SHOW TABLES"), Reply("", finish_reason="length"),
+                                       Reply("", reasoning="hmm"), fenced("SELECT count(*) FROM singer"), "submit"]}))
+    traj = play(table_env, make_task(1), LLMPolicy(model(server), "tryagain", "agent"), protocol="agent")
+    assert table_env.steps == ["SHOW TABLES", "SELECT count(*) FROM singer"] and traj.status == "submitted"
+    assert [t.info.get("invalid_reason") for t in traj.turns] == [None, "truncated", "reasoning_only", None]
+    for request in server.requests:
+        assert all(m["content"] for m in request["messages"]), request["messages"]
+    assert "[icplay] Your last reply held only reasoning" in server.requests[3]["messages"][-1]["content"]

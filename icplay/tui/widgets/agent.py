@@ -119,6 +119,7 @@ class AgentPanel(Vertical):
             self.stream, self.thought, self.action, self.failure = "", "", None, None
             self.reasoning, self.truncated = "", False
             self.retry_at = None
+            self._dirty = True           # the last proposal goes: "the model is writing…"
         if state not in ("failed",):
             self.remove_class("-failed")
         self._draw_head()

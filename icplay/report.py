@@ -132,7 +132,7 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
         s.unpriced_calls += usage.get("cost_unknown") or 0
         s.usage_unknown_calls += usage.get("completion_tokens_unknown") or 0
         s.reasoning_tokens += usage.get("reasoning_tokens") or 0
-        s.truncated_replies += sum(1 for turn in t.turns if turn.info.get("truncated"))
+        s.truncated_replies += sum(1 for turn in t.turns if turn.info.get("reply_truncated"))
         cost = (cost or 0.0) + (usage.get("cost") or 0.0)
         s.time_worked += t.time_worked or 0.0
         for kind, n in t.author_mix().items():

@@ -118,7 +118,7 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
             out[key] = out.get(key, 0) + value
         if unknown:
             out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
-    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens", "truncated"):
+    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
         if part.get(key) is not None:
             out[key] = out.get(key, 0) + part[key]
     if part.get("latency") is not None:
@@ -654,7 +654,7 @@ class LLMPolicy:
         if done.tool_calls:
             info["tool_calls"] = done.tool_calls
         if done.truncated:
-            info["truncated"] = True
+            info["reply_truncated"] = True
         learnt = self.model.learnt()
         if learnt:
             trajectory.policy["learnt"] = learnt

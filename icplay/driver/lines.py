@@ -347,7 +347,7 @@ class LineLoop:
             if reasoning and not streamed:
                 shown = reasoning if len(reasoning) <= 600 else reasoning[:300] + " […] " + reasoning[-200:]
                 self._say(display(f"thinking: {shown}"))
-            if p.info.get("truncated"):
+            if p.info.get("reply_truncated"):
                 self._say(TRUNCATED_NOTE)
             if p.info.get("invalid"):
                 return False

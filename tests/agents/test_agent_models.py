@@ -100,7 +100,7 @@ def test_a_router_renamed_budget_is_truncation_not_no_command(fake_server, table
     policy = LLMPolicy(model(server, "openrouter-reasoner", max_tokens=1024), "tryagain", "agent")
     proposal = policy.propose(make_task(1), play_traj(table_env))
     assert proposal.info["invalid"] and proposal.info["invalid_reason"] == "truncated"
-    assert proposal.info["truncated"] and proposal.info["finish_reason"] == "length"
+    assert proposal.info["reply_truncated"] and proposal.info["finish_reason"] == "length"
     assert "cut off at the length limit (1024 tokens)" in proposal.info["retry_message"]
     assert "No SQL command was found" not in proposal.info["retry_message"]
     assert "DROP TABLE" in proposal.info["reasoning"] and proposal.action == ""

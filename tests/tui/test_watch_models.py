@@ -59,7 +59,7 @@ async def test_reasoning_streams_folds_and_is_kept_and_truncation_is_said(make_a
             await pilot.press("ctrl+y")                                                  # ask again
             await wait_request(pilot, "submit")
             cut = turns(app)[1]
-            assert cut.info["invalid_reason"] == "truncated" and cut.info["truncated"] and not cut.action
+            assert cut.info["invalid_reason"] == "truncated" and cut.info["reply_truncated"] and not cut.action
             assert "DROP TABLE" in cut.reasoning
             assert "cut off at the length limit (512 tokens)" in str(fake.requests[2]["messages"])
             assert all(m["content"] for m in fake.requests[2]["messages"])       # no empty assistant message

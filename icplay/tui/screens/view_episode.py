@@ -56,7 +56,7 @@ def turn_heading(turn: Turn, total: int) -> Text:
     if status:
         text.append(" · ")
         text.append(status, style=style)
-    if turn.info.get("truncated"):
+    if turn.info.get("reply_truncated"):
         text.append(" · truncated", style="bold yellow")
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
@@ -545,7 +545,7 @@ class CompareScreen(Screen):
             text.append_text(action_text(turn.proposed, turn.action))
             call = call_brief(turn)
             if call:
-                text.append("\n" + call, style="yellow" if turn.info.get("truncated") else "dim cyan")
+                text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
             observation = printable(turn.observation or "").strip().splitlines()
             if observation:
                 text.append("\n")

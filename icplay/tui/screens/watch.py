@@ -193,7 +193,7 @@ class WatchScreen(PlayScreen):
     def on_driver_proposal(self, proposal) -> None:
         self._next_action = proposal.action or ""
         info = proposal.info
-        reasoning, truncated = info.get("reasoning"), bool(info.get("truncated"))
+        reasoning, truncated = info.get("reasoning"), bool(info.get("reply_truncated"))
         if info.get("invalid"):
             why = {"truncated": "the reply was cut at the token limit before it held an action",
                    "reasoning_only": "the reply held only reasoning, no answer"}.get(info.get("invalid_reason"),

@@ -156,6 +156,8 @@ class AgentPanel(Vertical):
     def show_proposal(self, thought: str | None, action: str | None, submit: bool = False,
                       reasoning: str | None = None, truncated: bool = False) -> None:
         self.thought = thought or (self.thought if self.stream else "")
+        if "</think>" in self.thought:       # a lone closing tag: what came before it was reasoning
+            self.thought = self.thought.rsplit("</think>", 1)[1]
         self.action = "submit" if submit and not action else action
         self.reasoning = reasoning or self.reasoning
         self.truncated = truncated

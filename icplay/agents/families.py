@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
 BUDGET_PARAMS = ("max_tokens", "max_completion_tokens")
@@ -165,3 +165,66 @@ class ParamLearner:
     def learnt(self, model: str) -> list[str]:
         with self._lock:
             return list(self.notes.get(model, []))
+
+
+MODEL_SETTINGS = ("max_tokens", "temperature", "reasoning_effort", "seed", "extra_body")
+REASONING_EFFORTS = ("minimal", "none", "low", "medium", "high", "xhigh")
+
+
+def option_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def model_options(values: dict[str, Any], name: Callable[[str], str] = option_name) -> dict[str, Any]:
+    """``ChatModel`` keyword arguments from the options or config.toml's ``[agent]``
+    (``max_tokens``, ``temperature``, ``reasoning_effort``, ``seed``, ``extra_body``);
+    a bad value raises ``ValueError`` naming the setting as ``name(key)`` shows it."""
+    out: dict[str, Any] = {}
+    given = {k: v for k, v in values.items() if k in MODEL_SETTINGS and v not in (None, "")}
+    for key in ("max_tokens", "seed"):
+        if key in given:
+            try:
+                out[key] = int(str(given[key]))
+            except ValueError:
+                raise ValueError(f"{name(key)} {given[key]!r}: expected a whole number") from None
+    if out.get("max_tokens", 1) < 1:
+        raise ValueError(f"{name('max_tokens')} {out['max_tokens']}: expected at least 1")
+    if "temperature" in given:
+        try:
+            out["temperature"] = parse_temperature(given["temperature"])
+        except ValueError:
+            raise ValueError(f"{name('temperature')} {given['temperature']!r}: expected a number or 'default'") from None
+    if "reasoning_effort" in given:
+        effort = str(given["reasoning_effort"]).lower()
+        if effort not in REASONING_EFFORTS:
+            raise ValueError(f"{name('reasoning_effort')} {effort!r}: one of {', '.join(REASONING_EFFORTS)}")
+        out["reasoning_effort"] = effort
+    if "extra_body" in given:
+        try:
+            out["extra_body"] = parse_extra_body(given["extra_body"])
+        except ValueError as exc:
+            raise ValueError(f"{name('extra_body')}: {str(exc).split(': ', 1)[-1]}") from None
+    return out
+
+
+def add_model_arguments(parser: Any) -> None:
+    """The options of the request parameters (``run`` and ``watch``); unset ones fall back to
+    config.toml's ``[agent]``, then to the model family's defaults."""
+    parser.add_argument("--max-tokens", default=None, metavar="N",
+                        help="token budget per reply (default: 16000 for OpenAI reasoning models, else 1024)")
+    parser.add_argument("--temperature", default=None, metavar="T|default",
+                        help="a number, or 'default' to send none (default: 0; none for reasoning models)")
+    parser.add_argument("--reasoning-effort", default=None, metavar="EFFORT",
+                        help=f"reasoning_effort sent with every request ({', '.join(REASONING_EFFORTS)}; "
+                             "default: none sent)")
+    parser.add_argument("--seed", default=None, metavar="N", help="seed sent with every request")
+    parser.add_argument("--extra-body", default=None, metavar="JSON",
+                        help="a JSON object merged into every request, e.g. '{\"top_k\": 20}'")
+
+
+def model_options_of(args: Any, config_agent: dict[str, Any] | None = None,
+                     config_file: str = "config.toml") -> dict[str, Any]:
+    """The options given on the command line over config.toml's ``[agent]`` ones."""
+    config = model_options(dict(config_agent or {}), lambda key: f"{config_file}: agent.{key}")
+    cli = model_options({key: getattr(args, key, None) for key in MODEL_SETTINGS})
+    return {**config, **cli}

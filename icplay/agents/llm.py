@@ -41,6 +41,7 @@ from icplay.agents.context import ContextLimits
 from icplay.agents.families import ParamLearner, Refusal, RequestOptions, family_of
 from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
+from icplay.agents.records import request_record, sent_messages
 from icplay.agents.replies import MalformedReply, ReplyReader, usage_numbers
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
@@ -118,7 +119,7 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
             out[key] = out.get(key, 0) + value
         if unknown:
             out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
-    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens", "truncated"):
+    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
         if part.get(key) is not None:
             out[key] = out.get(key, 0) + part[key]
     if part.get("latency") is not None:
@@ -568,43 +569,6 @@ def invalid_note(done: Completion, language: str, strategy: str) -> tuple[str, s
     return "no_command", retry_message(language, strategy)
 
 
-def request_record(trajectory: Trajectory, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
-    """What was sent, without repeating the history: the messages added since the previous
-    call (``added``), after the first ``keep`` messages of the call recorded on turn ``ref``."""
-    previous: tuple[int, list[dict]] | None = None
-    for turn in reversed(trajectory.turns):
-        if isinstance(turn.info.get("request"), dict):
-            previous = (turn.index, sent_messages(trajectory, turn.index))
-            break
-    keep = 0
-    if previous is not None:
-        for old, now in zip(previous[1], messages):
-            if old != now:
-                break
-            keep += 1
-    return {"ref": previous[0] if previous is not None and keep else None, "keep": keep,
-            "added": [dict(m) for m in messages[keep:]], "params": dict(params)}
-
-
-def sent_messages(trajectory: Trajectory, index: int) -> list[dict]:
-    """The whole chat sent for turn ``index`` (rebuilt from the per-turn records)."""
-    turns = {t.index: t for t in trajectory.turns}
-    chain: list[dict] = []
-    seen: set[int] = set()
-    at: int | None = index
-    while at is not None and at in turns and at not in seen:
-        seen.add(at)
-        record = turns[at].info.get("request")
-        if not isinstance(record, dict):
-            break
-        chain.append(record)
-        at = record.get("ref")
-    messages: list[dict] = []
-    for record in reversed(chain):
-        messages = messages[:int(record.get("keep") or 0)] + list(record.get("added") or [])
-    return messages
-
-
 @dataclass
 class LLMPolicy:
     """Asks a chat model for the next action with a prompting strategy."""
@@ -697,7 +661,7 @@ class LLMPolicy:
         if done.tool_calls:
             info["tool_calls"] = done.tool_calls
         if done.truncated:
-            info["truncated"] = True
+            info["reply_truncated"] = True
         learnt = self.model.learnt()
         if learnt:
             trajectory.policy["learnt"] = learnt

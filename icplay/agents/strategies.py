@@ -100,6 +100,8 @@ def turn_exchange(turn: Turn, language: str, strategy: str, limits: ContextLimit
     unit = prompts.unit(language)
     info = turn.info or {}
     if info.get("invalid"):
+        # a reply with no text (cut while thinking, reasoning only) is not sent back as an empty
+        # assistant message, which some servers refuse: the retry message joins the user's turn
         return Exchange(info.get("raw") or None, turn.observation)
     if info.get("rejected"):
         comment = turn.comment or "no reason given"

@@ -31,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("--actions", choices=["text", "tools"], default=None,
                    help="chat and preference data as text replies (fenced blocks) or as OpenAI tool calls with "
                         "tool messages (default: each episode's own --actions)")
+    p.add_argument("--reasoning", action="store_true",
+                   help="chat and preference: keep the model's reasoning on its messages (reasoning_content)")
     p.set_defaults(func=run)
 
 
@@ -55,7 +57,7 @@ def run(args) -> int:
     if not chosen:
         raise UserError(f"none of the {len(trajs)} episodes passes the filters")
     try:
-        text, count = render(args.format, chosen, strategy, args.protocol, args.actions)
+        text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.format != "csv":

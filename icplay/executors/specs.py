@@ -46,8 +46,7 @@ class PolicySpec:
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    options: dict[str, Any] = field(default_factory=dict)   # the request's parameters (ChatModel keywords)
     timeout: float = 60.0
     retries: int = 6
     strategy: str = "tryagain"
@@ -80,9 +79,8 @@ class PolicySpec:
             from icplay.formats.export import load_demos
 
             demos = load_demos(self.demos, env_name)
-        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
-                          max_tokens=self.max_tokens, timeout=self.timeout, retries=self.retries,
-                          prices=PriceTable(dict(self.prices)))
+        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
+                          retries=self.retries, prices=PriceTable(dict(self.prices)), **self.options)
         return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos,
                          actions=self.actions)
 
@@ -112,7 +110,7 @@ def policy_spec_from_args(args, kind: str, task_set: str | None = None) -> Polic
     if kind in ("gold", "replay"):
         return PolicySpec(kind, replay=args.replay, task_set=task_set if kind == "replay" else None)
     return PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
-                      temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
+                      options=dict(getattr(args, "model_options", {})), timeout=args.timeout,
                       retries=args.retries, strategy=strategy_name(args.strategy), protocol=args.protocol,
                       context=args.context, prices=dict(parse_price_option(p) for p in args.price),
                       demos=str(args.demos) if getattr(args, "demos", None) else None,

@@ -98,6 +98,15 @@ def reply(action: str, language: str, strategy: str, thought: str | None = None)
     return fenced(action, language)
 
 
+def assistant(content: str, turn: Turn | None = None, reasoning: bool = False) -> dict[str, str]:
+    """An assistant message; with ``reasoning`` it keeps the model's thinking as
+    ``reasoning_content`` (the field reasoning models' chat templates read; off by default)."""
+    message = {"role": "assistant", "content": content}
+    if reasoning and turn is not None and turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    return message
+
+
 def output_message(turn: Turn, limit: int = OBSERVATION_CHARS, prefix: str = "Output:\n") -> str:
     text = prefix + cut_middle(turn.observation or "", limit)
     if turn.exit_code not in (None, 0):
@@ -125,16 +134,22 @@ class Replies:
     """How actions and outputs are written as messages: the text protocol's (a fenced block
     and an ``Output:`` user message) or, with ``tools``, tool calls and ``tool`` messages."""
 
-    def __init__(self, traj: Trajectory, strategy: str, actions: str | None = None):
+    def __init__(self, traj: Trajectory, strategy: str, actions: str | None = None, reasoning: bool = False):
         self.language, self.strategy = traj.env, strategy
         self.tools = actions_of(traj, actions) == TOOLS
+        self.reasoning = reasoning
 
-    def action(self, turn: Turn, code: str, thought: str | None = None) -> dict[str, Any]:
-        """The assistant message proposing ``code`` (at ``turn``)."""
+    def action(self, turn: Turn, code: str, thought: str | None = None, own: bool = False) -> dict[str, Any]:
+        """The assistant message proposing ``code`` (at ``turn``); ``own``: the model's own
+        message, which keeps its reasoning when asked."""
         if not self.tools:
-            return {"role": "assistant", "content": reply(code, self.language, self.strategy, thought)}
+            return assistant(reply(code, self.language, self.strategy, thought), turn if own else None,
+                             self.reasoning)
         run = toolset(self.language)
-        return self._call(turn, run.run, {run.arg: code}, thought)
+        message = self._call(turn, run.run, {run.arg: code}, thought)
+        if own and self.reasoning and turn.reasoning:
+            message["reasoning_content"] = turn.reasoning
+        return message
 
     def submit(self, arg: str | None = None) -> dict[str, Any]:
         if not self.tools:
@@ -185,15 +200,16 @@ def submitted_arg(traj: Trajectory) -> str | None:
 
 
 def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
-                  actions: str | None = None) -> list[dict[str, Any]]:
+                  actions: str | None = None, reasoning: bool = False) -> list[dict[str, Any]]:
     """One conversation: the system prompt, the task, then each executed action (assistant)
     and its output (user, or tool under the tools protocol); ``submit`` last when the
     episode was submitted under the agent protocol. A trailing output with no reply after
-    it is left out (a chat ends with the assistant)."""
-    replies = Replies(traj, strategy, actions)
+    it is left out (a chat ends with the assistant). ``reasoning``: the model's reasoning
+    kept on its messages."""
+    replies = Replies(traj, strategy, actions, reasoning)
     messages = _head(traj, strategy, protocol, actions)
     for turn in executed(traj):
-        messages.append(replies.action(turn, turn.action, turn.thought))
+        messages.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
         messages.append(replies.output(turn))
     if _ends_by_submit(traj, protocol) and len(messages) > 2:
         messages.append(replies.submit(submitted_arg(traj)))
@@ -203,9 +219,9 @@ def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | 
 
 
 def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
-                actions: str | None = None) -> dict[str, Any]:
+                actions: str | None = None, reasoning: bool = False) -> dict[str, Any]:
     """One line of chat export: ``messages``, and ``tools`` under the tools protocol."""
-    record: dict[str, Any] = {"messages": chat_messages(traj, strategy, protocol, actions)}
+    record: dict[str, Any] = {"messages": chat_messages(traj, strategy, protocol, actions, reasoning)}
     schemas = Replies(traj, strategy, actions).schemas()
     if schemas is not None:
         record["tools"] = schemas
@@ -213,11 +229,12 @@ def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | No
 
 
 def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
-                     protocol: str | None = None, actions: str | None = None) -> list[dict[str, Any]]:
+                     protocol: str | None = None, actions: str | None = None,
+                     reasoning: bool = False) -> list[dict[str, Any]]:
     """One pair per edited or rejected proposal: ``prompt`` = the conversation up to it,
     ``rejected`` = the agent's proposal, ``chosen`` = what the human ran instead. A rejection
     pairs the next human action when no other action ran in between; else it is left out."""
-    replies = Replies(traj, strategy, actions)
+    replies = Replies(traj, strategy, actions, reasoning)
     head = _head(traj, strategy, protocol, actions)
     history: list[dict[str, Any]] = []
     pairs = []
@@ -239,7 +256,7 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
             pair = {
                 "prompt": head + list(history),
                 "chosen": [replies.action(chosen, chosen.action)],
-                "rejected": [replies.action(turn, proposed, turn.thought)],
+                "rejected": [replies.action(turn, proposed, turn.thought, own=True)],
                 "kind": kind, "comment": turn.comment, "task": traj.task_key, "turn": turn.index,
                 "episode": traj.id,
             }
@@ -247,7 +264,7 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
                 pair["tools"] = replies.schemas()
             pairs.append(pair)
         if turn.action and not turn.info.get("invalid") and not turn.info.get("rejected"):
-            history.append(replies.action(turn, turn.action, turn.thought))
+            history.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
             history.append(replies.output(turn))
     return pairs
 
@@ -388,15 +405,16 @@ def csv_text(trajs: list[Trajectory]) -> str:
 
 
 def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
-           actions: str | None = None) -> tuple[str, int]:
+           actions: str | None = None, reasoning: bool = False) -> tuple[str, int]:
     """The file text of ``fmt`` over ``trajs`` and how many records it holds (``actions``: the
-    reply format of chat and preference data, text or tools; default each episode's own)."""
+    reply format of chat and preference data, text or tools, default each episode's own;
+    ``reasoning``: chat and preference records keep the model's reasoning)."""
     if fmt == "chat":
-        chats = [chat_record(t, strategy, protocol, actions) for t in trajs]
+        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
         lines = [json.dumps(c, ensure_ascii=False) for c in chats if len(c["messages"]) > 2]
         return "".join(line + "\n" for line in lines), len(lines)
     if fmt == "preference":
-        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions)]
+        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
         return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)

@@ -59,7 +59,11 @@ def make_policy(choice: AgentChoice, task: Task) -> tuple[Any, dict[str, Any]]:
             strategy = strategy_name(choice.strategy or "tryagain")
         except ValueError as exc:
             raise PolicyError(str(exc)) from None
-        model = ChatModel(choice.model or "", base_url=choice.base_url)
+        try:
+            options = choice.model_options()
+        except ValueError as exc:
+            raise PolicyError(str(exc)) from None
+        model = ChatModel(choice.model or "", base_url=choice.base_url, **options)
         policy = LLMPolicy(model, strategy, choice.protocol, actions=choice.actions)
     info = {k: v for k, v in policy.describe().items() if v is not None}
     info.update({"protocol": choice.protocol, "ui": "tui-watch"})

@@ -27,11 +27,12 @@ else
     bash ci/provision-docker.sh
 fi
 
-step "python: .venv with icplay[dev]"
+step "python: .venv with icplay[dev,serve-test]"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q -e '.[dev]'
+# serve-test: torch (CPU) and transformers[serving], for the test against a real `transformers serve`
+.venv/bin/python -m pip install -q -e '.[dev,serve-test]'
 .venv/bin/python --version
 
 step "images: build (cached layers make an unchanged image instant)"

@@ -61,6 +61,13 @@ class Turn:
     comment: str | None = None       # a human's comment on a rejected or edited proposal
     reward: float | None = None      # set when this turn was scored (intercode protocol)
     info: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | None = None     # what the model thought before its reply (never executed)
+
+    def __post_init__(self):
+        # a policy's reasoning travels in its proposal's info; on the turn it is a field of its own
+        if self.reasoning is None and isinstance(self.info.get("reasoning"), str):
+            self.info = dict(self.info)
+            self.reasoning = self.info.pop("reasoning") or None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Turn":

@@ -81,6 +81,9 @@ class Summary:
     intervened: int = 0                                              # agent episodes a human stepped into
     agent_episodes: int = 0
     negative: int = 0                                                # episodes whose final reward is below 0
+    truncated_replies: int = 0                                       # replies cut at the token limit
+    usage_unknown_calls: int = 0                                     # calls whose server reported no usage
+    reasoning_tokens: int = 0
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -143,6 +146,9 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
         s.completion_tokens += usage.get("completion_tokens") or 0
         s.calls += usage.get("calls") or 0
         s.unpriced_calls += usage.get("cost_unknown") or 0
+        s.usage_unknown_calls += usage.get("completion_tokens_unknown") or 0
+        s.reasoning_tokens += usage.get("reasoning_tokens") or 0
+        s.truncated_replies += sum(1 for turn in t.turns if turn.info.get("reply_truncated"))
         cost = (cost or 0.0) + (usage.get("cost") or 0.0)
         s.time_worked += t.time_worked or 0.0
         for kind, n in t.author_mix().items():
@@ -164,6 +170,14 @@ def _pct(x: float) -> str:
 
 def _tokens(n: int) -> str:
     return f"{n:,}"
+
+
+def _token_cell(s: Summary, n: int) -> str:
+    if not s.calls:
+        return "-"
+    if s.usage_unknown_calls >= s.calls:
+        return "unknown"
+    return _tokens(n) + (f" (+{s.usage_unknown_calls} calls unknown)" if s.usage_unknown_calls else "")
 
 
 def _cost(s: Summary) -> str:
@@ -217,10 +231,15 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
         rows.append((f"solved by turn {k}", [_pct(s.by_turn[k - 1]) if k <= len(s.by_turn) else "-"
                                              for s in summaries]))
     if any(s.calls for s in summaries):
-        rows.append(("tokens", [_tokens(s.tokens) if s.calls else "-" for s in summaries]))
+        rows.append(("tokens", [_token_cell(s, s.tokens) for s in summaries]))
         rows.append(("  prompt / completion", [f"{_tokens(s.prompt_tokens)} / {_tokens(s.completion_tokens)}"
-                                               if s.calls else "-" for s in summaries]))
+                                               if s.calls and s.usage_unknown_calls < s.calls else
+                                               ("unknown" if s.calls else "-") for s in summaries]))
+        if any(s.reasoning_tokens for s in summaries):
+            rows.append(("  of which reasoning", [_tokens(s.reasoning_tokens) for s in summaries]))
         rows.append(("cost", [_cost(s) for s in summaries]))
+    if any(s.truncated_replies for s in summaries):
+        rows.append(("truncated replies", [str(s.truncated_replies) for s in summaries]))
     if any(s.time_worked for s in summaries):
         rows.append(("time worked", [f"{s.time_worked / 60:.1f} min" if s.time_worked else "-" for s in summaries]))
     if any(s.intervened for s in summaries):

@@ -54,10 +54,28 @@ class Exchange:
 
     def messages(self) -> list[Message]:
         out = []
-        if self.assistant is not None:
+        if self.assistant:      # an empty reply is never sent back (some servers refuse it)
             out.append({"role": "assistant", "content": self.assistant})
         out.append({"role": "user", "content": self.user})
         return out
+
+    def with_note(self, note: str) -> "Exchange":
+        """This exchange with ``note`` (an instruction) after what it tells the model."""
+        return Exchange(self.assistant, f"{self.user}\n\n{note}", self.observation, self.prefix,
+                        f"{self.suffix}\n\n{note}")
+
+    def stubbable(self) -> bool:
+        return bool(self.observation) and len(self.observation) > 80
+
+    def stubbed(self) -> "Exchange":
+        """This exchange with its observation replaced by a one-line stub."""
+        stub = stub_of(self.observation)
+        return Exchange(self.assistant, self.prefix + stub + self.suffix, stub, self.prefix, self.suffix)
+
+
+def stub_of(observation: str) -> str:
+    lines = observation.count("\n") + 1
+    return f"[output of {lines} line(s) / {len(observation)} characters omitted]"
 
 
 def observation_block(observation: str) -> str:
@@ -81,11 +99,8 @@ def fit(head: list[Message], exchanges: list[Exchange], tail: list[Message], lim
         return msgs
     old = max(0, len(exs) - limits.keep_recent)
     for i in range(old):
-        ex = exs[i]
-        if ex.observation and len(ex.observation) > 80:
-            lines = ex.observation.count("\n") + 1
-            stub = f"[output of {lines} line(s) / {len(ex.observation)} characters omitted]"
-            exs[i] = Exchange(ex.assistant, ex.prefix + stub + ex.suffix, stub, ex.prefix, ex.suffix)
+        if exs[i].stubbable():
+            exs[i] = exs[i].stubbed()
             msgs = build(exs, 0)
             if estimate_tokens(msgs) <= limits.max_tokens:
                 return msgs
@@ -100,11 +115,16 @@ def fit(head: list[Message], exchanges: list[Exchange], tail: list[Message], lim
 
 
 def merge_roles(messages: list[Message]) -> list[Message]:
-    """Join consecutive messages of the same role (some chat templates require alternation)."""
+    """Join consecutive messages of the same role (some chat templates require alternation);
+    tool calls and tool results are never joined (each answers its own call)."""
     out: list[Message] = []
     for m in messages:
-        if out and out[-1]["role"] == m["role"] and m["role"] != "system":
+        if out and out[-1]["role"] == m["role"] and m["role"] in ("user", "assistant") and _plain(m) and _plain(out[-1]):
             out[-1] = {"role": m["role"], "content": out[-1]["content"] + "\n\n" + m["content"]}
         else:
             out.append(dict(m))
     return out
+
+
+def _plain(message: Message) -> bool:
+    return isinstance(message.get("content"), str) and not message.get("tool_calls")

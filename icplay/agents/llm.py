@@ -2,17 +2,24 @@
 
 ``ChatModel`` makes one chat completion with icplay's own retry loop (the client's is
 turned off, so every attempt is counted and the waits are ours): rate limits (429), server
-errors (5xx), timeouts, dropped connections and malformed replies are retried with
-exponential backoff and jitter, honouring ``Retry-After``. What retrying cannot fix —
-a bad key, an unknown model, a server that never answers, an exhausted quota — becomes an
-``AgentError`` with one sentence saying what to do.
+errors (5xx, and error chunks in the middle of a stream), timeouts, dropped connections and
+malformed replies are retried with exponential backoff and jitter, honouring
+``Retry-After``. What retrying cannot fix — a bad key, an unknown model, a refused
+connection, an exhausted quota — becomes an ``AgentError`` with one sentence saying what
+to do, at once.
 
-Streaming: when the caller wants the reply as it is written (``on_delta``), the request
-asks for ``stream=True`` and passes each text delta on; a server that answers with a
-plain JSON body instead, or refuses streaming (400), is read the ordinary way from then
-on, quietly. Cancelling: with a ``cancel`` event the request runs on a helper thread and
-``complete`` raises ``Cancelled`` as soon as the event is set — mid-request (an open
-stream is closed; a non-streamed answer that comes later is thrown away) or mid-backoff.
+Parameters: the model's family (``families``) decides the token budget's name and default
+and whether a temperature is sent; a 400 naming an unsupported parameter drops or renames
+it, retries, and is remembered for the model for the rest of the run (``learnt``). A prompt
+longer than the model's context is a ``ContextTooLong`` (the policy trims and retries).
+
+Streaming: when the caller wants the reply as it is written (``on_delta``, and
+``on_reasoning`` for the model's thinking), the request asks for ``stream=True``; a server
+that answers with a plain JSON body instead, or refuses with a 400 that names streaming, is
+read the ordinary way from then on, quietly. Cancelling: with a ``cancel`` event the request
+runs on a helper thread and ``complete`` raises ``Cancelled`` as soon as the event is set —
+mid-request (an open stream is closed; a non-streamed answer that comes later is thrown
+away) or mid-backoff.
 
 ``LLMPolicy`` turns the task and trajectory into chat messages with a strategy, calls the
 model, and parses the reply into a ``Proposal`` (an action, ``None`` for submit, or an
@@ -24,16 +31,21 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icplay.agents.context import ContextLimits
+from icplay.agents.families import ParamLearner, Refusal, RequestOptions, family_of
 from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
+from icplay.agents.records import request_record, sent_messages
+from icplay.agents.replies import MalformedReply, ReplyReader, usage_numbers
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
+from icplay.agents.tools import TOOLS, action_protocol, pending_call, reply_proposal, tool_schemas
 from icplay.episode import Cancelled, Proposal, Trajectory
 from icplay.tasks.model import Task
 
@@ -46,9 +58,19 @@ class AgentError(RuntimeError):
         self.fatal = fatal
 
 
+class ContextTooLong(AgentError):
+    """The server said the prompt does not fit the model's context (``limit`` / ``requested`` when it said)."""
+
+    def __init__(self, message: str, limit: int | None = None, requested: int | None = None):
+        super().__init__(message, fatal=False)
+        self.limit, self.requested = limit, requested
+
+
 @dataclass
 class Completion:
-    text: str
+    """One model call: the reply's parts and what it cost."""
+
+    text: str                              # the answer (reasoning and think tags taken out)
     model: str
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -56,10 +78,33 @@ class Completion:
     latency: float
     attempts: int
     finish_reason: str | None = None
+    reasoning: str = ""                    # what the model thought (any of the fields servers use)
+    tool_calls: list[dict[str, str]] = field(default_factory=list)   # [{"id", "name", "arguments"}]
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    ttft: float | None = None              # seconds to the first streamed piece (None: not streamed)
+    response_id: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)   # what the request sent besides the messages
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 
     def usage(self) -> dict[str, Any]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cost": self.cost, "latency": round(self.latency, 3), "attempts": self.attempts, "calls": 1}
+        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+               "cost": self.cost, "latency": round(self.latency, 3), "attempts": self.attempts, "calls": 1}
+        for key in ("reasoning_tokens", "cached_tokens"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    def response(self) -> dict[str, Any]:
+        """The reply's record for the turn (what a debugging engineer asks for)."""
+        return {"id": self.response_id, "model": self.model, "finish_reason": self.finish_reason,
+                "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                          "reasoning_tokens": self.reasoning_tokens, "cached_tokens": self.cached_tokens},
+                "latency": round(self.latency, 3), "ttft": None if self.ttft is None else round(self.ttft, 3),
+                "cost": self.cost, "attempts": self.attempts}
 
 
 def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +119,7 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
             out[key] = out.get(key, 0) + value
         if unknown:
             out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
-    for key in ("calls", "attempts"):
+    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
         if part.get(key) is not None:
             out[key] = out.get(key, 0) + part[key]
     if part.get("latency") is not None:
@@ -101,48 +146,114 @@ def _retry_after(exc: Exception) -> float | None:
     return None
 
 
-def _error_text(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return str(getattr(exc, "message", None) or exc)
-
-
-def _error_code(exc: Exception) -> str:
+def _error_body(exc: Exception) -> dict[str, Any]:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict):
-            return str(err.get("code") or err.get("type") or "")
-    return ""
+            return err
+        if isinstance(err, str):
+            return {"message": err}
+    return {}
+
+
+def _error_text(exc: Exception) -> str:
+    err = _error_body(exc)
+    if err.get("message"):
+        return str(err["message"])
+    return str(getattr(exc, "message", None) or exc)
+
+
+def _error_code(exc: Exception) -> str:
+    err = _error_body(exc)
+    return str(err.get("code") or err.get("type") or "")
+
+
+_CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long|"
+                            r"exceeds the context", re.I)
+_NUMBERS = re.compile(r"(\d[\d,]*)\s*tokens?", re.I)
+
+
+def _context_refusal(exc: Exception) -> tuple[int | None, int | None] | None:
+    """(limit, requested) of a 400 saying the prompt is too long (None: not that)."""
+    code, text = _error_code(exc), _error_text(exc)
+    if code != "context_length_exceeded" and not _CONTEXT_WORDS.search(text):
+        return None
+    numbers = [int(n.replace(",", "")) for n in _NUMBERS.findall(text)]
+    limit = numbers[0] if numbers else None
+    requested = max(numbers[1:]) if len(numbers) > 1 else None
+    return limit, requested
+
+
+def _names_streaming(exc: Exception) -> bool:
+    err = _error_body(exc)
+    return "stream" in str(err.get("param") or "") or "stream" in _error_text(exc).lower()
+
+
+def _refused_connection(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "connection refused" in str(seen).lower():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class _StreamFailed(Exception):
+    """An error chunk in the middle of a stream (OpenRouter's way to report a provider's failure)."""
 
 
 class ChatModel:
     """One model on one OpenAI-compatible endpoint; thread-safe (episodes share it)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float = 0.0, max_tokens: int = 1024, timeout: float = 60.0, retries: int = 6,
-                 backoff: float = 1.0, max_backoff: float = 60.0, prices: PriceTable | None = None,
-                 client: Any = None, sleep: Callable[[float], None] | None = None, stream: bool = True):
+                 temperature: float | str | None = None, max_tokens: int | None = None, timeout: float = 60.0,
+                 retries: int = 6, backoff: float = 1.0, max_backoff: float = 60.0, prices: PriceTable | None = None,
+                 client: Any = None, sleep: Callable[[float], None] | None = None, stream: bool = True,
+                 reasoning_effort: str | None = None, seed: int | None = None,
+                 extra_body: dict[str, Any] | None = None):
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.options = RequestOptions(max_tokens, temperature, reasoning_effort, seed, dict(extra_body or {}))
+        self.family = family_of(model)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.prices = prices or PriceTable()
+        self.learner = ParamLearner()
+        self.on_note: Callable[[str], None] | None = None   # told each thing learnt (once; e.g. the run's log)
         self._sleep = sleep             # None: wait (cancellably) for real
         self._client = client
         self._lock = threading.Lock()
         self.stream = stream            # stream replies when a caller wants deltas
         self.streams_ok: bool | None = None   # learnt: does the server stream? (None: not tried)
+
+    @property
+    def temperature(self) -> float | str | None:
+        return self.params().get("temperature", "default")
+
+    @property
+    def max_tokens(self) -> int:
+        return self.options.max_tokens or self.family.default_budget
+
+    def params(self) -> dict[str, Any]:
+        """The parameters sent with every request now (family, options, then what refusals taught)."""
+        return self.learner.apply(self.model, self.options.params(self.family))
+
+    def learnt(self) -> list[str]:
+        return self.learner.learnt(self.model)
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"family": self.family.name, "params": self.params()}
+        if self.options.extra_body:
+            out["extra_body"] = self.options.extra_body
+        if self.learnt():
+            out["learnt"] = self.learnt()
+        return out
 
     @property
     def endpoint(self) -> str:
@@ -163,12 +274,15 @@ class ChatModel:
                                              max_retries=0)
             return self._client
 
-    def _fatal(self, exc: Exception) -> AgentError | None:
+    def _fatal(self, exc: Exception, tools_sent: bool = False) -> AgentError | None:
         """The one sentence for errors that retrying will not fix, else None."""
         import openai
 
         where = self.endpoint
         detail = _error_text(exc)[:200]
+        if isinstance(exc, openai.APIConnectionError) and _refused_connection(exc):
+            return AgentError(f"nothing is listening at {where} (connection refused); "
+                              "is the model server running, and is --base-url right?")
         if isinstance(exc, openai.AuthenticationError):
             return AgentError(f"the model server at {where} rejected the API key (401: {detail}); "
                               "check OPENAI_API_KEY or --api-key")
@@ -180,7 +294,13 @@ class ChatModel:
         if isinstance(exc, openai.RateLimitError) and _error_code(exc) == "insufficient_quota":
             return AgentError(f"the account behind the API key at {where} has no quota left (429: {detail})")
         if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
-            # a problem with this request (e.g. context too long): this episode fails, not the run
+            context = _context_refusal(exc)
+            if context is not None:
+                return ContextTooLong(f"the prompt does not fit model {self.model!r}'s context ({detail})", *context)
+            if tools_sent and "tool" in (detail + str(_error_body(exc).get("param") or "")).lower():
+                return AgentError(f"the model server at {where} refused tool calling ({detail}); "
+                                  "use --actions text")
+            # a problem with this request: this episode fails, not the run
             return AgentError(f"the model server at {where} refused the request ({exc.status_code}: {detail})",
                               fatal=False)
         return None
@@ -201,50 +321,96 @@ class ChatModel:
             delay = max(delay, min(after, self.max_backoff))
         return delay
 
+    def _learn(self, exc: Exception, sent: dict[str, Any], streaming: bool) -> bool:
+        """True when ``exc`` (a 400) taught something and the request is worth sending again."""
+        import openai
+
+        if not isinstance(exc, openai.BadRequestError):
+            return False
+        if streaming and _names_streaming(exc):
+            self.streams_ok = False     # e.g. a server that knows no stream_options: ask plainly
+            return True
+        refusal = Refusal.of(_error_body(exc))
+        if refusal is None:
+            return False
+        note = self.learner.learn(self.model, refusal, sent)
+        if note is None:
+            return False
+        if self.on_note is not None:
+            self.on_note(note)
+        return True
+
     def complete(self, messages: list[dict], cancel: threading.Event | None = None,
                  on_delta: Callable[[str], None] | None = None,
-                 on_retry: Callable[[int, float, str], None] | None = None) -> Completion:
+                 on_retry: Callable[[int, float, str], None] | None = None, *,
+                 on_reasoning: Callable[[str], None] | None = None,
+                 tools: list[dict] | None = None, tool_choice: Any = None) -> Completion:
         """One chat completion, retried as needed; ``Cancelled`` when ``cancel`` is set.
 
-        ``on_delta(text)`` receives the reply as it streams; ``on_retry(attempt, delay,
-        why)`` is told before each wait between attempts (a UI counts down)."""
+        ``on_delta(text)`` receives the answer as it streams and ``on_reasoning(text)`` the
+        model's thinking; ``on_retry(attempt, delay, why)`` is told before each wait between
+        attempts (a UI counts down). ``tools`` / ``tool_choice`` go into the request as given."""
         import openai
 
         client = self.client()
         started = time.monotonic()
         last: Exception | None = None
-        for attempt in range(self.retries + 1):
+        extra: dict[str, Any] = {}
+        if tools:
+            extra["tools"] = tools
+        if tool_choice is not None:
+            extra["tool_choice"] = tool_choice
+        attempt = lessons = 0
+        while attempt <= self.retries:
             if cancel is not None and cancel.is_set():
                 raise Cancelled()
+            params = self.params()
+            streaming = (on_delta is not None or on_reasoning is not None) and self.stream \
+                and self.streams_ok is not False
+            call_started = time.monotonic()
             try:
-                text, finish, prompt, completion, model = self._call(client, messages, cancel, on_delta)
+                reader = self._call(client, messages, {**params, **extra}, streaming, cancel, on_delta,
+                                    on_reasoning)
             except Cancelled:
                 raise
             except openai.APIError as exc:
-                fatal = self._fatal(exc)
+                if lessons < 8 and self._learn(exc, params, streaming):
+                    lessons += 1         # not a failure: the same attempt again, corrected
+                    continue
+                fatal = self._fatal(exc, tools_sent=bool(tools))
                 if fatal is not None:
                     raise fatal from None
                 if not self._retryable(exc):
                     raise AgentError(f"the model server at {self.endpoint} failed: {_error_text(exc)[:200]}",
                                      fatal=False) from None
                 last = exc
-            except _MalformedReply as exc:
+            except (MalformedReply, _StreamFailed) as exc:
                 last = exc
             except ValueError as exc:   # a body that is not JSON, or JSON of the wrong shape
-                last = _MalformedReply(f"unreadable body: {str(exc)[:80]}")
+                last = MalformedReply(f"unreadable body: {str(exc)[:80]}")
             else:
-                model = model or self.model
-                cost = self.prices.cost(self.model, prompt, completion)
-                if cost is None and model != self.model:
-                    cost = self.prices.cost(model, prompt, completion)
-                return Completion(text, str(model), prompt, completion, cost, time.monotonic() - started,
-                                  attempt + 1, finish)
+                return self._completion(reader, params, started, call_started, attempt + 1)
             if attempt < self.retries:
                 delay = self._delay(attempt, last)
                 if on_retry is not None:
                     on_retry(attempt + 1, delay, self._why(last))
                 self._wait(delay, cancel)
+            attempt += 1
         raise self._gave_up(last)
+
+    def _completion(self, reader: ReplyReader, params: dict[str, Any], started: float, call_started: float,
+                    attempts: int) -> Completion:
+        text, reasoning = reader.parts()
+        usage = usage_numbers(reader.usage)
+        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+        model = str(reader.model or self.model)
+        cost = self.prices.cost(self.model, prompt, completion)
+        if cost is None and model != self.model:
+            cost = self.prices.cost(model, prompt, completion)
+        ttft = None if reader.first_piece_at is None else reader.first_piece_at - call_started
+        return Completion(text, model, prompt, completion, cost, time.monotonic() - started, attempts,
+                          reader.finish_reason, reasoning, reader.tool_calls(), usage["reasoning_tokens"],
+                          usage["cached_tokens"], ttft, reader.id, dict(params))
 
     def _wait(self, delay: float, cancel: threading.Event | None) -> None:
         if self._sleep is not None:
@@ -266,23 +432,28 @@ class ChatModel:
             return "no answer in time"
         if isinstance(exc, openai.APIConnectionError):
             return "cannot reach the server"
-        if isinstance(exc, _MalformedReply):
+        if isinstance(exc, MalformedReply):
             return f"unusable reply ({exc})"
+        if isinstance(exc, _StreamFailed):
+            return f"the stream broke off ({exc})"
         status = getattr(exc, "status_code", None)
         return f"server error ({status})" if status else "failed"
 
-    def _call(self, client: Any, messages: list[dict], cancel: threading.Event | None,
-              on_delta: Callable[[str], None] | None) -> tuple[str, str | None, int | None, int | None, str | None]:
+    def _call(self, client: Any, messages: list[dict], params: dict[str, Any], streaming: bool,
+              cancel: threading.Event | None, on_delta: Callable[[str], None] | None,
+              on_reasoning: Callable[[str], None] | None) -> ReplyReader:
         """One attempt; with ``cancel``, on a helper thread so that a cancel returns at once."""
+        reader = ReplyReader(on_delta, on_reasoning)
         if cancel is None:
-            return self._request(client, messages, on_delta, {}, None)
+            self._request(client, messages, params, streaming, reader, {}, None)
+            return reader
         box: dict[str, Any] = {}
         handle: dict[str, Any] = {}
         done = threading.Event()
 
         def work() -> None:
             try:
-                box["value"] = self._request(client, messages, on_delta, handle, cancel)
+                self._request(client, messages, params, streaming, reader, handle, cancel)
             except BaseException as exc:   # handed to the waiting thread
                 box["error"] = exc
             finally:
@@ -299,69 +470,58 @@ class ChatModel:
             raise box["error"]
         if cancel.is_set():
             raise Cancelled()
-        return box["value"]
+        return reader
 
-    def _request(self, client: Any, messages: list[dict], on_delta: Callable[[str], None] | None,
-                 handle: dict[str, Any], cancel: threading.Event | None):
-        import openai
-
-        kwargs = dict(model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        if on_delta is not None and self.stream and self.streams_ok is not False:
+    def _request(self, client: Any, messages: list[dict], params: dict[str, Any], streaming: bool,
+                 reader: ReplyReader, handle: dict[str, Any], cancel: threading.Event | None) -> None:
+        kwargs = dict(model=self.model, messages=messages, **params)
+        if self.options.extra_body:
+            kwargs["extra_body"] = dict(self.options.extra_body)
+        if streaming:
+            raw = client.chat.completions.with_raw_response.create(
+                **kwargs, stream=True, stream_options={"include_usage": True})
+            content_type = str(raw.headers.get("content-type", ""))
+            if "event-stream" in content_type:
+                self.streams_ok = True
+                self._read_stream(raw.parse(), reader, handle, cancel)
+                return
+            self.streams_ok = False     # the server answered in one piece
+            body = raw.http_response.read()
             try:
-                raw = client.chat.completions.with_raw_response.create(
-                    **kwargs, stream=True, stream_options={"include_usage": True})
-            except openai.BadRequestError:
-                self.streams_ok = False     # e.g. a server that knows no stream_options: ask plainly
-            else:
-                content_type = str(raw.headers.get("content-type", ""))
-                if "event-stream" in content_type:
-                    self.streams_ok = True
-                    return self._read_stream(raw.parse(), on_delta, handle, cancel)
-                self.streams_ok = False     # the server answered in one piece
-                body = raw.http_response.read()
-                try:
-                    data = json.loads(body)
-                except ValueError as exc:
-                    raise _MalformedReply(f"unreadable body: {str(exc)[:80]}") from None
-                return self._unpack(_Obj(data) if isinstance(data, dict) else data)
-        return self._unpack(client.chat.completions.create(**kwargs))
-
-    def _unpack(self, response: Any):
-        text, finish = self._text(response)
-        usage = getattr(response, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        completion = getattr(usage, "completion_tokens", None) if usage is not None else None
-        return text, finish, prompt, completion, getattr(response, "model", None)
+                data = json.loads(body)
+            except ValueError as exc:
+                raise MalformedReply(f"unreadable body: {str(exc)[:80]}") from None
+            if not isinstance(data, dict):
+                raise MalformedReply(f"the body is not a chat completion: {str(data)[:80]!r}")
+            reader.message(data)
+            return
+        response = client.chat.completions.create(**kwargs)
+        if isinstance(response, str):
+            raise MalformedReply(f"the body is not a chat completion: {response[:80]!r}")
+        reader.message(response)
 
     @staticmethod
-    def _read_stream(stream: Any, on_delta: Callable[[str], None], handle: dict[str, Any],
-                     cancel: threading.Event | None):
+    def _read_stream(stream: Any, reader: ReplyReader, handle: dict[str, Any],
+                     cancel: threading.Event | None) -> None:
+        import openai
+
         handle["stream"] = stream
-        parts: list[str] = []
-        finish = model = None
-        prompt = completion = None
         try:
             for chunk in stream:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled()
-                model = getattr(chunk, "model", None) or model
-                usage = getattr(chunk, "usage", None)
-                if usage is not None:
-                    prompt = getattr(usage, "prompt_tokens", None)
-                    completion = getattr(usage, "completion_tokens", None)
-                for choice in getattr(chunk, "choices", None) or []:
-                    if getattr(choice, "index", 0) != 0:
-                        continue
-                    piece = getattr(getattr(choice, "delta", None), "content", None)
-                    if piece:
-                        parts.append(piece)
-                        on_delta(piece)
-                    finish = getattr(choice, "finish_reason", None) or finish
+                reader.chunk(chunk, time.monotonic())
+                if reader.finish_reason == "error":
+                    raise _StreamFailed("the server ended the reply with an error")
+        except openai.APIError as exc:
+            if isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
+                raise
+            raise _StreamFailed(_error_text(exc)[:120]) from None   # an error chunk: retried like a 5xx
         finally:
             _close_quietly(stream)
-        if not parts and finish is None:
-            raise _MalformedReply("the stream ended without a reply")
-        return "".join(parts), finish, prompt, completion, model
+        reader.finish()
+        if reader.empty and reader.finish_reason is None:
+            raise MalformedReply("the stream ended without a reply")
 
     def _gave_up(self, exc: Exception | None) -> AgentError:
         import openai
@@ -376,47 +536,12 @@ class ChatModel:
         if isinstance(exc, openai.RateLimitError):
             return AgentError(f"the model server at {self.endpoint} kept rate-limiting ({tries} tries, "
                               "429); lower -j or try later")
-        if isinstance(exc, _MalformedReply):
+        if isinstance(exc, (MalformedReply, _StreamFailed)):
             return AgentError(f"the model server at {self.endpoint} sent no usable reply {tries} times ({exc})",
                               fatal=False)
         status = getattr(exc, "status_code", "")
         return AgentError(f"the model server at {self.endpoint} kept failing ({tries} tries, {status}: "
                           f"{_error_text(exc)[:200] if exc else 'stopped'})")
-
-    @staticmethod
-    def _text(response: Any) -> tuple[str, str | None]:
-        if isinstance(response, str):
-            raise _MalformedReply(f"the body is not a chat completion: {response[:80]!r}")
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise _MalformedReply("the reply has no choices")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        if message is None:
-            raise _MalformedReply("the reply's first choice has no message")
-        content = getattr(message, "content", None)
-        return (content if isinstance(content, str) else ""), getattr(choice, "finish_reason", None)
-
-
-class _MalformedReply(Exception):
-    pass
-
-
-class _Obj:
-    """Attribute access over a JSON reply (a non-streamed answer to a streamed request)."""
-
-    def __init__(self, data: Any):
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        if not isinstance(self._data, dict) or name not in self._data:
-            return None
-        value = self._data[name]
-        if isinstance(value, dict):
-            return _Obj(value)
-        if isinstance(value, list):
-            return [_Obj(v) if isinstance(v, dict) else v for v in value]
-        return value
 
 
 def _close_quietly(stream: Any) -> None:
@@ -426,6 +551,22 @@ def _close_quietly(stream: Any) -> None:
         stream.close()
     except Exception:
         pass
+
+
+TRUNCATED_HINT = "the reply was cut at the token limit (finish_reason length); raise --max-tokens"
+
+
+def invalid_note(done: Completion, language: str, strategy: str) -> tuple[str, str]:
+    """(why, message to the model) for a reply that held no command: cut short, only thinking, or no command."""
+    if done.truncated:
+        return "truncated", (f"[icplay] Your last reply was cut off at the length limit "
+                             f"({done.params.get('max_completion_tokens') or done.params.get('max_tokens')} tokens) "
+                             "before it gave a command, so nothing was run. Think less and answer with one command. "
+                             + retry_message(language, strategy).split(". ", 1)[1])
+    if not done.text.strip() and done.reasoning:
+        return "reasoning_only", ("[icplay] Your last reply held only reasoning and no answer, so nothing was run. "
+                                  + retry_message(language, strategy).split(". ", 1)[1])
+    return "no_command", retry_message(language, strategy)
 
 
 @dataclass
@@ -438,9 +579,11 @@ class LLMPolicy:
     context: ContextLimits = field(default_factory=ContextLimits)
     max_plan_steps: int = 10
     demos: list[str] = field(default_factory=list)   # worked examples for the system message (run --demos)
+    actions: str = "text"      # the action protocol: text (a fenced block) or tools (icplay.agents.tools)
 
     def __post_init__(self):
         self.strategy = strategy_name(self.strategy)
+        self.actions = action_protocol(self.actions)
 
     @property
     def max_turns(self) -> int | None:
@@ -449,37 +592,88 @@ class LLMPolicy:
     def describe(self) -> dict[str, Any]:
         return {"kind": "llm", "model": self.model.model, "strategy": self.strategy, "protocol": self.protocol,
                 "base_url": self.model.base_url, "temperature": self.model.temperature,
-                "max_tokens": self.model.max_tokens}
+                "max_tokens": self.model.max_tokens, "actions": self.actions, **self.model.describe()}
+
+    def _complete(self, build: Callable[[ContextLimits], list[dict]], cancel, on_delta, on_retry,
+                  on_reasoning, tools: list[dict] | None = None) -> tuple[list[dict], Completion]:
+        """Build the chat and ask; a prompt too long for the model's context is trimmed and
+        asked again (twice at most), else the error says which ``--context`` would fit."""
+        limits = self.context
+        messages = build(limits)
+        for _ in range(3):
+            try:
+                return messages, self.model.complete(messages, cancel, on_delta, on_retry, on_reasoning=on_reasoning,
+                                                     tools=tools)
+            except ContextTooLong as exc:
+                from icplay.agents.context import estimate_tokens
+
+                estimate = estimate_tokens(messages)
+                if exc.limit and exc.requested:
+                    target = int(estimate * (exc.limit - self.model.max_tokens) / exc.requested * 0.9)
+                else:
+                    target = int(min(estimate, limits.max_tokens) * 0.6)
+                target = max(256, target)
+                trimmed = build(ContextLimits(**{**limits.__dict__, "max_tokens": target}))
+                if len(trimmed) >= len(messages) and estimate_tokens(trimmed) >= estimate:
+                    raise AgentError(f"{exc} and trimming the history does not make it fit; try --context {target}"
+                                     + ("" if not exc.limit else f" (the model takes {exc.limit:,} tokens in all, "
+                                        f"--max-tokens included)"), fatal=False) from None
+                limits = ContextLimits(**{**limits.__dict__, "max_tokens": target})
+                messages = trimmed
+        raise AgentError(f"the prompt still does not fit model {self.model.model!r}'s context after trimming; "
+                         f"try --context {limits.max_tokens}", fatal=False)
 
     def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None,
                 notify: Callable[[str, dict], None] | None = None) -> Proposal:
-        """The next action; ``notify("delta", {"text"})`` streams the reply, ``notify("retry",
-        {"attempt", "delay", "message"})`` announces a wait; ``Cancelled`` when ``cancel`` is set."""
+        """The next action; ``notify("delta", {"text"})`` streams the reply, ``notify("reasoning",
+        {"text"})`` the model's thinking, ``notify("retry", {"attempt", "delay", "message"})``
+        announces a wait; ``Cancelled`` when ``cancel`` is set."""
         on_delta = (lambda text: notify("delta", {"text": text})) if notify is not None else None
+        on_reasoning = (lambda text: notify("reasoning", {"text": text})) if notify is not None else None
         on_retry = ((lambda attempt, delay, why: notify("retry", {"attempt": attempt, "delay": delay, "message": why,
                                                                     "until": time.time() + delay}))
                     if notify is not None else None)
+        tools = self.actions == TOOLS
+        if tools and (waiting := pending_call(trajectory, task.env)) is not None:
+            return waiting         # the next call of the last reply: no model call
         usage: dict[str, Any] = {}
         info: dict[str, Any] = {}
         plan = None
         if self.strategy == "plan":
             plan = find_plan(trajectory)
             if plan is None:
-                done = self.model.complete(plan_request_messages(task, trajectory, self.max_plan_steps, self.demos), cancel,
-                                           on_delta, on_retry)
+                _, done = self._complete(lambda limits: plan_request_messages(task, trajectory, self.max_plan_steps,
+                                                                               self.demos),
+                                         cancel, on_delta, on_retry, on_reasoning)
                 usage = add_usage(usage, done.usage())
                 plan = parse_plan(done.text, self.max_plan_steps)
                 info["plan"] = plan
                 info["plan_raw"] = done.text
-        messages = build_messages(task, trajectory, self.strategy, self.protocol, self.context, plan=plan,
-                                  demos=self.demos)
-        done = self.model.complete(messages, cancel, on_delta, on_retry)
+        messages, done = self._complete(
+            lambda limits: build_messages(task, trajectory, self.strategy, self.protocol, limits, plan=plan,
+                                          demos=self.demos, actions=self.actions),
+            cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None)
         usage = add_usage(usage, done.usage())
-        info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage})
+        info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage,
+                     "request": request_record(trajectory, messages, done.params), "response": done.response()})
+        if done.reasoning:
+            info["reasoning"] = done.reasoning
+        if done.tool_calls:
+            info["tool_calls"] = done.tool_calls
+        if done.truncated:
+            info["reply_truncated"] = True
+        learnt = self.model.learnt()
+        if learnt:
+            trajectory.policy["learnt"] = learnt
+            trajectory.policy["params"] = self.model.params()
+        if tools:
+            return reply_proposal(done, task.env, trajectory, info)
         parsed = parse_reply(done.text, task.env)
         if not parsed.ok:
+            why, message = invalid_note(done, task.env, self.strategy)
             info["invalid"] = True
-            info["retry_message"] = retry_message(task.env, self.strategy)
+            info["invalid_reason"] = why
+            info["retry_message"] = message
             return Proposal("", parsed.thought, done.text, info)
         info["parsed_from"] = parsed.how
         if parsed.is_submit:
@@ -488,4 +682,4 @@ class LLMPolicy:
         return Proposal(parsed.action, parsed.thought, done.text, info)
 
 
-__all__ = ["AgentError", "ChatModel", "Completion", "LLMPolicy", "add_usage", "counted_turns"]
+__all__ = ["AgentError", "ChatModel", "Completion", "ContextTooLong", "sent_messages", "TRUNCATED_HINT", "LLMPolicy", "add_usage", "counted_turns"]

@@ -20,8 +20,25 @@ from pathlib import Path
 
 from icplay.paths import home_dir
 
-# Published list prices (USD per 1M tokens, input/output); extend or override in prices.json.
+# Published list prices (USD per 1M tokens, input/output), standard tier, prompts of ordinary
+# length (Gemini Pro models and Claude Sonnet charge more past 200k prompt tokens; cached-input
+# discounts are not applied, so a cost here is an upper bound). Read on PRICES_READ from the
+# providers' pricing pages (openai.com/api/pricing, claude.com/pricing, ai.google.dev/pricing);
+# extend or override in prices.json or with --price.
+PRICES_READ = "2026-11-26"
 BUILTIN_PRICES: dict[str, tuple[float, float]] = {
+    # OpenAI: the gpt-5 family and the o-series (reasoning tokens are billed as output)
+    "gpt-5.4": (2.50, 15.00),
+    "gpt-5.2": (1.75, 14.00),
+    "gpt-5.1": (1.25, 10.00),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o1": (15.00, 60.00),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    # OpenAI: classic
     "gpt-4o": (2.50, 10.00),
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4.1": (2.00, 8.00),
@@ -30,11 +47,28 @@ BUILTIN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4-turbo": (10.00, 30.00),
     "gpt-4": (30.00, 60.00),
     "gpt-3.5-turbo": (0.50, 1.50),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
+    # Anthropic: Claude 4.x (from 4.5 on, Opus costs a third of Opus 4/4.1)
+    "claude-opus-4-7": (5.00, 25.00),
+    "claude-opus-4-6": (5.00, 25.00),
+    "claude-opus-4-5": (5.00, 25.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-opus-4-0": (15.00, 75.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-sonnet-4-6": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-sonnet-4-0": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    # Google: Gemini 2.5 and 3 (thinking tokens are billed as output)
+    "gemini-3.1-pro-preview": (2.00, 12.00),
+    "gemini-3-pro-preview": (2.00, 12.00),
+    "gemini-3-flash-preview": (0.50, 3.00),
+    "gemini-2.5-pro": (1.25, 10.00),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
 }
 
-DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4}|latest|preview)$")
+DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|preview)$")
 
 
 class PriceTableError(ValueError):

@@ -45,6 +45,38 @@ FORMATS = {
     ),
 }
 
+# the same, for the tools protocol (``--actions tools``): {tool} is the tool that runs code
+TOOL_FORMATS = {
+    "single": (
+        "You get exactly one call of the `{tool}` tool and you will not see its output, so make it the complete\n"
+        "answer."
+    ),
+    "tryagain": (
+        "Act by calling the tools: `{tool}` runs one {name} {unit} and returns its output. Call one tool per reply\n"
+        "(several calls in one reply run in order, each counting as a turn)."
+    ),
+    "react": (
+        "Work in Thought/Action steps. In every reply, first write your reasoning (one to three sentences) as the\n"
+        "message text, then call one tool: `{tool}` runs one {name} {unit} and returns its output."
+    ),
+    "plan": (
+        "You will first be asked for a plan, as text. Then, for each plan step, call the `{tool}` tool once: it runs\n"
+        "one {name} {unit} and returns its output."
+    ),
+}
+TOOL_PROTOCOLS = {
+    "intercode": (
+        "After each call you see its output and a reward of at most 1 that scores the current result against\n"
+        "the correct answer (1.0 means solved, and the episode ends; a SQL result in the wrong order can score below 0).\n"
+        "Use the reward to improve your next {unit}."
+    ),
+    "agent": (
+        "After each call you see its output. When the task is done, call the `submit` tool to end the episode;\n"
+        "you get no score before that, so check your work first. Where the rules say to reply `submit`, call the\n"
+        "`submit` tool instead."
+    ),
+}
+
 PLAN_REQUEST = (
     "Before running anything, write a short numbered plan (at most {steps} steps) for solving this task, one\n"
     "line per step, each step something a single {name} {unit} can do. Reply with the plan only, no code."
@@ -58,7 +90,7 @@ PLAN_DONE_INTERCODE = "The plan is done but the task is not solved yet. Reply wi
 def fill(template: str, language: str, **extra) -> str:
     p = language_prompts(language)
     return template.format(name=p.name, unit=p.unit, units=p.units, label=p.fence or language, setting=p.setting,
-                           **extra)
+                           tool=p.run_tool, **extra)
 
 
 def unit(language: str) -> str:
@@ -80,16 +112,18 @@ def demos_block(demos: list[str] | None) -> str | None:
 
 
 def system_prompt(language: str, strategy: str, protocol: str, sandbox: str | None = None,
-                  demos: list[str] | None = None) -> str:
-    """The system message for one episode; ``demos`` (texts) go last, as worked examples."""
+                  demos: list[str] | None = None, actions: str = "text") -> str:
+    """The system message for one episode; ``demos`` (texts) go last, as worked examples;
+    ``actions`` "tools" describes the tools instead of the fenced reply format."""
     words = language_prompts(language)
+    tools = actions == "tools"
     parts = [fill(ROLE, language), "", "Rules:", words.notes]
     if sandbox in words.sandbox_notes:
         parts.append("- " + words.sandbox_notes[sandbox])
-    parts += ["", fill(FORMATS[strategy], language)]
+    parts += ["", fill((TOOL_FORMATS if tools else FORMATS)[strategy], language)]
     if strategy != "single":
-        proto = PROTOCOLS["intercode" if protocol == "intercode" else "agent"]
-        if words.submit_arg and protocol != "intercode":
+        proto = (TOOL_PROTOCOLS if tools else PROTOCOLS)["intercode" if protocol == "intercode" else "agent"]
+        if words.submit_arg and protocol != "intercode" and not tools:
             proto = proto.replace("reply with `submit` alone", "reply with `submit <answer>` as the rules say")
         parts += ["", fill(proto, language)]
     block = demos_block(demos)

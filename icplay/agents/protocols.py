@@ -47,7 +47,8 @@ def play(env: Env, task: Task, policy: Policy, protocol: str = "intercode", limi
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (one of: {', '.join(PROTOCOLS)})")
-    info = dict(policy_info or {"kind": type(policy).__name__})
+    describe = getattr(policy, "describe", None)
+    info = dict(policy_info or (describe() if callable(describe) else {"kind": type(policy).__name__}))
     episode = Episode(env, task, save=save, policy=info)
     driver = Driver(episode, policy, protocol, limits, broker=gate, budget=budget, should_stop=should_stop,
                     on_turn=on_turn)

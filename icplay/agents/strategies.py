@@ -91,37 +91,42 @@ def _output(turn: Turn) -> tuple[str, str, str]:
 
 
 def exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: ContextLimits) -> list[Exchange]:
-    language = task.env
+    """The trajectory as text-protocol exchanges (a reply, then what it was told back)."""
+    return [ex for turn in trajectory.turns if (ex := turn_exchange(turn, task.env, strategy, limits)) is not None]
+
+
+def turn_exchange(turn: Turn, language: str, strategy: str, limits: ContextLimits) -> Exchange | None:
+    """One turn as a text-protocol exchange; None for a turn that ran nothing."""
     unit = prompts.unit(language)
-    out: list[Exchange] = []
-    for turn in trajectory.turns:
-        info = turn.info or {}
-        if info.get("invalid"):
-            msg = turn.observation
-            out.append(Exchange(info.get("raw") or "", msg))
-            continue
-        if info.get("rejected"):
-            comment = turn.comment or "no reason given"
-            out.append(Exchange(_assistant_text(turn, language, strategy),
-                                f"A human reviewer rejected this {unit} without running it. Their comment: {comment}"))
-            continue
-        if not turn.action:
-            continue
-        prefix, obs, suffix = _output(turn)
-        obs = _cut(obs, limits)
-        if turn.author == HUMAN:
-            prefix = f"The human at the keyboard ran:\n{fenced(turn.action, language)}\n" + prefix
-            out.append(Exchange(None, prefix + obs + suffix, obs, prefix, suffix))
-        elif turn.author == AGENT_EDITED:
-            note = f"A human reviewer replaced your {unit} with:\n{fenced(turn.action, language)}\n"
-            if turn.comment:
-                note += f"Their comment: {turn.comment}\n"
-            prefix = note + prefix
-            out.append(Exchange(_assistant_text(turn, language, strategy), prefix + obs + suffix, obs, prefix, suffix))
-        else:
-            out.append(Exchange(_assistant_text(turn, language, strategy, proposed=False),
-                                prefix + obs + suffix, obs, prefix, suffix))
-    return out
+    info = turn.info or {}
+    if info.get("invalid"):
+        # a reply with no text (cut while thinking, reasoning only) is not sent back as an empty
+        # assistant message, which some servers refuse: the retry message joins the user's turn
+        return Exchange(info.get("raw") or None, turn.observation)
+    if info.get("rejected"):
+        comment = turn.comment or "no reason given"
+        return Exchange(_assistant_text(turn, language, strategy),
+                        f"A human reviewer rejected this {unit} without running it. Their comment: {comment}")
+    if not turn.action:
+        return None
+    prefix, obs, suffix = _output(turn)
+    obs = _cut(obs, limits)
+    if turn.author == HUMAN:
+        prefix = f"The human at the keyboard ran:\n{fenced(turn.action, language)}\n" + prefix
+        return Exchange(None, prefix + obs + suffix, obs, prefix, suffix)
+    if turn.author == AGENT_EDITED:
+        prefix = edit_note(turn, language) + prefix
+        return Exchange(_assistant_text(turn, language, strategy), prefix + obs + suffix, obs, prefix, suffix)
+    return Exchange(_assistant_text(turn, language, strategy, proposed=False), prefix + obs + suffix, obs, prefix,
+                    suffix)
+
+
+def edit_note(turn: Turn, language: str) -> str:
+    """What the model is told when a human replaced its action before it ran."""
+    note = f"A human reviewer replaced your {prompts.unit(language)} with:\n{fenced(turn.action, language)}\n"
+    if turn.comment:
+        note += f"Their comment: {turn.comment}\n"
+    return note
 
 
 def _cut(text: str, limits: ContextLimits) -> str:
@@ -139,12 +144,18 @@ def plan_instruction(k: int, plan: list[str], task: Task, protocol: str) -> str:
 
 def build_messages(task: Task, trajectory: Trajectory, strategy: str, protocol: str,
                    limits: ContextLimits | None = None, plan: list[str] | None = None,
-                   demos: list[str] | None = None) -> list[dict]:
-    """The chat to send for the next action (``demos``: worked examples for the system message)."""
+                   demos: list[str] | None = None, actions: str = "text") -> list[dict]:
+    """The chat to send for the next action (``demos``: worked examples for the system message;
+    ``actions``: the action protocol, text or tools, see ``icplay.agents.tools``)."""
     limits = limits or ContextLimits()
-    system = prompts.system_prompt(task.env, strategy, protocol, trajectory.sandbox, demos)
+    system = prompts.system_prompt(task.env, strategy, protocol, trajectory.sandbox, demos, actions)
     head = [{"role": "system", "content": system}, {"role": "user", "content": prompts.task_message(task)}]
-    exs = exchanges(trajectory, task, strategy, limits)
+    if actions == "tools":
+        from icplay.agents.tools import tool_exchanges   # tools builds on this module
+
+        exs = tool_exchanges(trajectory, task, strategy, limits)
+    else:
+        exs = exchanges(trajectory, task, strategy, limits)
     tail: list[dict] = []
     if strategy == "plan" and plan is not None:
         head[-1] = {"role": "user", "content": head[-1]["content"] + "\n\n"
@@ -152,8 +163,7 @@ def build_messages(task: Task, trajectory: Trajectory, strategy: str, protocol: 
         head.append({"role": "assistant", "content": "\n".join(f"{i + 1}. {s}" for i, s in enumerate(plan))})
         head.append({"role": "user", "content": plan_instruction(0, plan, task, protocol)})
         for i, ex in enumerate(exs):
-            instr = "\n\n" + plan_instruction(i + 1, plan, task, protocol)
-            exs[i] = Exchange(ex.assistant, ex.user + instr, ex.observation, ex.prefix, ex.suffix + instr)
+            exs[i] = ex.with_note(plan_instruction(i + 1, plan, task, protocol))
     return fit(head, exs, tail, limits)
 
 

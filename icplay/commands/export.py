@@ -31,6 +31,11 @@ def register(sub) -> None:
                    help="prompt format of chat, fewshot and preference data: tryagain, react, plan or single")
     p.add_argument("--protocol", choices=["intercode", "agent"], default=None,
                    help="system prompt's protocol (default: each episode's own)")
+    p.add_argument("--actions", choices=["text", "tools"], default=None,
+                   help="chat and preference data as text replies (fenced blocks) or as OpenAI tool calls with "
+                        "tool messages (default: each episode's own --actions)")
+    p.add_argument("--reasoning", action="store_true",
+                   help="chat and preference: keep the model's reasoning on its messages (reasoning_content)")
     p.set_defaults(func=run)
 
 
@@ -59,7 +64,7 @@ def run(args) -> int:
                "before strict verdicts existed)" if args.solved == "strict" and unjudged else "")
         raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}")
     try:
-        text, count = render(args.format, chosen, strategy, args.protocol)
+        text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.format != "csv":

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from icplay.agents.families import add_model_arguments
 from icplay.languages import names
 
 
@@ -31,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--protocol", choices=["intercode", "agent"], default="intercode",
                    help="intercode: scored after every action, reward shown (the paper's); agent: the model "
                         "submits and never sees a reward (default intercode)")
+    p.add_argument("--actions", choices=["text", "tools"], default="text",
+                   help="how the model acts: text (one fenced block per reply, InterCode's) or tools (native "
+                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default text)")
     p.add_argument("--turns", type=int, default=10, help="turns per episode (default 10)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="episodes in parallel (default 1)")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks")
@@ -51,8 +55,7 @@ def register(sub) -> None:
     p.add_argument("--replay", default=None, help="a trajectory file or folder, or an InterCode results file")
     p.add_argument("--demos", default=None, metavar="FILE",
                    help="worked examples for the prompt: a file `icplay export fewshot` wrote")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
+    add_model_arguments(p)
     p.add_argument("--context", type=int, default=12000, help="prompt size kept under this many tokens "
                    "(estimated; long outputs and old turns are trimmed; default 12000)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
@@ -137,6 +140,9 @@ def run(args) -> int:
         print(render_table([summary], title=f"{label}  ({out})"))
         if result.resumed:
             print(f"({result.resumed} episode(s) finished in an earlier run were not replayed)")
+    if summary.truncated_replies:
+        print(f"icplay: {summary.truncated_replies} repl{'y was' if summary.truncated_replies == 1 else 'ies were'} "
+              "cut at the token limit (finish_reason length); raise --max-tokens", file=sys.stderr)
     if args.ray and not args.quiet:
         print(f"icplay: episodes per Ray node: {runner.nodes}", file=sys.stderr)
     if result.stopped:
@@ -193,10 +199,15 @@ def build(args) -> dict:
         if not args.model:
             raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
         extra = dict(parse_price_option(p) for p in args.price)
-        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, temperature=args.temperature,
-                          max_tokens=args.max_tokens, timeout=args.timeout, retries=args.retries,
-                          prices=PriceTable(extra))
+        args.model_options = configured_model_options(args)
+        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, timeout=args.timeout,
+                          retries=args.retries, prices=PriceTable(extra), **args.model_options)
         model.client()   # fails now, in one sentence, when there is no key
+        model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
+        for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
+            if value is not None and model.prices.lookup(args.model) is None:
+                raise UserError(f"{option} needs the price of {args.model!r}, which icplay does not know: give it "
+                                f"with --price {args.model}=IN,OUT (dollars per million tokens)")
         strategy = strategy_name(args.strategy)
         demos = []
         if args.demos:
@@ -207,19 +218,31 @@ def build(args) -> dict:
             except ExportError as exc:
                 raise UserError(str(exc)) from None
         policy = LLMPolicy(model, strategy, args.protocol,
-                           ContextLimits(max_tokens=args.context), demos=demos)
+                           ContextLimits(max_tokens=args.context), demos=demos, actions=args.actions)
         info = policy.describe()
         if args.demos:
             info["demos"] = {"file": str(args.demos), "count": len(demos)}
         if strategy == "single":
             turns = 1
-        label = f"{args.model}-{strategy}"
+        label = f"{args.model}-{strategy}" + ("-tools" if args.actions == "tools" else "")
     if args.limit is not None:
         tasks = tasks[:max(0, args.limit)]
     label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"
     info = {k: v for k, v in info.items() if v is not None}
     return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
             "sandbox": sandbox, "turns": turns, "kind": kind}
+
+
+def configured_model_options(args) -> dict:
+    """The request's parameters: the options over config.toml's ``[agent]`` (one sentence when bad)."""
+    from icplay.agents.families import model_options_of
+    from icplay.cli import UserError
+    from icplay.tui.config import ConfigError, config_path, load_config
+
+    try:
+        return model_options_of(args, load_config().agent, str(config_path()))
+    except (ConfigError, ValueError) as exc:
+        raise UserError(str(exc)) from None
 
 
 def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:

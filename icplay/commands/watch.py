@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from icplay.agents.families import add_model_arguments
 from icplay.languages import names
 
 
@@ -38,6 +39,9 @@ def register(sub) -> None:
     p.add_argument("--protocol", choices=["agent", "intercode"], default="agent",
                    help="agent: the model submits and sees no reward (default); intercode: scored after "
                         "every action, the reward shown")
+    p.add_argument("--actions", choices=["text", "tools"], default=None,
+                   help="how the model acts: text (one fenced block per reply, InterCode's) or tools (native "
+                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default text, or config.toml [agent] actions)")
     p.add_argument("--mode", choices=["auto", "confirm", "human"], default="confirm",
                    help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")
@@ -46,8 +50,7 @@ def register(sub) -> None:
     p.add_argument("--image", help="Docker image for Bash tasks (e.g. InterCode's, for nl2bash sets)")
     p.add_argument("--session", default=None, help="session name (default: watch)")
     p.add_argument("--out", type=Path, help="folder for the session's trajectories")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=1024, help="tokens per reply (default 1024)")
+    add_model_arguments(p)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
     p.add_argument("--retries", type=int, default=6, help="retries per model call on 429/5xx/timeouts")
     p.add_argument("--plain", action="store_true", help="line mode on stdin instead of the watch screen")
@@ -81,14 +84,29 @@ def build_policy(args, tasks: list) -> tuple[object, dict, list]:
     if not args.model:
         raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
     try:
-        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, temperature=args.temperature,
-                          max_tokens=args.max_tokens, timeout=args.timeout, retries=args.retries)
+        from icplay.commands.run import configured_model_options
+
+        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, timeout=args.timeout,
+                          retries=args.retries, **configured_model_options(args))
         model.client()   # no key: one sentence now
-        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol)
+        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol, actions=actions_of(args))
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
     info = {k: v for k, v in policy.describe().items() if v is not None}
     return policy, info, tasks
+
+
+def actions_of(args) -> str:
+    """--actions, else config.toml's ``[agent] actions``, else text."""
+    if args.actions:
+        return args.actions
+    from icplay.cli import UserError
+    from icplay.tui.config import ConfigError, load_config
+
+    try:
+        return load_config().agent.get("actions") or "text"
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run(args) -> int:
@@ -137,7 +155,7 @@ def run(args) -> int:
         env.close()
 
 
-IDENTITY = ("kind", "model", "strategy", "source")
+IDENTITY = ("kind", "model", "strategy", "source", "actions")
 
 
 def adopt_policy(trajectory, info: dict) -> None:

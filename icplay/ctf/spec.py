@@ -45,7 +45,7 @@ PROMPTS = Prompts(
         "  matter). A wrong flag ends the episode, so submit only a flag you have seen or computed."
     ),
     bare_code="shell",
-    submit_arg=True,
+    submit_arg=True, submit_arg_name="flag", submit_arg_help="the flag, exactly as found or computed",
     sandbox_notes={"bwrap": "This sandbox has the host's tools: some of those named above may be missing (check "
                             "with `command -v`)."},
     task_lines=task_lines,

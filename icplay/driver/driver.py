@@ -38,6 +38,7 @@ IDLE, THINKING, WAITING, RUNNING, SCORING, PAUSED, DONE = (
 # event kinds
 STATE = "state"          # {"state": ...}
 DELTA = "delta"          # {"text": ...} a piece of the model's reply as it streams
+REASONING = "reasoning"  # {"text": ...} a piece of the model's thinking as it streams (never executed)
 PROPOSAL = "proposal"    # {"proposal": Proposal}
 REQUEST = "request"      # {"request": Request} a decision waits
 ANSWERED = "answered"    # {"request": Request} answered or withdrawn
@@ -288,6 +289,8 @@ class Driver:
     def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "delta":
             self._emit(DELTA, text=data.get("text", ""))
+        elif kind == "reasoning":
+            self._emit(REASONING, text=data.get("text", ""))
         elif kind == "retry":
             self._emit(RETRY, **data)
 
@@ -512,5 +515,5 @@ class Driver:
 
 
 __all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
-           "PAUSED", "DONE", "STATE", "DELTA", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
+           "PAUSED", "DONE", "STATE", "DELTA", "REASONING", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
            "RETRY", "ERROR", "CANCELLED", "FINISHED"]

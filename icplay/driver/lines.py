@@ -32,7 +32,7 @@ import threading
 from typing import Callable
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
-from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REQUEST, RETRY,
+from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REASONING, REQUEST, RETRY,
                                   RUNNING, SCORE, THINKING, TURN, WAITING, Driver, Event)
 from icplay.driver.driver import PAUSED as PAUSED_STATE
 from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
@@ -129,6 +129,9 @@ def _stdout_raw(text: str) -> None:
 EOF = object()     # stdin has ended
 
 
+TRUNCATED_NOTE = "(truncated: the reply was cut at the token limit, finish_reason length; raise --max-tokens)"
+
+
 class _Answered(Exception):
     """The request was answered while its line was awaited (a mode switch, a stop)."""
 
@@ -206,7 +209,7 @@ class LineLoop:
             stdin.told = True
             write(CONTROL_HELP)
         self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
-        self._streaming = False
+        self._streaming: str | bool = False      # the label of what streams now ("agent", "thinking")
         self.read_line = read_line
         self.write = write
         self._write_raw = write_raw or _stdout_raw
@@ -327,11 +330,12 @@ class LineLoop:
     # -- events -----------------------------------------------------------------------
     def _handle(self, event: Event) -> bool:
         kind, data = event.kind, event.data
-        if kind == DELTA:
+        if kind in (DELTA, REASONING):
+            label = "agent" if kind == DELTA else "thinking"
             if self.live and data.get("text"):
-                if not self._streaming:
-                    self._streaming = True
-                    self.write_raw(("" if self._at_line_start else "\n") + "agent: ")
+                if self._streaming != label:
+                    self._streaming = label
+                    self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
                 self.write_raw(display(data["text"]))
             return False
         streamed, self._streaming = self._streaming, False
@@ -339,16 +343,23 @@ class LineLoop:
             self.write_raw("\n")
         if kind == PROPOSAL_EVENT:
             p = data["proposal"]
+            reasoning = str(p.info.get("reasoning") or "").strip()
+            if reasoning and not streamed:
+                shown = reasoning if len(reasoning) <= 600 else reasoning[:300] + " […] " + reasoning[-200:]
+                self._say(display(f"thinking: {shown}"))
+            if p.info.get("reply_truncated"):
+                self._say(TRUNCATED_NOTE)
             if p.info.get("invalid"):
                 return False
             if p.thought and not streamed:
                 self._say(display(f"agent thinks: {p.thought.strip()}"))
+            call = p.info.get("tool_call")
+            verb = f"agent calls {call.get('name')}" if call else "agent proposes"
             if p.action is None:
-                self._say("agent proposes: submit")
+                self._say(f"{verb}: submit" if not call else verb)
             else:
                 action = display(p.action.strip("\n"))
-                self._say("agent proposes: " + (action if "\n" not in action
-                                                else "\n  " + action.replace("\n", "\n  ")))
+                self._say(f"{verb}: " + (action if "\n" not in action else "\n  " + action.replace("\n", "\n  ")))
         elif kind == OUTPUT and STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
             text = display(data["text"])
             if text:
@@ -388,8 +399,16 @@ class LineLoop:
         kind = turn.kind
         if kind == "rejected":
             self._say(display(f"(rejected{': ' + turn.comment if turn.comment else ''})"))
+        elif kind == "invalid" and turn.info.get("actions") == "tools":
+            self._say(display(f"({turn.observation.removeprefix('[icplay] ').strip()[:300]})"))
         elif kind == "invalid":
-            self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
+            why = turn.info.get("invalid_reason")
+            if why == "truncated":
+                self._say("(the reply was cut at the token limit before it held an action)")
+            elif why == "reasoning_only":
+                self._say("(the reply held only reasoning, no answer)")
+            else:
+                self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
         else:
             if self._streamed:
                 tail = ""

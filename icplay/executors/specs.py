@@ -46,8 +46,7 @@ class PolicySpec:
     model: str | None = None
     base_url: str | None = None
     api_key: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    options: dict[str, Any] = field(default_factory=dict)   # the request's parameters (ChatModel keywords)
     timeout: float = 60.0
     retries: int = 6
     strategy: str = "tryagain"
@@ -55,6 +54,7 @@ class PolicySpec:
     context: int = 12000
     prices: dict[str, Any] = field(default_factory=dict)
     demos: str | None = None
+    actions: str = "text"       # text (a fenced block) or tools (native tool calls): icplay.agents.tools
 
     def build(self, env_name: str):
         from icplay.agents.replay import GoldPolicy, ReplayPolicy
@@ -79,10 +79,10 @@ class PolicySpec:
             from icplay.formats.export import load_demos
 
             demos = load_demos(self.demos, env_name)
-        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, temperature=self.temperature,
-                          max_tokens=self.max_tokens, timeout=self.timeout, retries=self.retries,
-                          prices=PriceTable(dict(self.prices)))
-        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos)
+        model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
+                          retries=self.retries, prices=PriceTable(dict(self.prices)), **self.options)
+        return LLMPolicy(model, self.strategy, self.protocol, ContextLimits(max_tokens=self.context), demos=demos,
+                         actions=self.actions)
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,8 @@ def policy_spec_from_args(args, kind: str, task_set: str | None = None) -> Polic
     if kind in ("gold", "replay"):
         return PolicySpec(kind, replay=args.replay, task_set=task_set if kind == "replay" else None)
     return PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
-                      temperature=args.temperature, max_tokens=args.max_tokens, timeout=args.timeout,
+                      options=dict(getattr(args, "model_options", {})), timeout=args.timeout,
                       retries=args.retries, strategy=strategy_name(args.strategy), protocol=args.protocol,
                       context=args.context, prices=dict(parse_price_option(p) for p in args.price),
-                      demos=str(args.demos) if getattr(args, "demos", None) else None)
+                      demos=str(args.demos) if getattr(args, "demos", None) else None,
+                      actions=getattr(args, "actions", None) or "text")

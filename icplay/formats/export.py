@@ -3,9 +3,13 @@
 
 Every format is built from icplay trajectories (``icplay.formats.load_logs`` reads a run
 folder, a session, a trajectory file or InterCode's files). ``select`` filters episodes
-(solved as InterCode counts it or strictly, by author, by reward). Actions are written in
-the reply format of a prompting strategy (``icplay.agents.strategies``): a fenced block, or
-Thought/Action for ``react``; observations as the ``Output:`` message the policy sends back.
+(solved as InterCode counts it or strictly, by author, by reward). Actions are written in the reply format of a
+prompting strategy (``icplay.agents.strategies``): a fenced block, or Thought/Action for
+``react``; observations as the ``Output:`` message the policy sends back. Under the tools
+protocol (an episode played with ``--actions tools``, or ``--actions tools`` here) chat and
+preference data are in OpenAI's tool-calling format instead: each action an assistant
+message with one ``tool_calls`` item, its output a ``tool`` message, and the chat record
+carries the ``tools`` offered (what SFT trainers such as TRL's take).
 
 Who an episode is by (``episode_author``): ``human`` when no agent turn ran (human play),
 ``agent`` when no human stepped in (no edit, rejection or human turn), ``mixed`` otherwise.
@@ -22,6 +26,7 @@ from typing import Any, Iterable
 from icplay.agents import prompts
 from icplay.agents.context import cut_middle
 from icplay.agents.strategies import fenced
+from icplay.agents.tools import SUBMIT_TOOL, TOOLS, action_protocol, tool_schemas, toolset, wire_call
 from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
                             Trajectory, Turn)
 from icplay.tasks.model import Task
@@ -104,8 +109,17 @@ def reply(action: str, language: str, strategy: str, thought: str | None = None)
     return fenced(action, language)
 
 
-def output_message(turn: Turn, limit: int = OBSERVATION_CHARS) -> str:
-    text = "Output:\n" + cut_middle(turn.observation or "", limit)
+def assistant(content: str, turn: Turn | None = None, reasoning: bool = False) -> dict[str, str]:
+    """An assistant message; with ``reasoning`` it keeps the model's thinking as
+    ``reasoning_content`` (the field reasoning models' chat templates read; off by default)."""
+    message = {"role": "assistant", "content": content}
+    if reasoning and turn is not None and turn.reasoning:
+        message["reasoning_content"] = turn.reasoning
+    return message
+
+
+def output_message(turn: Turn, limit: int = OBSERVATION_CHARS, prefix: str = "Output:\n") -> str:
+    text = prefix + cut_middle(turn.observation or "", limit)
     if turn.exit_code not in (None, 0):
         text += f"\n(exit code {turn.exit_code})"
     if turn.reward is not None:
@@ -118,9 +132,69 @@ def executed(traj: Trajectory) -> list[Turn]:
     return [t for t in traj.turns if t.action and not t.info.get("invalid") and not t.info.get("rejected")]
 
 
-def _head(traj: Trajectory, strategy: str, protocol: str | None) -> list[dict[str, str]]:
+def actions_of(traj: Trajectory, actions: str | None = None) -> str:
+    """The action protocol to write ``traj`` in: ``actions``, else the episode's own (text)."""
+    try:
+        return action_protocol(actions or traj.policy.get("actions"))
+    except ValueError:
+        raise ExportError(f"episode {traj.id}: its policy's actions {traj.policy.get('actions')!r} are neither "
+                          "text nor tools") from None
+
+
+class Replies:
+    """How actions and outputs are written as messages: the text protocol's (a fenced block
+    and an ``Output:`` user message) or, with ``tools``, tool calls and ``tool`` messages."""
+
+    def __init__(self, traj: Trajectory, strategy: str, actions: str | None = None, reasoning: bool = False):
+        self.language, self.strategy = traj.env, strategy
+        self.tools = actions_of(traj, actions) == TOOLS
+        self.reasoning = reasoning
+
+    def action(self, turn: Turn, code: str, thought: str | None = None, own: bool = False) -> dict[str, Any]:
+        """The assistant message proposing ``code`` (at ``turn``); ``own``: the model's own
+        message, which keeps its reasoning when asked."""
+        if not self.tools:
+            return assistant(reply(code, self.language, self.strategy, thought), turn if own else None,
+                             self.reasoning)
+        run = toolset(self.language)
+        message = self._call(turn, run.run, {run.arg: code}, thought)
+        if own and self.reasoning and turn.reasoning:
+            message["reasoning_content"] = turn.reasoning
+        return message
+
+    def submit(self, arg: str | None = None) -> dict[str, Any]:
+        if not self.tools:
+            return {"role": "assistant", "content": "submit"}
+        name = toolset(self.language).submit_arg
+        return self._call(None, SUBMIT_TOOL, {name: arg} if name and arg else {}, None)
+
+    def _call(self, turn: Turn | None, name: str, args: dict[str, Any], thought: str | None) -> dict[str, Any]:
+        content = (thought or "").strip() if self.strategy == "react" else ""
+        return {"role": "assistant", "content": content or None,
+                "tool_calls": [wire_call({"id": self.call_id(turn), "name": name,
+                                          "arguments": json.dumps(args, ensure_ascii=False)})]}
+
+    @staticmethod
+    def call_id(turn: Turn | None) -> str:
+        """The recorded call's id when the model's own call ran, else one made from the turn."""
+        recorded = (turn.info.get("tool_call") or {}).get("id") if turn is not None else None
+        if recorded and turn is not None and turn.author not in (HUMAN, AGENT_EDITED):
+            return str(recorded)
+        return f"call_{turn.index}" if turn is not None else "call_submit"
+
+    def output(self, turn: Turn) -> dict[str, Any]:
+        if not self.tools:
+            return {"role": "user", "content": output_message(turn)}
+        return {"role": "tool", "tool_call_id": self.call_id(turn), "content": output_message(turn, prefix="")}
+
+    def schemas(self) -> list[dict[str, Any]] | None:
+        return tool_schemas(self.language) if self.tools else None
+
+
+def _head(traj: Trajectory, strategy: str, protocol: str | None, actions: str | None = None) -> list[dict[str, Any]]:
     task = task_of(traj)
-    system = prompts.system_prompt(task.env, strategy, protocol_of(traj, protocol), traj.sandbox)
+    system = prompts.system_prompt(task.env, strategy, protocol_of(traj, protocol), traj.sandbox,
+                                   actions=actions_of(traj, actions))
     return [{"role": "system", "content": system}, {"role": "user", "content": prompts.task_message(task)}]
 
 
@@ -128,31 +202,52 @@ def _ends_by_submit(traj: Trajectory, protocol: str | None) -> bool:
     return traj.status == "submitted" and protocol_of(traj, protocol) != "intercode"
 
 
-def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> list[dict[str, str]]:
+SUBMITTED_KEYS = ("function", "submitted")   # where a breakdown keeps submit's argument (Python, CTF)
+
+
+def submitted_arg(traj: Trajectory) -> str | None:
+    breakdown = traj.breakdown or {}
+    return next((str(breakdown[k]) for k in SUBMITTED_KEYS if breakdown.get(k)), None)
+
+
+def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
+                  actions: str | None = None, reasoning: bool = False) -> list[dict[str, Any]]:
     """One conversation: the system prompt, the task, then each executed action (assistant)
-    and its output (user); ``submit`` last when the episode was submitted under the agent
-    protocol. A trailing output with no reply after it is left out (a chat ends with the
-    assistant)."""
-    language = traj.env
-    messages = _head(traj, strategy, protocol)
+    and its output (user, or tool under the tools protocol); ``submit`` last when the
+    episode was submitted under the agent protocol. A trailing output with no reply after
+    it is left out (a chat ends with the assistant). ``reasoning``: the model's reasoning
+    kept on its messages."""
+    replies = Replies(traj, strategy, actions, reasoning)
+    messages = _head(traj, strategy, protocol, actions)
     for turn in executed(traj):
-        messages.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
-        messages.append({"role": "user", "content": output_message(turn)})
+        messages.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
+        messages.append(replies.output(turn))
     if _ends_by_submit(traj, protocol) and len(messages) > 2:
-        messages.append({"role": "assistant", "content": "submit"})
-    elif messages[-1]["role"] == "user" and len(messages) > 2:
+        messages.append(replies.submit(submitted_arg(traj)))
+    elif messages[-1]["role"] in ("user", "tool") and len(messages) > 2:
         messages.pop()
     return messages
 
 
+def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
+                actions: str | None = None, reasoning: bool = False) -> dict[str, Any]:
+    """One line of chat export: ``messages``, and ``tools`` under the tools protocol."""
+    record: dict[str, Any] = {"messages": chat_messages(traj, strategy, protocol, actions, reasoning)}
+    schemas = Replies(traj, strategy, actions).schemas()
+    if schemas is not None:
+        record["tools"] = schemas
+    return record
+
+
 def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
-                     protocol: str | None = None) -> list[dict[str, Any]]:
+                     protocol: str | None = None, actions: str | None = None,
+                     reasoning: bool = False) -> list[dict[str, Any]]:
     """One pair per edited or rejected proposal: ``prompt`` = the conversation up to it,
     ``rejected`` = the agent's proposal, ``chosen`` = what the human ran instead. A rejection
     pairs the next human action when no other action ran in between; else it is left out."""
-    language = traj.env
-    head = _head(traj, strategy, protocol)
-    history: list[dict[str, str]] = []
+    replies = Replies(traj, strategy, actions, reasoning)
+    head = _head(traj, strategy, protocol, actions)
+    history: list[dict[str, Any]] = []
     pairs = []
     turns = traj.turns
     for i, turn in enumerate(turns):
@@ -169,16 +264,19 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
                 break
         if chosen is not None:
             proposed = turn.proposed or ""
-            pairs.append({
+            pair = {
                 "prompt": head + list(history),
-                "chosen": [{"role": "assistant", "content": reply(chosen.action, language, strategy)}],
-                "rejected": [{"role": "assistant", "content": reply(proposed, language, strategy, turn.thought)}],
+                "chosen": [replies.action(chosen, chosen.action)],
+                "rejected": [replies.action(turn, proposed, turn.thought, own=True)],
                 "kind": kind, "comment": turn.comment, "task": traj.task_key, "turn": turn.index,
                 "episode": traj.id,
-            })
+            }
+            if replies.tools:
+                pair["tools"] = replies.schemas()
+            pairs.append(pair)
         if turn.action and not turn.info.get("invalid") and not turn.info.get("rejected"):
-            history.append({"role": "assistant", "content": reply(turn.action, language, strategy, turn.thought)})
-            history.append({"role": "user", "content": output_message(turn)})
+            history.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
+            history.append(replies.output(turn))
     return pairs
 
 
@@ -321,14 +419,17 @@ def csv_text(trajs: list[Trajectory]) -> str:
 # --- writing -------------------------------------------------------------------------------
 
 
-def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None) -> tuple[str, int]:
-    """The file text of ``fmt`` over ``trajs`` and how many records it holds."""
+def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
+           actions: str | None = None, reasoning: bool = False) -> tuple[str, int]:
+    """The file text of ``fmt`` over ``trajs`` and how many records it holds (``actions``: the
+    reply format of chat and preference data, text or tools, default each episode's own;
+    ``reasoning``: chat and preference records keep the model's reasoning)."""
     if fmt == "chat":
-        chats = [chat_messages(t, strategy, protocol) for t in trajs]
-        lines = [json.dumps({"messages": m}, ensure_ascii=False) for m in chats if len(m) > 2]
+        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
+        lines = [json.dumps(c, ensure_ascii=False) for c in chats if len(c["messages"]) > 2]
         return "".join(line + "\n" for line in lines), len(lines)
     if fmt == "preference":
-        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol)]
+        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
         return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)

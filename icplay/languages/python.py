@@ -54,7 +54,8 @@ PROMPTS = Prompts(
         "- Define the requested function; test it on small examples before submitting.\n"
         "- To submit, reply `submit <function_name>`."
     ),
-    bare_code="python", submit_arg=True, task_lines=task_lines,
+    bare_code="python", submit_arg=True, task_lines=task_lines, tool_arg="code",
+    submit_arg_name="function_name", submit_arg_help="the name of the function to score (the one the task asks for)",
 )
 
 SPEC = LanguageSpec(

@@ -35,7 +35,8 @@ class Prompts:
     ``bare_code`` names the heuristic that accepts an unfenced reply as code ("shell",
     "sql", "python", or "" for never). ``sandbox_notes`` adds a rule per sandbox (e.g. how
     to list SQLite's tables); ``task_lines`` adds lines to the task message (e.g. the
-    database's name).
+    database's name). ``tool``/``tool_arg``/``submit_arg_*`` name the typed tools of the
+    tools protocol (``icplay.agents.tools``).
     """
 
     name: str                                  # "Bash": in "one Bash command"
@@ -47,8 +48,22 @@ class Prompts:
     notes: str = ""                            # the rules, "- ..." lines
     bare_code: str = ""
     submit_arg: bool = False                   # submit takes an argument (Python's function, CTF's flag)
+    submit_arg_name: str = "answer"            # that argument's name in the submit tool ("function_name", "flag")
+    submit_arg_help: str = "what to submit"    # and its description
+    tool: str = ""                             # the tool that runs code (--actions tools; default: the fence label)
+    tool_arg: str = ""                         # its parameter (default: the unit: "command", "query")
     sandbox_notes: dict[str, str] = field(default_factory=dict)
     task_lines: Callable[[Task], list[str]] | None = None
+
+    @property
+    def run_tool(self) -> str:
+        """The name of the tool that runs one action (``bash``, ``sql``, ``python``)."""
+        return self.tool or self.fence or self.name.lower()
+
+    @property
+    def run_arg(self) -> str:
+        """That tool's one parameter (``command``, ``query``, ``code``)."""
+        return self.tool_arg or self.unit
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,12 @@ Example::
     base_url = "http://localhost:8000/v1"
     strategy = "react"
     protocol = "agent"             # agent | intercode
+    actions = "tools"              # text (a fenced block, the default) | tools (native tool calls)
     mode = "confirm"               # auto | confirm | human
+    max_tokens = 16000             # the request's parameters, as --max-tokens, --temperature (a number
+    temperature = "default"        #   or "default"), --reasoning-effort, --seed, --extra-body (a table)
+    reasoning_effort = "low"
+    extra_body = { top_k = 20 }
 
 Environment overrides: ``ICPLAY_THEME``, ``ICPLAY_STRICT=1``. A bad file gives one
 sentence naming the file and the setting, never a traceback.
@@ -36,14 +41,16 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from icplay.agents.families import MODEL_SETTINGS, model_options
 from icplay.paths import home_dir
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
 
 
-AGENT_SETTINGS = ("policy", "model", "base_url", "strategy", "protocol", "mode")
+AGENT_SETTINGS = ("policy", "model", "base_url", "strategy", "protocol", "mode", "actions") + MODEL_SETTINGS
 
 
 class ConfigError(ValueError):
@@ -57,7 +64,7 @@ class Config:
     schema_browser: bool = True
     history: bool = True
     keys: dict[str, str] = field(default_factory=dict)
-    agent: dict[str, str] = field(default_factory=dict)   # [agent]: policy, model, base_url, strategy, protocol, mode
+    agent: dict[str, Any] = field(default_factory=dict)   # [agent]: policy, model, ..., mode, actions, request parameters
     path: Path | None = None
 
     @property
@@ -87,7 +94,8 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
             return None
         value = table[key]
         if not isinstance(value, kind):
-            raise ConfigError(f"{path}: setting '{where}' must be a {kind.__name__}, got {type(value).__name__}")
+            wanted = kind.__name__ if isinstance(kind, type) else "string, number or table"
+            raise ConfigError(f"{path}: setting '{where}' must be a {wanted}, got {type(value).__name__}")
         return value
 
     if (theme := pick(data, "theme", str, "theme")) is not None:
@@ -104,8 +112,13 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     for name in agent:
         if name not in AGENT_SETTINGS:
             raise ConfigError(f"{path}: setting 'agent.{name}' is unknown (one of: {', '.join(AGENT_SETTINGS)})")
-        if (value := pick(agent, name, str, f"agent.{name}")) is not None:
+        kind: Any = (str, int, float, dict) if name in MODEL_SETTINGS else str
+        if (value := pick(agent, name, kind, f"agent.{name}")) is not None:
             config.agent[name] = value
+    try:
+        model_options(config.agent, lambda key: f"setting 'agent.{key}'")
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     keys = pick(data, "keys", dict, "keys") or {}
     for binding_id, value in keys.items():
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -131,6 +144,16 @@ class AgentChoice:
     strategy: str | None = None
     protocol: str = "agent"
     mode: str = "confirm"
+    actions: str = "text"
+    max_tokens: Any = None          # the request's parameters (icplay.agents.families.MODEL_SETTINGS)
+    temperature: Any = None
+    reasoning_effort: Any = None
+    seed: Any = None
+    extra_body: Any = None
+
+    def model_options(self) -> dict[str, Any]:
+        """``ChatModel`` keyword arguments (checked when the config was read)."""
+        return model_options({k: getattr(self, k) for k in MODEL_SETTINGS}, lambda key: f"agent.{key}")
 
     @property
     def label(self) -> str:
@@ -154,7 +177,8 @@ def agent_choice(config: Config, home: str | Path | None = None) -> AgentChoice:
     try:
         last = json.loads(last_agent_path(home).read_text(encoding="utf-8"))
         if isinstance(last, dict):
-            values.update({k: v for k, v in last.items() if k in AGENT_SETTINGS and isinstance(v, str)})
+            values.update({k: v for k, v in last.items() if k in AGENT_SETTINGS
+                           and (isinstance(v, str) or k in MODEL_SETTINGS)})
     except (OSError, ValueError):
         pass
     return AgentChoice(**{k: v for k, v in values.items() if k in AGENT_SETTINGS})

@@ -74,6 +74,8 @@ KEYS: list[Key] = [
         "Human mode: you type the actions (the model is not asked; a call under way is cancelled)", "watch", priority=True),
     Key("watch.hand_back", "f7", "hand_back", "Hand back",
         "Give the episode back to the agent; its prompt shows your turns as yours", "watch", priority=True),
+    Key("watch.reasoning", "alt+r", "toggle_reasoning", "Reasoning",
+        "Show the model's whole reasoning, or fold it to one line", "watch", show=False, priority=True),
     Key("watch.mode", "f10", "cycle_mode", "Mode", "Switch mode: auto → confirm → human (at any moment)",
         "watch", priority=True),
     Key("watch.auto", "alt+1", "set_mode('auto')", "Auto", "Auto mode: proposals run as they come", "watch",

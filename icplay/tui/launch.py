@@ -121,7 +121,7 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
         spec = f"replay:{policy_info.get('source', '')}" if spec == "replay" else spec
     explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
                 "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
-                "mode": getattr(args, "mode", None)}
+                "mode": getattr(args, "mode", None), "actions": getattr(args, "actions", None)}
     values = {**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}}
     if values.get("policy", "llm") != "llm":
         values.pop("model", None)

@@ -14,6 +14,7 @@ from icplay.tui.config import AgentChoice
 
 MODES = ("auto", "confirm", "human")
 PROTOCOLS = ("agent", "intercode")
+ACTIONS = ("text", "tools")
 
 
 class PolicyError(ValueError):
@@ -25,6 +26,8 @@ def check_choice(choice: AgentChoice) -> None:
         raise PolicyError(f"unknown mode {choice.mode!r} (one of: {', '.join(MODES)})")
     if choice.protocol not in PROTOCOLS:
         raise PolicyError(f"unknown protocol {choice.protocol!r} (one of: {', '.join(PROTOCOLS)})")
+    if choice.actions not in ACTIONS:
+        raise PolicyError(f"unknown actions {choice.actions!r} (text or tools)")
     if choice.policy not in ("llm", "gold") and not choice.policy.startswith("replay:"):
         raise PolicyError(f"unknown policy {choice.policy!r} (llm, gold or replay:FILE)")
     if choice.policy == "llm" and not choice.model:
@@ -56,8 +59,12 @@ def make_policy(choice: AgentChoice, task: Task) -> tuple[Any, dict[str, Any]]:
             strategy = strategy_name(choice.strategy or "tryagain")
         except ValueError as exc:
             raise PolicyError(str(exc)) from None
-        model = ChatModel(choice.model or "", base_url=choice.base_url)
-        policy = LLMPolicy(model, strategy, choice.protocol)
+        try:
+            options = choice.model_options()
+        except ValueError as exc:
+            raise PolicyError(str(exc)) from None
+        model = ChatModel(choice.model or "", base_url=choice.base_url, **options)
+        policy = LLMPolicy(model, strategy, choice.protocol, actions=choice.actions)
     info = {k: v for k, v in policy.describe().items() if v is not None}
     info.update({"protocol": choice.protocol, "ui": "tui-watch"})
     return policy, info

@@ -14,11 +14,22 @@ Responders:
   reply for the n-th turn, n = the number of assistant messages in the request; stateless,
   so parallel episodes can share it.
 
+Provider behaviours (``checks=[...]``, each a function of the request returning a reply
+that replaces the responder's, or None): :func:`openai_reasoning_refusals` (OpenAI's
+reasoning models refuse ``max_tokens``, a temperature other than 1 and ``stop``, with the
+documented error shapes), :func:`context_limit` (a 400 ``context_length_exceeded`` past a
+number of tokens) and :func:`reasoning_budget` (a router that renamed the budget: a
+model that spends a small budget thinking answers with empty content and
+``finish_reason: "length"``). A reply can carry reasoning (``reasoning`` in the field
+``reasoning_field``), content as a list of parts (``parts``), tool calls (streamed in pieces),
+an error chunk in the middle of the stream (``stream_error_after``), and no usage.
+
 Run it by hand (e.g. for ``icplay run --base-url``)::
 
     python tests/agents/fake_openai_server.py --rules rules.json --port 8765 --latency 0.3
 
-where rules.json is ``{"<query substring>": ["reply 1", "reply 2"], "*": ["submit"]}``.
+where rules.json is ``{"<query substring>": ["reply 1", "reply 2"], "*": ["submit"]}`` (a reply
+may also be an object of :class:`Reply`'s fields, e.g. ``{"content": "...", "reasoning": "..."}``).
 """
 
 from __future__ import annotations
@@ -45,6 +56,14 @@ class Reply:
     chunk_size: int = 4                # streamed: characters per chunk
     hold: threading.Event | None = None  # answer only once this is set (a model "thinking" until the test says)
     hold_after: int = 0                # streamed: the chunks sent before holding (0: hold before the headers)
+    reasoning: str | None = None       # the model's thinking, sent in ``reasoning_field``
+    reasoning_field: str = "reasoning"  # reasoning (vLLM, OpenRouter) | reasoning_content (DeepSeek, SGLang)
+    parts: list[dict] | None = None    # content as a list of parts (Mistral), instead of ``content``
+    tool_calls: list[dict] | None = None  # [{"id", "name", "arguments"}]; streamed a few characters at a time
+    stream_error_after: int | None = None  # streamed: an error chunk after this many chunks (OpenRouter)
+    reasoning_tokens: int | None = None   # usage.completion_tokens_details.reasoning_tokens
+    cached_tokens: int | None = None      # usage.prompt_tokens_details.cached_tokens
+    model: str | None = None           # the model named in the response (default: the request's)
 
 
 def rate_limited(retry_after: float | None = 0.01) -> Reply:
@@ -55,6 +74,73 @@ def rate_limited(retry_after: float | None = 0.01) -> Reply:
 
 def server_error(status: int = 500) -> Reply:
     return Reply(None, status, error={"message": "The server had an error", "type": "server_error"})
+
+
+def _error(message: str, param: str | None, code: str) -> dict[str, Any]:
+    return {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+
+
+REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def openai_reasoning_refusals(request: dict) -> "Reply | None":
+    """OpenAI's reasoning models (o-series, gpt-5 family), as documented: ``max_tokens``, a
+    temperature other than 1 and ``stop`` are refused with a 400."""
+    model = str(request.get("model", "")).rsplit("/", 1)[-1]
+    return _reasoning_refusal(request) if model.startswith(REASONING_MODEL_PREFIXES) else None
+
+
+def deployment_refusals(*names: str) -> Callable[[dict], "Reply | None"]:
+    """An Azure deployment of a reasoning model, named by its owner (no table can know the name)."""
+    def check(request: dict) -> "Reply | None":
+        return _reasoning_refusal(request) if request.get("model") in names else None
+    return check
+
+
+def _reasoning_refusal(request: dict) -> "Reply | None":
+    if "max_tokens" in request:
+        return Reply(None, 400, error=_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                             "Use 'max_completion_tokens' instead.", "max_tokens",
+                                             "unsupported_parameter"))
+    if "temperature" in request and request["temperature"] != 1:
+        value = request["temperature"]
+        shown = int(value) if float(value).is_integer() else value
+        return Reply(None, 400, error=_error(f"Unsupported value: 'temperature' does not support {shown} with this "
+                                             "model. Only the default (1) value is supported.", "temperature",
+                                             "unsupported_value"))
+    if "stop" in request:
+        return Reply(None, 400, error=_error("Unsupported parameter: 'stop' is not supported with this model.",
+                                             "stop", "unsupported_parameter"))
+    return None
+
+
+def prompt_tokens_of(request: dict) -> int:
+    return sum(4 + len(str(m.get("content") or "")) // 4 for m in request.get("messages", []))
+
+
+def context_limit(limit: int) -> Callable[[dict], "Reply | None"]:
+    """A model with a ``limit``-token context (prompt + budget), refusing longer requests as OpenAI does."""
+    def check(request: dict) -> "Reply | None":
+        prompt = prompt_tokens_of(request)
+        budget = int(request.get("max_completion_tokens") or request.get("max_tokens") or 0)
+        if prompt + budget <= limit:
+            return None
+        return Reply(None, 400, error=_error(
+            f"This model's maximum context length is {limit} tokens. However, you requested {prompt + budget} tokens "
+            f"({prompt} in the messages, {budget} in the completion). Please reduce the length of the messages or "
+            "completion.", "messages", "context_length_exceeded"))
+    return check
+
+
+def reasoning_budget(needed: int, thinking: str = "Let me think about the schema first.") -> Callable[[dict], "Reply | None"]:
+    """A reasoning model behind a router that renamed the budget: with fewer than ``needed``
+    tokens it thinks until the budget is gone and answers nothing (``finish_reason: length``)."""
+    def check(request: dict) -> "Reply | None":
+        budget = int(request.get("max_completion_tokens") or request.get("max_tokens") or 0)
+        if budget >= needed:
+            return None
+        return Reply("", finish_reason="length", reasoning=thinking, reasoning_tokens=budget)
+    return check
 
 
 def fenced(code: str, label: str = "sql") -> str:
@@ -91,8 +177,20 @@ def first_user_message(request: dict) -> str:
     return ""
 
 
+RETRY_MARK = "[icplay] "
+
+
 def turn_of(request: dict) -> int:
-    return sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+    """The turn a request asks for: its assistant messages, plus the replies icplay did not send
+    back because they held no text (their retry note joins a user message after its start)."""
+    turn = 0
+    for m in request.get("messages", []):
+        content = str(m.get("content") or "")
+        if m.get("role") == "assistant":
+            turn += 1
+        elif m.get("role") == "user":
+            turn += content.count(RETRY_MARK) - (1 if content.startswith(RETRY_MARK) else 0)
+    return turn
 
 
 class ByTask:
@@ -170,7 +268,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, json.dumps({"error": {"message": "Unrecognized request argument supplied: stream_options",
                                                   "type": "invalid_request_error"}}))
             return
-        reply = fake.responder(request)
+        reply = None
+        for check in fake.checks:
+            reply = check(request)
+            if reply is not None:
+                break
+        if reply is None:
+            reply = fake.responder(request)
         if isinstance(reply, str) or reply is None:
             reply = Reply(reply)
         delay = fake.latency + reply.delay
@@ -184,17 +288,28 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._send(reply.status, json.dumps({"error": reply.error or {"message": "error"}}), reply.headers)
             return
-        prompt_tokens = sum(4 + len(str(m.get("content") or "")) // 4 for m in request.get("messages", []))
-        completion_tokens = 1 + len(reply.content or "") // 4
+        prompt_tokens = prompt_tokens_of(request)
+        completion_tokens = 1 + (len(reply.content or "") + len(reply.reasoning or "")) // 4
+        message: dict[str, Any] = {"role": "assistant", "content": reply.parts if reply.parts is not None
+                                   else reply.content}
+        if reply.reasoning is not None:
+            message[reply.reasoning_field] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = [{"id": c["id"], "type": "function",
+                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                     for c in reply.tool_calls]
         body: dict[str, Any] = {
             "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
-                         "finish_reason": reply.finish_reason}],
+            "model": reply.model or model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
         }
         if reply.usage:
             body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                              "total_tokens": prompt_tokens + completion_tokens}
+            if reply.reasoning_tokens is not None:
+                body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+            if reply.cached_tokens is not None:
+                body["usage"]["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         if request.get("stream") and fake.streaming:
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             self._stream(body, reply, include_usage)
@@ -206,16 +321,32 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, body: dict, reply: Reply, include_usage: bool) -> None:
         """The reply as server-sent events, ``chunk_size`` characters a chunk (chunked encoding)."""
         fake = self.server.fake
-        content = reply.content or ""
         size = max(1, reply.chunk_size)
-        pieces = [content[i:i + size] for i in range(0, len(content), size)] or [""]
+
+        def cut(text: str) -> list[str]:
+            return [text[i:i + size] for i in range(0, len(text), size)]
+
         base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"], "model": body["model"]}
-        events = []
-        for n, piece in enumerate(pieces):
-            delta = {"role": "assistant", "content": piece} if n == 0 else {"content": piece}
-            events.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
-        if include_usage and reply.usage:
+        deltas: list[dict[str, Any]] = [{reply.reasoning_field: piece} for piece in cut(reply.reasoning or "")]
+        if reply.parts is not None:
+            deltas += [{"content": [part]} for part in reply.parts]
+        else:
+            deltas += [{"content": piece} for piece in cut(reply.content or "")]
+        for index, call in enumerate(reply.tool_calls or []):
+            deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                           "function": {"name": call["name"], "arguments": ""}}]})
+            deltas += [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                       for piece in cut(call["arguments"])]
+        deltas = deltas or [{"content": ""}]
+        deltas[0] = {"role": "assistant", **deltas[0]}
+        events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+        if reply.stream_error_after is not None:      # OpenRouter's mid-stream error: an error chunk, then the end
+            events = events[:reply.stream_error_after]
+            events.append({**base, "error": {"code": 502, "message": "Provider returned error"},
+                           "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
+        else:
+            events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
+        if include_usage and reply.usage and reply.stream_error_after is None:
             events.append({**base, "choices": [], "usage": body["usage"]})
         delay = reply.chunk_delay if reply.chunk_delay else fake.chunk_delay
         try:
@@ -260,8 +391,10 @@ class FakeOpenAIServer:
 
     def __init__(self, responder: Responder | None = None, api_key: str | None = None,
                  models: list[str] | None = None, latency: float = 0.0, port: int = 0,
-                 streaming: bool | str = True, chunk_delay: float = 0.0):
+                 streaming: bool | str = True, chunk_delay: float = 0.0,
+                 checks: list[Callable[[dict], "Reply | None"]] | None = None):
         self.responder = responder or Script(["submit"])
+        self.checks = list(checks or [])      # provider behaviours, tried before the responder
         self.api_key = api_key
         self.models = models
         self.latency = latency
@@ -314,9 +447,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rules", help='JSON file: {"query substring": ["reply per turn", ...], "*": [...]}')
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    p.add_argument("--openai-reasoning", action="store_true",
+                   help="refuse max_tokens / temperature / stop for o-series and gpt-5 models, as OpenAI does")
     args = p.parse_args(argv)
     rules = json.loads(open(args.rules, encoding="utf-8").read()) if args.rules else {"*": ["submit"]}
-    server = FakeOpenAIServer(ByTask(rules), latency=args.latency, port=args.port)
+    rules = {key: [Reply(**r) if isinstance(r, dict) else r for r in replies] for key, replies in rules.items()}
+    checks = [openai_reasoning_refusals] if args.openai_reasoning else []
+    server = FakeOpenAIServer(ByTask(rules), latency=args.latency, port=args.port, chunk_delay=args.chunk_delay,
+                              checks=checks)
     print(f"serving scripted replies at {server.url}", flush=True)
     try:
         server._http.serve_forever()

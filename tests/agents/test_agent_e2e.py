@@ -133,9 +133,9 @@ def test_run_says_what_is_wrong_in_one_sentence(tmp_path, capsys, monkeypatch):
 @pytest.mark.bwrap
 def test_an_unreachable_server_stops_the_run_in_one_sentence(bwrap_ready, tmp_path, capsys):
     code, _, err = run_cli(capsys, "bash", "--tasks", "bash", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                           "--retries", "0", "--sandbox", "bwrap", "--limit", "2", "--out", str(tmp_path), "--quiet")
+                           "--sandbox", "bwrap", "--limit", "2", "--out", str(tmp_path), "--quiet")
     assert code == 1
-    assert "icplay: stopped: cannot reach the model server at http://127.0.0.1:9/v1" in err
+    assert "icplay: stopped: nothing is listening at http://127.0.0.1:9/v1 (connection refused)" in err
     assert "rerun the same command" in err
 
 

@@ -53,8 +53,11 @@ def test_bad_key_unknown_model_and_no_server_are_one_clear_sentence(fake_server,
     with pytest.raises(AgentError, match=r"model 'gpt-4o' is not served at .*check --model"):
         model(server).complete(MSGS)
 
-    with pytest.raises(AgentError, match=r"cannot reach the model server at http://127.0.0.1:9/v1 .*is it running"):
-        ChatModel("m", base_url="http://127.0.0.1:9/v1", backoff=0.001, retries=1).complete(MSGS)
+    retries: list = []        # a refused connection is said at once: no retry cycle
+    with pytest.raises(AgentError, match=r"^nothing is listening at http://127.0.0.1:9/v1 \(connection refused\); "
+                                         r"is the model server running, and is --base-url right\?$") as err:
+        ChatModel("m", base_url="http://127.0.0.1:9/v1").complete(MSGS, on_retry=lambda *a: retries.append(a))
+    assert err.value.fatal and retries == []
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -69,7 +72,7 @@ def test_quota_is_not_retried_and_a_refused_request_fails_only_the_episode(fake_
     with pytest.raises(AgentError, match="no quota left"):
         model(server).complete(MSGS)
     assert len(server.requests) == 1
-    server = fake_server(Script([Reply(None, 400, error={"message": "maximum context length exceeded"})]))
+    server = fake_server(Script([Reply(None, 400, error={"message": "Invalid value for 'top_k'"})]))
     with pytest.raises(AgentError, match="refused the request") as err:
         model(server).complete(MSGS)
     assert not err.value.fatal

@@ -1,13 +1,15 @@
 """The viewer's episode screens: step through one episode's turns, compare two side by side.
 
 ``EpisodeScreen`` shows one turn at a time — the action (a diff against the proposal when a
-human edited it), the thought and the comment, the observation as the play screen shows it
+human edited it), the thought and the comment, the model's reasoning and the call behind the
+turn (model and response id, parameters sent, finish reason, tokens, latency, cost, and the
+messages it added to the previous call's), the observation as the play screen shows it
 (the shell's output, or the SQL grid), the reward by turn as a small curve, and the final
 breakdown with the gold. From there ``x`` re-executes the episode in a fresh sandbox
 (``icplay.review.reexecute``, on a worker thread, each turn flagged as it comes) and ``k`` /
 ``w`` fork it at the current turn, continued by you (the play screen) or an agent (the
 watch screen) — see ``view_fork`` — and ``c`` compares it with another episode of the same
-task, picked from a short list (``ChooseEpisode``).
+task, picked from a short list (``ChooseEpisode``), with how their model calls differ.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from icplay.agents.records import call_differences, call_lines, new_messages, sent_messages
 from icplay.episode import Trajectory, Turn, strict_mark
 from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
@@ -53,6 +56,8 @@ def turn_heading(turn: Turn, total: int) -> Text:
     if status:
         text.append(" · ")
         text.append(status, style=style)
+    if turn.info.get("reply_truncated"):
+        text.append(" · truncated", style="bold yellow")
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
     verdict = turn.info.get("strict")
@@ -73,6 +78,36 @@ def solved_text(traj: Trajectory) -> Text:
     text.append("\n")
     for reason in traj.strict_reasons:
         text.append(f"  {printable(reason)[:200]}\n", style="yellow")
+    return text
+
+
+REASONING_STYLE = "italic #8787af"
+MESSAGE_CHARS = 400
+
+
+def call_text(traj: Trajectory, turn: Turn) -> Text:
+    """The model's reasoning and the call behind ``turn`` (empty for a turn no model proposed)."""
+    text = Text()
+    if turn.reasoning:
+        text.append("Reasoning\n", style="bold")
+        text.append(turn.reasoning.strip(), style=REASONING_STYLE)
+    rows = call_lines(turn)
+    if rows:
+        text.append("\n\n" if text else "")
+        text.append("Call\n", style="bold")
+        width = max(len(label) for label, _ in rows)
+        for label, value in rows:
+            text.append(f"  {label:<{width}}  ", style="dim")
+            text.append(value + "\n", style="bold yellow" if "truncated" in value else "")
+        added = new_messages(turn)
+        total = len(sent_messages(traj, turn.index))
+        text.append(f"Prompt · {total} messages sent, {len(added)} new since the previous call\n", style="bold")
+        for message in added:
+            content = str(message.get("content") or "")
+            if len(content) > MESSAGE_CHARS:
+                content = content[:MESSAGE_CHARS] + f" … ({len(content) - MESSAGE_CHARS:,} more characters)"
+            text.append(f"  {message.get('role', '?')}: ", style="cyan")
+            text.append(printable(content) + "\n")
     return text
 
 
@@ -121,6 +156,7 @@ class EpisodeScreen(Screen):
     EpisodeScreen #turn-text { height: auto; max-height: 45%; }
     EpisodeScreen #action { border: round $primary; padding: 0 1; height: auto; }
     EpisodeScreen #notes { height: auto; padding: 0 1; }
+    EpisodeScreen #call { height: auto; padding: 0 1; }
     EpisodeScreen #check { height: auto; padding: 0 1; }
     EpisodeScreen #output { height: 1fr; border: round $secondary; }
     EpisodeScreen #grid { height: 1fr; border: round $secondary; }
@@ -178,6 +214,7 @@ class EpisodeScreen(Screen):
                 with VerticalScroll(id="turn-text"):
                     yield Static(id="action", classes="code")
                     yield Static(id="notes")
+                    yield Static(id="call")
                     yield Static(id="check")
                 if traj.env == "sql":
                     yield ResultsTable(id="grid")
@@ -236,6 +273,9 @@ class EpisodeScreen(Screen):
             notes.append(turn.comment.strip())
         self.query_one("#notes", Static).update(notes)
         self.query_one("#notes", Static).display = bool(notes.plain)
+        call = call_text(traj, turn)
+        self.query_one("#call", Static).update(call)
+        self.query_one("#call", Static).display = bool(call.plain)
         check = check_text(self.checks.get(turn.index), self.reexecuting) if (self.reexecuting or self.checks) else Text()
         self.query_one("#check", Static).update(check)
         self.query_one("#check", Static).display = bool(check.plain)
@@ -440,12 +480,43 @@ def aligned(turns: list[Turn]) -> list[list[Turn]]:
     return groups
 
 
+def call_brief(turn: Turn) -> str:
+    """One line on the call behind a turn: tokens, latency, cost, finish reason if not stop."""
+    response = turn.info.get("response")
+    if not isinstance(response, dict):
+        return ""
+    usage = response.get("usage") or {}
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    parts = [f"{(prompt or 0) + (completion or 0):,} tok" if completion is not None else "? tok"]
+    if usage.get("reasoning_tokens"):
+        parts[0] += f" ({usage['reasoning_tokens']:,} reasoning)"
+    if response.get("latency") is not None:
+        parts.append(f"{response['latency']:.1f} s")
+    if response.get("cost") is not None:
+        parts.append(f"${response['cost']:.4f}")
+    if response.get("finish_reason") not in (None, "stop"):
+        parts.append(str(response["finish_reason"]) + (" (truncated)" if response["finish_reason"] == "length" else ""))
+    return " · ".join(parts)
+
+
+def differences_text(rows: list[tuple[str, str, str]]) -> Text:
+    text = Text("The model calls differ\n", style="bold")
+    width = max(len(what) for what, _, _ in rows)
+    for what, a, b in rows:
+        text.append(f"  {what:<{width}}  ", style="dim")
+        text.append(a, style="cyan")
+        text.append("  vs  ", style="dim")
+        text.append(b + "\n", style="yellow")
+    return text
+
+
 class CompareScreen(Screen):
     """Two episodes of one task side by side, aligned by turn."""
 
     DEFAULT_CSS = """
     CompareScreen #query { height: auto; max-height: 5; }
     CompareScreen #compare-head { height: auto; border-bottom: solid $primary; }
+    CompareScreen #compare-calls { height: auto; max-height: 12; padding: 0 1; border-bottom: solid $primary; }
     CompareScreen #compare-rows { height: 1fr; }
     CompareScreen .compare-row { height: auto; border-bottom: dashed $secondary; }
     CompareScreen .compare-row.same { color: $text-muted; }
@@ -494,6 +565,9 @@ class CompareScreen(Screen):
                     text.append(f"\n“{turn.comment}”", style="italic")
                 continue
             text.append_text(action_text(turn.proposed, turn.action))
+            call = call_brief(turn)
+            if call:
+                text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
             observation = printable(turn.observation or "").strip().splitlines()
             if observation:
                 text.append("\n")
@@ -510,6 +584,9 @@ class CompareScreen(Screen):
         with Horizontal(id="compare-head"):
             yield Static(self.head(self.summaries[0], left), classes="half")
             yield Static(self.head(self.summaries[1], right), classes="half")
+        differences = call_differences(left, right)
+        if differences:
+            yield Static(differences_text(differences), id="compare-calls")
         with VerticalScroll(id="compare-rows"):
             lefts, rights = aligned(left.turns), aligned(right.turns)
             for i in range(max(len(lefts), len(rights))):

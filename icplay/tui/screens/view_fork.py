@@ -62,6 +62,7 @@ def agent_for(source: Trajectory, app) -> AgentChoice:
     if policy.get("kind") == "llm" and policy.get("model"):
         return AgentChoice(policy="llm", model=policy.get("model"), base_url=policy.get("base_url"),
                            strategy=policy.get("strategy"), protocol=policy.get("protocol") or "agent",
+                           actions=policy.get("actions") or "text",
                            mode="confirm")
     if policy.get("kind") == "gold":
         return AgentChoice(policy="gold", mode="confirm")

@@ -34,6 +34,13 @@ from icplay.tui.widgets.panes import BashPane
 
 STOPPED = "stopped"
 
+def call_label(info: dict) -> str:
+    """The tool a proposed call calls, and where it stands in a reply of several calls."""
+    k, n = info.get("batch") or (1, len(info.get("tool_calls") or []))
+    name = str((info.get("tool_call") or {}).get("name") or "?")
+    return f"{name}  (call {k} of {n} in one reply)" if n > 1 else name
+
+
 HINTS = {
     PROPOSAL: "Ctrl+Y approve · Ctrl+E edit · Ctrl+X reject · F7 take over · F10 mode",
     SUBMIT_PROPOSAL: "the agent wants to submit · Ctrl+Y submit · Ctrl+X reject · F7 take over",
@@ -184,12 +191,31 @@ class WatchScreen(PlayScreen):
     def on_driver_delta(self, text: str) -> None:
         self.panel.add_delta(text)
 
+    def on_driver_reasoning(self, text: str) -> None:
+        self.panel.add_reasoning(text)
+
+    def action_toggle_reasoning(self) -> None:
+        self.panel.toggle_reasoning()
+
     def on_driver_proposal(self, proposal) -> None:
         self._next_action = proposal.action or ""
-        if proposal.info.get("invalid"):
-            self.panel.show_failure("the reply has no action", raw=proposal.raw or "")
+        info = proposal.info
+        call = info.get("tool_call")
+        reasoning, truncated = info.get("reasoning"), bool(info.get("reply_truncated"))
+        if info.get("invalid"):
+            why = {"truncated": "the reply was cut at the token limit before it held an action",
+                   "reasoning_only": "the reply held only reasoning, no answer",
+                   "no_call": "the reply called no tool"}.get(info.get("invalid_reason"),
+                                                              "the reply has no action" if call is None
+                                                              else "the tool call cannot run")
+            raw = proposal.raw or ""
+            if info.get("actions") == "tools":     # what the model is told, with the reply
+                raw = "\n".join(filter(None, [raw.strip(), str(info.get("retry_message") or "")]))
+            self.panel.show_failure(why, raw=raw, reasoning=reasoning, truncated=truncated)
         else:
-            self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None)
+            self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None,
+                                     reasoning=reasoning, truncated=truncated,
+                                     tool=call_label(info) if call else None)
         self._show_usage()
 
     def on_driver_request(self, request) -> None:
@@ -235,6 +261,7 @@ class WatchScreen(PlayScreen):
         self._refresh_turns()
 
     def on_driver_retry(self, attempt: int = 0, delay: float = 0.0, message: str = "", **_) -> None:
+        self.panel.reset_stream()
         self.panel.show_failure(f"{message} (attempt {attempt})", retry_in=delay)
 
     def on_driver_error(self, message: str, fatal: bool = False) -> None:
@@ -275,7 +302,9 @@ class WatchScreen(PlayScreen):
     def _show_usage(self) -> None:
         traj = self.trajectory
         if traj is not None:
-            self.panel.set_usage(traj.tokens, traj.cost)
+            usage = traj.usage
+            unknown = usage.get("calls") and (usage.get("completion_tokens_unknown") or 0) >= usage.get("calls", 0)
+            self.panel.set_usage(None if unknown else traj.tokens, traj.cost)
 
     def _sync_input(self) -> None:
         """The pane takes input only when the human has the turn or edits a proposal."""

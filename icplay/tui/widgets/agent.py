@@ -1,9 +1,13 @@
 """The agent panel of the watch screen: what the model thinks and proposes, as it writes it.
 
 A view only: the watch screen feeds it from the driver's events (``set_state``,
-``set_mode``, ``add_delta``, ``show_proposal``, ``show_failure``, ``set_usage``) and it
-keeps nothing but what it draws. Streamed text is redrawn at most every 50 ms, so a
-model that writes fast never delays a key press.
+``set_mode``, ``add_delta``, ``add_reasoning``, ``show_proposal``, ``show_failure``,
+``set_usage``) and it keeps nothing but what it draws. Streamed text is redrawn at most every
+50 ms, so a model that writes fast never delays a key press.
+
+The model's reasoning streams in its own style above the reply: its latest lines while the
+model thinks, folded to one line once the proposal is there; ``toggle_reasoning`` (Alt+R)
+shows it whole or folds it again.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ STATES = {
     "failed": ("failed", "bold red"),
     "done": ("done", "dim"),
 }
+
+REASONING_STYLE = "italic #8787af"     # the model's thinking: its own colour, never taken for the reply
+REASONING_HEAD = "dim #8787af"
+REASONING_TAIL_LINES, REASONING_TAIL_CHARS = 4, 400
+TRUNCATED_LINE = "✂ truncated: the reply was cut at the token limit (finish_reason length); raise --max-tokens"
 
 MODE_STYLE = {"auto": "green", "confirm": "yellow", "human": "magenta"}
 
@@ -82,8 +91,12 @@ class AgentPanel(Vertical):
         self.stream = ""
         self.thought = ""
         self.action: str | None = None
+        self.tool: str | None = None        # the tool the proposed action calls (tools protocol)
         self.failure: str | None = None
         self.retry_at: float | None = None
+        self.reasoning = ""
+        self.reasoning_open = False      # the user asked to see the whole reasoning
+        self.truncated = False
         self.hint = ""
         self._dirty = False
         self.border_title = "Agent" + (f" · {model}" if model else "")
@@ -104,8 +117,10 @@ class AgentPanel(Vertical):
     def set_state(self, state: str) -> None:
         self.state = state
         if state == "thinking":
-            self.stream, self.thought, self.action, self.failure = "", "", None, None
+            self.stream, self.thought, self.action, self.failure, self.tool = "", "", None, None, None
+            self.reasoning, self.truncated = "", False
             self.retry_at = None
+            self._dirty = True           # the last proposal goes: "the model is writing…"
         if state not in ("failed",):
             self.remove_class("-failed")
         self._draw_head()
@@ -114,8 +129,8 @@ class AgentPanel(Vertical):
         self.mode = mode
         self._draw_head()
 
-    def set_usage(self, tokens: int, cost: float | None) -> None:
-        """``cost`` None: calls were made that no price covers."""
+    def set_usage(self, tokens: int | None, cost: float | None) -> None:
+        """``tokens`` None: the server reported no usage; ``cost`` None: calls were made that no price covers."""
         self.tokens, self.cost = tokens, cost
         self._draw_head()
 
@@ -125,16 +140,41 @@ class AgentPanel(Vertical):
         self.thought, self.action = split_reply(self.stream)
         self._dirty = True
 
-    def show_proposal(self, thought: str | None, action: str | None, submit: bool = False) -> None:
+    def add_reasoning(self, text: str) -> None:
+        """A piece of the model's thinking: drawn on the next 50 ms tick, in its own style."""
+        self.reasoning += text
+        self._dirty = True
+
+    def reset_stream(self) -> None:
+        """A retried call: what the failed attempt streamed is gone."""
+        self.stream, self.reasoning, self.thought, self.action = "", "", "", None
+        self._dirty = True
+
+    def toggle_reasoning(self) -> None:
+        self.reasoning_open = not self.reasoning_open
+        self._draw_body()
+
+    def show_proposal(self, thought: str | None, action: str | None, submit: bool = False,
+                      reasoning: str | None = None, truncated: bool = False, tool: str | None = None) -> None:
+        """A proposal; ``tool``: the tool it calls (tools protocol), shown above it."""
         self.thought = thought or (self.thought if self.stream else "")
+        if "</think>" in self.thought:       # a lone closing tag: what came before it was reasoning
+            self.thought = self.thought.rsplit("</think>", 1)[1]
         self.action = "submit" if submit and not action else action
+        self.tool = tool
+        self.reasoning = reasoning or self.reasoning
+        self.truncated = truncated
         self.failure = None
         self._dirty = False
         self._draw_body()
 
-    def show_failure(self, message: str, raw: str | None = None, retry_in: float | None = None) -> None:
+    def show_failure(self, message: str, raw: str | None = None, retry_in: float | None = None,
+                     reasoning: str | None = None, truncated: bool = False) -> None:
         """A failure: bad key, unreachable server, rate limit (``retry_in``), unparsable reply (``raw``)."""
         self.failure = message
+        if reasoning is not None:
+            self.reasoning = reasoning
+        self.truncated = truncated
         self.retry_at = time.monotonic() + retry_in if retry_in else None
         if raw is not None:
             self.thought, self.action = raw, None
@@ -170,7 +210,7 @@ class AgentPanel(Vertical):
         text.append(label, style=style)
         text.append("  mode ", style="dim")
         text.append(self.mode, style=f"bold {MODE_STYLE.get(self.mode, '')}")
-        text.append(f"  {self.tokens:,} tok", style="dim")
+        text.append("  ? tok" if self.tokens is None else f"  {self.tokens:,} tok", style="dim")
         text.append("  $?" if self.cost is None else f"  ${self.cost:.4f}", style="dim")
         return text
 
@@ -186,9 +226,15 @@ class AgentPanel(Vertical):
                 left = max(0.0, self.retry_at - time.monotonic())
                 line.append(f" · retrying in {left:.0f}s", style="yellow")
             parts.append(line)
+        if self.reasoning.strip():
+            parts.append(self.reasoning_text())
+        if self.truncated:
+            parts.append(Text(TRUNCATED_LINE, style="bold yellow"))
         thought = thought_text(self.thought)
         if thought:
             parts.append(Text(thought, style="italic"))
+        if self.action is not None and self.tool:
+            parts.append(Text(f"⚙ tool call: {self.tool}", style="bold cyan"))
         if self.action is not None:
             if self.action.strip() == "submit":
                 parts.append(Text("▶ submit", style="bold magenta"))
@@ -198,8 +244,25 @@ class AgentPanel(Vertical):
                                     background_color="default"))
         if not parts:
             waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
+            if self.state == "thinking" and self.tokens is None:
+                waiting["thinking"] = "the model is writing… (this server reports no token usage)"
             parts.append(Text(waiting.get(self.state, ""), style="dim"))
         return Group(*parts)
+
+    def reasoning_text(self) -> Text:
+        """The reasoning: whole when asked for, its latest lines while the model thinks, else one line."""
+        text = self.reasoning.strip()
+        words = len(text.split())
+        if self.reasoning_open:
+            out = Text(f"▾ reasoning · {words} words (Alt+R folds)\n", style=REASONING_HEAD)
+            out.append(text, style=REASONING_STYLE)
+            return out
+        if self.action is None and not self.failure and not self.stream.strip():
+            tail = "\n".join(text.splitlines()[-REASONING_TAIL_LINES:])[-REASONING_TAIL_CHARS:]
+            out = Text(f"▾ thinking · {words} words (Alt+R shows all)\n", style=REASONING_HEAD)
+            out.append(tail, style=REASONING_STYLE)
+            return out
+        return Text(f"▸ reasoning · {words} words (Alt+R shows)", style=REASONING_HEAD)
 
     def _draw_body(self) -> None:
         if self.is_mounted:

@@ -32,7 +32,8 @@ def turn_status(turn: Turn) -> tuple[str, str]:
     if info.get("rejected"):
         return "not run", "magenta"
     if info.get("invalid"):
-        return "no action", "red"
+        return {"truncated": "cut off", "reasoning_only": "only thought"}.get(info.get("invalid_reason"),
+                                                                               "no action"), "red"
     if info.get("interrupted"):
         return "^C", "yellow"
     if info.get("timed_out"):

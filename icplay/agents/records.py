@@ -1,0 +1,177 @@
+"""What each model call sent and got back, as kept on the agent's turns (``turn.info``).
+
+``request`` — the messages sent, without repeating the history turn after turn: the first
+``keep`` messages of the call recorded on turn ``ref``, then ``added``; plus ``params``
+(what the request carried besides the messages). ``response`` — the reply's id and model,
+finish reason, usage (prompt, completion, reasoning, cached tokens; None where the server
+said nothing), latency, time to first token, cost, attempts. Readers here rebuild the whole
+chat of a turn and describe a call or the difference between two episodes' calls, for the
+viewer's stepper and compare screens (plain data and text; no textual).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icplay.episode import Trajectory, Turn
+
+
+def request_record(trajectory: Trajectory, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+    """The ``request`` record of a call about to be kept on the next turn of ``trajectory``."""
+    previous: tuple[int, list[dict]] | None = None
+    for turn in reversed(trajectory.turns):
+        if isinstance(turn.info.get("request"), dict):
+            previous = (turn.index, sent_messages(trajectory, turn.index))
+            break
+    keep = 0
+    if previous is not None:
+        for old, now in zip(previous[1], messages):
+            if old != now:
+                break
+            keep += 1
+    return {"ref": previous[0] if previous is not None and keep else None, "keep": keep,
+            "added": [dict(m) for m in messages[keep:]], "params": dict(params)}
+
+
+def sent_messages(trajectory: Trajectory, index: int) -> list[dict]:
+    """The whole chat sent for turn ``index`` (rebuilt from the per-turn records)."""
+    turns = {t.index: t for t in trajectory.turns}
+    chain: list[dict] = []
+    seen: set[int] = set()
+    at: int | None = index
+    while at is not None and at in turns and at not in seen:
+        seen.add(at)
+        record = turns[at].info.get("request")
+        if not isinstance(record, dict):
+            break
+        chain.append(record)
+        at = record.get("ref")
+    messages: list[dict] = []
+    for record in reversed(chain):
+        messages = messages[:int(record.get("keep") or 0)] + list(record.get("added") or [])
+    return messages
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else "unknown"
+
+
+def call_lines(turn: Turn) -> list[tuple[str, str]]:
+    """(label, text) rows describing the call that proposed ``turn``; [] when no call did."""
+    response = turn.info.get("response")
+    request = turn.info.get("request")
+    if not isinstance(response, dict):
+        return []
+    rows: list[tuple[str, str]] = []
+    model = str(response.get("model") or "?") + (f" · {response['id']}" if response.get("id") else "")
+    rows.append(("model", model))
+    if isinstance(request, dict):
+        params = request.get("params") or {}
+        rows.append(("sent", " · ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"))
+    finish = response.get("finish_reason") or "not given"
+    if finish == "length":
+        finish += " (truncated: raise --max-tokens)"
+    rows.append(("finish", finish))
+    usage = response.get("usage") or {}
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if prompt is None and completion is None:
+        rows.append(("tokens", "unknown (the server reported no usage)"))
+    else:
+        text = f"prompt {_n(prompt)}"
+        if usage.get("cached_tokens") is not None:
+            text += f" (cached {_n(usage['cached_tokens'])})"
+        text += f" · completion {_n(completion)}"
+        if usage.get("reasoning_tokens") is not None:
+            text += f" (reasoning {_n(usage['reasoning_tokens'])})"
+        rows.append(("tokens", text))
+    latency = response.get("latency")
+    if latency is not None:
+        text = f"{latency:.2f} s"
+        if response.get("ttft") is not None:
+            text += f" (first token after {response['ttft']:.2f} s)"
+        if (response.get("attempts") or 1) > 1:
+            text += f" · {response['attempts']} attempts"
+        rows.append(("latency", text))
+    cost = response.get("cost")
+    rows.append(("cost", "unpriced" if cost is None else f"${cost:.5f}"))
+    return rows
+
+
+def new_messages(turn: Turn) -> list[dict]:
+    """The messages this turn's call added to the previous call's (the whole chat for the first)."""
+    request = turn.info.get("request")
+    return list(request.get("added") or []) if isinstance(request, dict) else []
+
+
+def episode_calls(trajectory: Trajectory) -> dict[str, Any]:
+    """Totals over an episode's recorded calls, for comparing two episodes."""
+    out: dict[str, Any] = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0,
+                           "latency": 0.0, "truncated": 0, "unknown_usage": 0}
+    for turn in trajectory.turns:
+        response = turn.info.get("response")
+        if not isinstance(response, dict):
+            continue
+        out["calls"] += 1
+        usage = response.get("usage") or {}
+        if usage.get("completion_tokens") is None:
+            out["unknown_usage"] += 1
+        for key in ("prompt_tokens", "completion_tokens", "reasoning_tokens"):
+            out[key] += usage.get(key) or 0
+        out["latency"] += response.get("latency") or 0.0
+        out["truncated"] += int(response.get("finish_reason") == "length")
+    out["cost"] = trajectory.cost
+    return out
+
+
+POLICY_KEYS = ("model", "base_url", "strategy", "protocol", "family", "params", "extra_body", "learnt")
+
+
+def call_differences(left: Trajectory, right: Trajectory) -> list[tuple[str, str, str]]:
+    """(what, left, right) for each way the two episodes' model calls differ: the policy's
+    settings, the system prompt, and the calls' totals (tokens, latency, cost, truncation).
+    [] unless a model worked both (a human's episode has no calls to compare)."""
+    rows: list[tuple[str, str, str]] = []
+    if left.policy.get("kind") != "llm" or right.policy.get("kind") != "llm":
+        return rows
+    for key in POLICY_KEYS:
+        a, b = left.policy.get(key), right.policy.get(key)
+        if a != b:
+            rows.append((key, _show(a), _show(b)))
+    first = [next((t for t in traj.turns if isinstance(t.info.get("request"), dict)), None) for traj in (left, right)]
+    systems = [_system(traj, turn) for traj, turn in zip((left, right), first)]
+    if None not in systems and systems[0] != systems[1]:
+        rows.append(("system prompt", f"{len(systems[0] or '')} chars", f"{len(systems[1] or '')} chars (differs)"))
+    a, b = episode_calls(left), episode_calls(right)
+    if not a["calls"] and not b["calls"]:
+        return rows
+    for key, label in (("calls", "calls"), ("prompt_tokens", "prompt tokens"),
+                       ("completion_tokens", "completion tokens"), ("reasoning_tokens", "reasoning tokens"),
+                       ("truncated", "truncated replies"), ("unknown_usage", "calls without usage")):
+        if a[key] != b[key]:
+            rows.append((label, f"{a[key]:,}", f"{b[key]:,}"))
+    if round(a["latency"], 1) != round(b["latency"], 1):
+        rows.append(("model time", f"{a['latency']:.1f} s", f"{b['latency']:.1f} s"))
+    if a["cost"] != b["cost"]:
+        rows.append(("cost", _money(a["cost"]), _money(b["cost"])))
+    return rows
+
+
+def _system(traj: Trajectory, turn: Turn | None) -> str | None:
+    if turn is None:
+        return None
+    messages = sent_messages(traj, turn.index)
+    return next((str(m.get("content")) for m in messages if m.get("role") == "system"), "")
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items()) or "{}"
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return str(value)
+
+
+def _money(value: float | None) -> str:
+    return "unpriced" if value is None else f"${value:.4f}"

@@ -22,6 +22,7 @@ import statistics
 import time
 
 from icplay.envs.python import TEST_TIMEOUT, PythonEnv, PythonSandboxes, task_tests
+from icplay.languages import get as language
 from icplay.python.scoring import outcome_of
 from icplay.tasks.registry import load_tasks
 
@@ -48,6 +49,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     tasks = load_tasks(args.tasks)[:args.n]
+    language("python")     # registers the icplay-python image (built on first use)
     sandboxes = PythonSandboxes(args.sandbox)
     env = PythonEnv(sandboxes)
     times: dict[str, list[float]] = {"old": [], "new": []}

@@ -172,3 +172,15 @@ def test_the_gold_policy_solves_the_bundled_set_on_docker(python_image, tmp_path
     data = json.loads(out.out)
     assert code == 0, out.err
     assert data["episodes"] == len(load_tasks("python")) and data["rate"] == 1.0, unsolved(tmp_path)
+
+
+def test_a_function_that_forks_is_scored_once_per_call(env):
+    # the child of a fork ends with the call (its result is not reported), as an action's
+    # child ends with the action; what it printed is the call's output
+    env.step("import os\ndef add(a, b):\n    pid = os.fork()\n    if pid == 0:\n        print('child', a)\n"
+             "        return 0\n    os.waitpid(pid, 0)\n    return a + b")
+    result = env.submit()
+    assert [t["calls"]["yours"] for t in result.breakdown["tests"]] == [["3"], ["0"], ["4"], ["10"]]
+    assert result.breakdown["tests"][3]["yours"]["output"] == "child 5\n10\n"
+    env.step("def quiet(a, b):\n    if os.fork() == 0:\n        return 0\n    os.wait()\n    return a + b")
+    assert env.submit("quiet").reward == 1.0

@@ -40,7 +40,8 @@ class _Replace(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if id(node) in self.index:
-            return ast.copy_location(ast.Call(ast.Name(CALL, ast.Load()), [ast.Constant(self.index[id(node)])], []), node)
+            replaced = ast.Call(ast.Name(CALL, ast.Load()), [ast.Constant(self.index[id(node)])], [])
+            return ast.copy_location(replaced, node)
         return self.generic_visit(node)
 
 
@@ -57,8 +58,9 @@ def split_test(test: str, name: str | None) -> Split:
     if not name:
         return Split(test, whole=True)
     mentions = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
-    if not calls or len(mentions) != len(calls) or any(CALL in ast.dump(n) for n in [tree]):
+    calls = [n for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+    if not calls or len(mentions) != len(calls) or CALL in test:
         return Split(test, whole=True)
     parents = _parents(tree)
     for call in calls:

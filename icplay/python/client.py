@@ -1,9 +1,10 @@
 """icplay's Python client: runs INSIDE the sandbox, one process per request.
 
 Started as ``python3 -I -S -c CLIENT SESSION KIND SERVER`` (no file of icplay's in the
-sandbox: both programs travel on the command line). Reads the request's body on stdin, hands it to the episode's interpreter server (starting
-one when there is none: the first action, or after a timeout killed it), and copies what
-the code prints to stdout until the server's end marker. Exit status: 0 the code ran,
+sandbox: both programs travel on the command line). Reads the request's body on stdin,
+hands it to the session's interpreter server (starting one when there is none: the first
+action, or after a timeout killed it), and copies what the code prints to stdout until
+the server's end marker. Exit status: 0 the code ran,
 1 it raised (the traceback's last line was printed), 3 the interpreter exited while
 running it (``os._exit``), 4 no interpreter could be started.
 """

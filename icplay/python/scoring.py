@@ -133,9 +133,9 @@ def run_calls(caller: Interpreter, splits: list[Split], prepare: list[str],
             if len(calls) > 1:    # the call it was in gets its own time
                 ready()
                 alone = caller.run(json.dumps(calls[len(got):len(got) + 1]), kind="probes", timeout=timeout)
-                single = call_results(alone.output, 1)
-                done += single or [CallResult(CUT if alone.cut else "died", alone.output,
-                                              why="the call was stopped" if alone.cut else "the interpreter exited during the call")]
+                lost = (CallResult(CUT, alone.output, why="the call was stopped") if alone.cut
+                        else CallResult("died", alone.output, why="the interpreter exited during the call"))
+                done += call_results(alone.output, 1) or [lost]
                 continue
         done.append(CallResult("died", _after_records(batch.output), why="the interpreter exited during the call"))
     by_test: dict[int, list[CallResult]] = {}

@@ -35,6 +35,7 @@ import tempfile
 import traceback
 
 NAMESPACE = {"__name__": "__main__", "__builtins__": __builtins__}
+SERVER_PID = [os.getpid()]
 VALUE_MARK = "@@ICPLAY-VALUE:"
 JUDGED_MARK = "@@ICPLAY-JUDGED:"
 MAX_MESSAGE = 4000
@@ -103,21 +104,30 @@ def probe(code, k):
             record = {"opaque": str(exc)[:MAX_MESSAGE]}
         except BaseException as exc:   # a value whose own methods fail while it is read
             record = {"opaque": "reading the value raised %s" % type(exc).__name__}
-    flush()
+    end_if_forked()     # a child of the call reports nothing: the call's result is its parent's
     record["k"] = k
     print(VALUE_MARK + json.dumps(record, ensure_ascii=True), flush=True)
     return status
 
 
+def end_if_forked():
+    """A fork in the code: the child's part ends with its code (not with the request)."""
+    if os.getpid() != SERVER_PID[0]:
+        flush()
+        os._exit(0)
+
+
 def probes(body):
     for k, code in enumerate(json.loads(body)):
         probe(code, k)
+        end_if_forked()
     return "ok"
 
 
 def runs(body):
     for code in json.loads(body):
         run(code)
+        end_if_forked()
     return "ok"
 
 
@@ -195,7 +205,7 @@ def serve(path):
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(4)
-    me = os.getpid()
+    SERVER_PID[0] = os.getpid()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)     # input() gets EOF, as every action does in icplay
     while True:
@@ -210,9 +220,7 @@ def serve(path):
             except Exception as exc:
                 print("icplay: %s" % error_line(exc))
                 status = "error"
-            flush()
-            if os.getpid() != me:    # a fork in the code: the child's part ends with its code
-                os._exit(0)
+            end_if_forked()
             os.dup2(null, 1)
             os.dup2(null, 2)
             try:

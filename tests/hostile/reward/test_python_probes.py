@@ -16,7 +16,6 @@ from icplay.episode import Episode
 from icplay.store import TrajectoryStore, load_trajectory
 from icplay.tasks.model import Task
 
-PROBE_TIMEOUT = 4.0
 ADD = Task(id="probe-add", set="hostile", env="python", query="Write add(a, b) that returns a + b.",
            gold="def add(a, b):\n    return a + b",
            extra={"tests": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(20, 22) == 42",
@@ -31,7 +30,9 @@ def python_sandboxes(request):
 
     kind = request.param
     request.getfixturevalue("bwrap_ready" if kind == "bwrap" else "python_image")
-    sandboxes = PythonSandboxes(kind, timeout=PROBE_TIMEOUT)
+    # the default action timeout: a first action starts the interpreter, which takes
+    # seconds in a Docker container on a loaded machine
+    sandboxes = PythonSandboxes(kind)
     yield sandboxes
     sandboxes.close()
 

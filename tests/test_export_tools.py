@@ -13,6 +13,7 @@ from icplay.formats.export import chat_record, preference_pairs, render
 
 CALLS = [{"id": "srv_0", "name": "python", "arguments": '{"code": "def add(a, b): return a - b"}'},
          {"id": "srv_1", "name": "python", "arguments": '{"code": "add(1, 2)"}'}]
+AGAIN = {"id": "srv_1", "name": "python", "arguments": '{"code": "add(3, 4)"}'}   # a server counting from 0 each reply
 
 
 def episode(actions: str | None = "tools") -> Trajectory:
@@ -29,6 +30,7 @@ def episode(actions: str | None = "tools") -> Trajectory:
              info={"rejected": True, "tool_call": {"id": "srv_2", "name": "python", "arguments": "{}"},
                    "tool_calls": []}),
         Turn(3, HUMAN, "add(2, 2)", "4"),
+        Turn(4, AGENT, "add(3, 4)", "7", info={"tool_call": AGAIN, "tool_calls": [AGAIN]}),
     ]
     return traj
 
@@ -38,6 +40,7 @@ def check_tool_chat(record: dict) -> None:
     tools = {t["function"]["name"]: t["function"] for t in record["tools"]}
     assert set(tools) == {"python", "submit"}
     open_calls: dict[str, dict] = {}
+    ids: list[str] = []
     for m in record["messages"]:
         assert m["role"] in ("system", "user", "assistant", "tool")
         if m["role"] == "assistant":
@@ -48,20 +51,22 @@ def check_tool_chat(record: dict) -> None:
                 args = json.loads(c["function"]["arguments"])
                 assert set(tools[c["function"]["name"]]["parameters"]["required"]) <= set(args)
                 open_calls[c["id"]] = c
+                ids.append(c["id"])
         elif m["role"] == "tool":
             assert open_calls.pop(m["tool_call_id"]) and isinstance(m["content"], str)
+    assert len(ids) == len(set(ids)), f"call ids repeat: {ids}"
 
 
 def test_chat_export_writes_tool_calls_and_tool_messages_for_a_tools_episode():
     record = chat_record(episode())
     check_tool_chat(record)
     msgs = record["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
-                                         "tool", "assistant"]
+    assert [m["role"] for m in msgs] == ["system", "user"] + ["assistant", "tool"] * 4 + ["assistant"]
     assert "call the `submit` tool" in msgs[0]["content"]
     edited, kept, human = msgs[2]["tool_calls"][0], msgs[4]["tool_calls"][0], msgs[6]["tool_calls"][0]
     assert json.loads(edited["function"]["arguments"]) == {"code": "def add(a, b): return a + b"}   # what ran
     assert edited["id"] == "call_0" and kept["id"] == "srv_1" and human["id"] == "call_3"
+    assert msgs[8]["tool_calls"][0]["id"] == "call_4"              # srv_1 again: made unique
     assert msgs[5] == {"role": "tool", "tool_call_id": "srv_1", "content": "3"}
     assert msgs[-1]["tool_calls"][0]["function"] == {"name": "submit", "arguments": '{"function_name": "add"}'}
 

@@ -173,7 +173,8 @@ def no_call_note(done: Any, language: str) -> tuple[str, str]:
         return "truncated", ("[icplay] Your last reply was cut off at the length limit before it called a tool, "
                              f"so nothing was run. Think less and call one tool. {tail}")
     if not (done.text or "").strip() and getattr(done, "reasoning", None):
-        return "reasoning_only", f"[icplay] Your last reply held only reasoning and no tool call, so nothing was run. {tail}"
+        return "reasoning_only", ("[icplay] Your last reply held only reasoning and no tool call, so nothing was "
+                                  f"run. {tail}")
     return "no_call", no_call_message(language)
 
 

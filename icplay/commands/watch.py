@@ -41,7 +41,8 @@ def register(sub) -> None:
                         "every action, the reward shown")
     p.add_argument("--actions", choices=["text", "tools"], default=None,
                    help="how the model acts: text (one fenced block per reply, InterCode's) or tools (native "
-                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default text, or config.toml [agent] actions)")
+                        "tool calls: the environment's actions as typed tools; see docs/agents.md) (default: "
+                        "config.toml [agent] actions, else text)")
     p.add_argument("--mode", choices=["auto", "confirm", "human"], default="confirm",
                    help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")

@@ -149,6 +149,7 @@ class Replies:
         self.language, self.strategy = traj.env, strategy
         self.tools = actions_of(traj, actions) == TOOLS
         self.reasoning = reasoning
+        self._ids: dict[int, str] = {}     # each turn's call id, unique in the conversation
 
     def action(self, turn: Turn, code: str, thought: str | None = None, own: bool = False) -> dict[str, Any]:
         """The assistant message proposing ``code`` (at ``turn``); ``own``: the model's own
@@ -174,13 +175,16 @@ class Replies:
                 "tool_calls": [wire_call({"id": self.call_id(turn), "name": name,
                                           "arguments": json.dumps(args, ensure_ascii=False)})]}
 
-    @staticmethod
-    def call_id(turn: Turn | None) -> str:
-        """The recorded call's id when the model's own call ran, else one made from the turn."""
-        recorded = (turn.info.get("tool_call") or {}).get("id") if turn is not None else None
-        if recorded and turn is not None and turn.author not in (HUMAN, AGENT_EDITED):
-            return str(recorded)
-        return f"call_{turn.index}" if turn is not None else "call_submit"
+    def call_id(self, turn: Turn | None) -> str:
+        """The recorded call's id when the model's own call ran (and no earlier call of the
+        conversation has it: some servers count from 0 in every reply), else one made from the turn."""
+        if turn is None:
+            return "call_submit"
+        if turn.index not in self._ids:
+            recorded = (turn.info.get("tool_call") or {}).get("id")
+            own = recorded and turn.author not in (HUMAN, AGENT_EDITED) and str(recorded) not in self._ids.values()
+            self._ids[turn.index] = str(recorded) if own else f"call_{turn.index}"
+        return self._ids[turn.index]
 
     def output(self, turn: Turn) -> dict[str, Any]:
         if not self.tools:

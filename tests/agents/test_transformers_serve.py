@@ -133,8 +133,8 @@ def test_icplay_run_against_transformers_serve(serve, tmp_path, capsys, monkeypa
     assert usage["prompt_tokens"] > 0 and "prompt_tokens_unknown" not in usage
     if actions == "text":
         assert usage["calls"] == 3 and usage["completion_tokens"] == 6
-        assert all(t.info["finish_reason"] == "length" and t.info.get("truncated") for t in traj.turns)
-        assert summary.get("truncated_replies", 3) == 3
+        assert all(t.info["finish_reason"] == "length" and t.info.get("reply_truncated") for t in traj.turns)
+        assert summary["truncated_replies"] == 3
     else:
         assert usage["calls"] == 2 and [t.action for t in traj.turns] == [TOOL_QUERY] * 3
         assert [t.info["tool_call"]["id"].rsplit("_", 1)[1] for t in traj.turns] == ["0", "1", "0"]

@@ -85,7 +85,8 @@ async def test_approve_edit_reject_and_take_over_a_tool_calling_agent(tool_app, 
 
         await wait_request(pilot, "proposal")
         results = tool_results(fake.requests[2])
-        assert results["b1"] == "A human reviewer rejected this call without running it. Their comment: never drop tables"
+        assert results["b1"] == ("A human reviewer rejected this call without running it. "
+                                 "Their comment: never drop tables")
         assert results["a2"].startswith("A human reviewer replaced your query with:\n```sql\n" + GOLD_S1)
         await pilot.press("f7")                                              # take over
         await wait_request(pilot, "action")

@@ -322,7 +322,10 @@ class DockerSandbox:
         # git's pristine index, commit and tracked top-level names, read by the control shell
         # before any action (envs/bash_facts.py); None where there is no control shell
         self.pristine_git: dict[str, Any] | None = None
-        self.scoring_scratch: str | None = None   # where scoring makes its private git folder
+        # where scoring makes its private git folder: out of git's listing (/dev is ignored on
+        # InterCode's images, /run on icplay's: see _start_control); never under /tmp, which
+        # InterCode's images do not ignore
+        self.scoring_scratch: str | None = "/dev/shm"
         # called when a new container replaced a dead one, before anything runs in it: the
         # episode puts its files back (CTF's task files, its setup)
         self.on_replaced: Callable[[], None] | None = None

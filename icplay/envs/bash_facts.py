@@ -46,8 +46,8 @@ TOOL_PATH = "/usr/bin:/bin"
 
 # $1 nonce, $2 pristine index (base64, or - for the repository's own), $3 its md5, $4
 # pristine HEAD (or -), $5 scratch folder (or - for mktemp's default), $6 the top-level
-# names git tracks, joined by '/'. It hashes every path its listings name. cwd: the worktree's root (/ on Docker, the episode's root folder on bwrap), whose
-# .git it reads. Few processes: every one costs a fork on a busy machine.
+# names git tracks, joined by '/'. It hashes every path its listings name. cwd: the
+# worktree's root (/ on Docker, the episode's root folder on bwrap), whose .git it reads. Few processes: every one costs a fork on a busy machine.
 FACTS_SCRIPT = r"""
 n=$1 pristine=$2 psum=$3 phead=$4 scratch=$5 roots=/$6/
 wt=$PWD
@@ -141,13 +141,14 @@ for p in "${paths[@]}"; do
   printf '%s\0%s\0%s\0' "$p" "$h" "$s"
 done
 if [ ${#files[@]} -gt 0 ]; then
-  mapfile -d '' -t sums < <(/usr/bin/md5sum -z -- "${files[@]}" 2>/dev/null)
-  mapfile -d '' -t modes < <(/usr/bin/stat --printf '%A\0' -- "${files[@]}" 2>/dev/null)
-  for i in "${!files[@]}"; do
-    h=${sums[$i]%% *} s=
-    [ ${#h} = 32 ] || h=unreadable
-    case ${modes[$i]} in ???x*) s=:x;; esac
-    printf '%s\0%s\0%s\0' "${files[$i]}" "$h" "$h$s"
+  # by name, not by position: a file md5sum cannot read is left out of its output
+  declare -A sums=() modes=()
+  while IFS= read -r -d '' x; do sums[${x#*  }]=${x%%  *}; done < <(/usr/bin/md5sum -z -- "${files[@]}" 2>/dev/null)
+  while IFS= read -r -d '' x; do modes[${x#* }]=${x%% *}; done < <(/usr/bin/stat --printf '%A %n\0' -- "${files[@]}" 2>/dev/null)
+  for p in "${files[@]}"; do
+    h=${sums[$p]:-unreadable} s=
+    case ${modes[$p]:-} in ???x*) s=:x;; esac
+    printf '%s\0%s\0%s\0' "$p" "$h" "$h$s"
   done
 fi
 printf '\0%s:end\0' "$n"

@@ -57,6 +57,7 @@ LABEL = "icplay"
 _DROP = "setpriv --bounding-set=-audit_write --"
 CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
 _PLAIN = " ".join(SHELL_ARGV)
+CONTROL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # What the control shell's side commands run under: the session's capabilities, no more
 CONTROL_DROP = ["/usr/bin/setpriv", "--bounding-set=-audit_write", "--"]
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
@@ -462,8 +463,9 @@ class DockerSandbox:
             # the session shell's pid file is made here, before the pristine copies: made
             # later by the session shell (which starts meanwhile), it changed /run after the
             # pristine mark on a loaded machine, and the recycle failed ("/run changed")
-            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}; mkdir -p {SCORING_SCRATCH}\n"
-                        f"{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
+            # its tools from the read-only system folders only, whatever the image's PATH says
+            init_script=f"export PATH={CONTROL_PATH}; : >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}; "
+                        f"mkdir -p {SCORING_SCRATCH}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()

@@ -76,12 +76,26 @@ run_git() {   # $1 index file, then git's arguments
 export HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent LC_ALL=C GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
   GIT_ATTR_NOSYSTEM=1 GIT_NO_REPLACE_OBJECTS=1 GIT_OPTIONAL_LOCKS=0 GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat PAGER=cat \
   GIT_DIR=$priv GIT_WORK_TREE=$wt
+paths=()
 listing() {   # $1 section name, $2 index, then status options: header, body, exit code
-  local name=$1 index=$2 code; shift 2
+  local name=$1 index=$2 code e p old; shift 2
   printf '\0%s:%s\0' "$n" "$name"
   if [ ! -f "$index" ]; then printf 'the index is not a regular file\0%s:%s-exit\0%d' "$n" "$name" 1; return; fi
-  run_git "$index" status --porcelain -z --untracked-files=normal "$@" > "$priv/out.$name" 2>&1
-  code=$?; /usr/bin/cat -- "$priv/out.$name"
+  run_git "$index" status --porcelain -z --untracked-files=normal "$@" > "$priv/out" 2> "$priv/err"
+  code=$?
+  if [ $code = 0 ]; then
+    # printed back and its paths kept, with builtins (no process more)
+    while IFS= read -r -d '' e; do
+      printf '%s\0' "$e"
+      p=${e:3}
+      case ${e:0:2} in *R*|*C*) IFS= read -r -d '' old && printf '%s\0' "$old";; esac
+      # an ignored entry counts only below a folder git tracks (not /proc, /tmp, ...)
+      [ "${e:0:2}" = '!!' ] && [[ $roots != */"${p%%/*}"/* ]] && continue
+      paths+=("$p")
+    done < "$priv/out"
+  else
+    /usr/bin/head -c 2000 -- "$priv/err"
+  fi
   printf '\0%s:%s-exit\0%d' "$n" "$name" "$code"
 }
 strict_index=$wt/.git/index same=1
@@ -103,16 +117,6 @@ else
   printf '%s\n' "$phead" > "$priv/HEAD"
   listing strict "$strict_index" --ignored=matching
 fi
-paths=()
-for f in "$priv"/out.*; do
-  while IFS= read -r -d '' e; do
-    p=${e:3}
-    # an ignored entry counts only below a folder git tracks (not /proc, /tmp, ...)
-    [ "${e:0:2}" = '!!' ] && [[ $roots != */"${p%%/*}"/* ]] && continue
-    paths+=("$p")
-    case ${e:0:2} in *R*|*C*) IFS= read -r -d '' _;; esac
-  done < "$f"
-done
 md5() { /usr/bin/md5sum | /usr/bin/cut -d' ' -f1; }
 printf '\0%s:hashes\0' "$n"
 declare -A seen=()

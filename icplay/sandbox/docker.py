@@ -729,15 +729,25 @@ def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, work
     api = client.api
     created = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False, workdir=workdir)
     transport = _ExecSocketTransport(api.exec_start(created["Id"], socket=True))
+    if abandon is not None:
+        transport._sock.settimeout(0.5)   # a silent command is abandoned too
     kept, dropped = bytearray(), 0
     try:
-        while chunk := transport.read():
+        while True:
+            try:
+                chunk = transport.read()
+            except (socket.timeout, TimeoutError):
+                chunk = None
+            if abandon is not None and abandon.is_set():
+                return None, bytes(kept), dropped
+            if chunk is None:
+                continue
+            if not chunk:
+                break
             room = cap - len(kept)
             if room > 0:
                 kept += chunk[:room]
             dropped += len(chunk) - max(0, min(room, len(chunk)))
-            if abandon is not None and abandon.is_set():
-                return None, bytes(kept), dropped
     finally:
         transport.close()
     return api.exec_inspect(created["Id"]).get("ExitCode"), bytes(kept), dropped

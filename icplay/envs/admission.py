@@ -2,10 +2,10 @@
 envs, so that asking for more episodes in flight than the machine can carry queues the
 extra ones instead of thrashing it.
 
-Measured on 2 cores (bench/bench_async.py): Bash episodes on Docker made 34.5 episodes/s
-with 8 in flight and 7.6 with 64, all 64 working their containers (and the daemon) at
-once; with calls admitted a few per core, 64 in flight does as well as 8. An episode
-waiting for its policy holds no admission, so a trainer can keep many episodes open.
+Measured on 2 cores (bench/bench_async.py, 8 and 64 in flight in one run): Bash episodes
+on Docker with 8 calls admitted at once made 0.53x at 64 what they made at 8; with 4
+(2 per core), 1.05x. An episode waiting for its policy holds no admission, so a trainer
+can keep many episodes open.
 
 The bound: ``ICPLAY_MAX_ACTIVE`` if set, else a few calls per core for the sandbox kind
 (``PER_CORE``: sandboxes whose work runs outside this process, in containers or bwrap,
@@ -21,7 +21,7 @@ from typing import Any, Callable
 from icplay.envs.base import Env, StepResult, SubmitResult
 from icplay.tasks.model import Task
 
-PER_CORE = {"docker": 4, "bwrap": 4, "mysql": 4, "sqlite": 2}
+PER_CORE = {"docker": 2, "bwrap": 4, "mysql": 4, "sqlite": 2}
 DEFAULT_PER_CORE = 4
 ENV_VARIABLE = "ICPLAY_MAX_ACTIVE"
 

@@ -32,6 +32,9 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The TRL door's GRPO test (tests/test_trl_grpo.py) trains on CPU: torch 2.13.0 (this
+# machine's find-links has its +cpu wheel) and trl, kept out of the dev extra.
+.venv/bin/python -m pip install -q torch==2.13.0 'trl>=1.0'
 .venv/bin/python --version
 
 step "images: build (cached layers make an unchanged image instant)"

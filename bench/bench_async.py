@@ -1,6 +1,6 @@
 """The async API: episodes per second at 1, 8 and 64 episodes in flight.
 
-Run: .venv/bin/python bench/bench_async.py [--env sql|bash] [--sandbox S] [--episodes 256]
+Run: .venv/bin/python bench/bench_async.py [--env sql|bash|both] [--sandbox S] [--episodes 256]
      [--levels 1,8,64] [--workers 16] [--max-active N]
 
 Each episode: reset to a task of the bundled set, run its gold, submit (the reward is
@@ -47,13 +47,18 @@ async def level(envs: AsyncEnvs, in_flight: int, episodes: int) -> float:
 
 
 async def main(args) -> None:
+    for env_name in (("sql", "bash") if args.env == "both" else (args.env,)):
+        await measure(args, env_name)
+
+
+async def measure(args, env_name: str) -> None:
     levels = [int(x) for x in args.levels.split(",")]
-    sandbox = args.sandbox or ("sqlite" if args.env == "sql" else "docker")
-    async with AsyncEnvs(args.env, sandbox=sandbox, max_workers=args.workers, max_active=args.max_active) as envs:
+    sandbox = args.sandbox or ("sqlite" if env_name == "sql" else "docker")
+    async with AsyncEnvs(env_name, sandbox=sandbox, max_workers=args.workers, max_active=args.max_active) as envs:
         await level(envs, max(levels), min(args.episodes, max(levels)))  # warm-up: caches, images, pools
         rates = {n: await level(envs, n, args.episodes) for n in levels}
         bound = envs.factory.admission.bound
-    print(f"async API, {args.env} on {sandbox}, {args.episodes} episodes per level, {args.workers} worker threads, "
+    print(f"async API, {env_name} on {sandbox}, {args.episodes} episodes per level, {args.workers} worker threads, "
           f"{bound} env calls admitted at once")
     print(f"{'in flight':>10} {'episodes/s':>11} {'vs 1':>6}")
     base = rates.get(1)
@@ -67,7 +72,7 @@ async def main(args) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="sql", choices=("sql", "bash"))
+    parser.add_argument("--env", default="sql", choices=("sql", "bash", "both"), help="both: SQL then Bash, one run")
     parser.add_argument("--sandbox")
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--levels", default="1,8,64")

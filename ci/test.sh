@@ -27,12 +27,13 @@ else
     bash ci/provision-docker.sh
 fi
 
-step "python: .venv with icplay[dev,serve-test]"
+step "python: .venv with icplay[dev,serve-test,trl]"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-# serve-test: torch (CPU) and transformers[serving], for the test against a real `transformers serve`
-.venv/bin/python -m pip install -q -e '.[dev,serve-test]'
+# serve-test: torch (CPU, 2.13.0: this machine's local wheel) and transformers[serving], for the test
+# against a real `transformers serve`; trl: the TRL door's GRPO test (tests/test_trl_grpo.py) on CPU.
+.venv/bin/python -m pip install -q -e '.[dev,serve-test,trl]'
 .venv/bin/python --version
 
 step "images: build (cached layers make an unchanged image instant)"

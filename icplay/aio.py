@@ -10,7 +10,10 @@
 How it scales: an idle episode (one waiting for its policy) holds no thread. The blocking
 parts (a sandbox command, a query, a reset, scoring) run on one bounded thread pool
 shared by every env of an ``AsyncEnvs`` (``max_workers``, default 16), so 1000 episodes
-in flight cost 16 threads. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
+in flight cost 16 threads. Of those calls, at most ``max_active`` execute at once (default:
+a few per core for the sandbox kind, or $ICPLAY_MAX_ACTIVE; icplay/envs/admission.py), so
+64 episodes in flight go as fast as 8 instead of thrashing 64 sandboxes at once; an
+episode waiting for its policy holds no admission. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
 pools and gold runs (``icplay.languages.EnvFactory``): a Bash container recycled after one
 episode serves the next. Each env is one episode at a time; its calls are serialised.
 """
@@ -42,16 +45,17 @@ class AsyncEnvs:
 
     def __init__(self, env_name: str, sandbox: str | None = None, *, tasks: str | Path | list[Task] | None = None,
                  image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
-                 max_workers: int = DEFAULT_WORKERS, **env_options: Any):
+                 max_workers: int = DEFAULT_WORKERS, max_active: int | None = None, **env_options: Any):
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         self.env_name, self.protocol = env_name, protocol
         self.save_dir = save_dir
-        self.factory = EnvFactory(env_name, sandbox, image=image, **env_options)
+        self.factory = EnvFactory(env_name, sandbox, image=image, max_active=max_active, **env_options)
         self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"icplay-aio-{env_name}")
         self._tasks_source = tasks if tasks is not None else env_name
         self._tasks: list[Task] | None = None
         self._envs: set[AsyncEnv] = set()
+        self._gate: asyncio.Semaphore | None = None   # made in the running loop, on first use
         self._closed = False
 
     @property
@@ -72,6 +76,15 @@ class AsyncEnvs:
         """Run a blocking call on the shared pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+
+    async def run_admitted(self, fn, *args, **kwargs):
+        """Run an env call (reset, step) once admitted: the admission is awaited here, before
+        the call takes a thread, so that calls waiting for it never hold the threads that
+        closes (which give sandboxes back) need."""
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.factory.admission.bound)
+        async with self._gate:
+            return await self.run(fn, *args, **kwargs)
 
     async def aclose(self) -> None:
         """Close every env made here, the warm pool, then the thread pool."""
@@ -110,11 +123,11 @@ class AsyncEnv:
         async with self._lock:
             self.task = task
             await self.family.run(self.runner.stop)
-            return await self.family.run(self.runner.reset, task)
+            return await self.family.run_admitted(self.runner.reset, task)
 
     async def step(self, action: str) -> AsyncStep:
         async with self._lock:
-            outcome = await self.family.run(self.runner.step, action)
+            outcome = await self.family.run_admitted(self.runner.step, action)
         return AsyncStep(outcome.observation, outcome.reward, outcome.terminated, outcome.info)
 
     async def close(self) -> None:

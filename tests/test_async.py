@@ -60,21 +60,22 @@ def test_64_concurrent_sql_episodes_get_their_rewards(tmp_path):
     assert aio_threads() == 0                          # the pool is shut down with the family
 
 
+async def gold_episode(envs: AsyncEnvs, task) -> float:
+    """One episode made, reset, played with the gold, submitted and closed: its reward."""
+    env = envs.make()
+    await env.reset(task)
+    await env.step(task.gold)
+    step = await env.step("submit")
+    await env.close()
+    return step.reward
+
+
 @pytest.mark.bwrap
 def test_concurrent_bash_episodes_share_one_warm_pool(bwrap_ready):
     async def main():
         async with AsyncEnvs("bash", sandbox="bwrap", max_workers=WORKERS) as envs:
             tasks = envs.tasks[:8]
-
-            async def episode(task):
-                env = envs.make()
-                await env.reset(task)
-                await env.step(task.gold)
-                step = await env.step("submit")
-                await env.close()
-                return step.reward
-
-            rewards = await asyncio.gather(*(episode(t) for t in tasks))
+            rewards = await asyncio.gather(*(gold_episode(envs, t) for t in tasks))
             stats = envs.factory.stats()
         return rewards, stats
 

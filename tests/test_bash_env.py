@@ -170,3 +170,45 @@ def test_a_lazy_env_on_bwrap_keeps_its_sandbox_alive(bwrap_ready):
     finally:
         env.close()
         factory.close()
+
+
+def test_a_perfect_submit_before_the_second_gold_run_is_final_and_a_lesser_one_waits(env, monkeypatch):
+    """The gold runs twice at prefetch, the second SECOND_RUN_GAP after the first (to tell a
+    gold printing the time). A submit scoring 1.0 against the first is final without the
+    second; one scoring less waits for both and is scored as before. The gap is held open
+    here by an event, so the order is decided by the test, not by timing."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import icplay.envs.bash as bash_module
+
+    gap = threading.Event()
+    monkeypatch.setattr(bash_module, "time", SimpleNamespace(sleep=lambda seconds: gap.wait()))
+    task = Task(id="fast", set="t", env="bash", query="copy and count", gold=CREATE.gold)
+    sandboxes = env.sandboxes
+    try:
+        env.reset(task)
+        env.step(task.gold)
+        deadline = time.monotonic() + 60
+        while sandboxes.first_gold_run(task) is None and time.monotonic() < deadline:
+            time.sleep(0.01)    # the first run is done; the second is held back by the gap
+        right = env.submit()
+        assert right.reward == 1.0 and "gold_nondeterministic" not in right.breakdown
+        assert sandboxes._gold_runs == {}     # decided on the first run alone
+
+        env.reset(task)
+        env.step("cd /testbed && head -n 1 README.md > copy.md; wc -l copy.md")
+        waiting = threading.Thread(target=lambda: setattr(waiting, "result", env.submit()))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()             # a lesser score waits for the second run
+        gap.set()
+        waiting.join(60)
+        wrong = waiting.result
+        assert wrong.reward < 1.0 and sandboxes.first_gold_run(task) is None
+        env.reset(task)
+        env.step("cd /testbed && head -n 1 README.md > copy.md; wc -l copy.md")
+        assert env.submit().reward == wrong.reward
+    finally:
+        gap.set()

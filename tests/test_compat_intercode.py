@@ -54,6 +54,36 @@ def test_spider_scores_one(shared_intercode: Path):
         env.close()
 
 
+@pytest.mark.shared
+def test_spider_databases_found_beside_the_task_file_as_from_a_wheel(shared_intercode: Path, tmp_path, monkeypatch):
+    """Installed from a wheel there is no ../shared and no $ICPLAY_INTERCODE: InterCode's
+    layout (the dump beside the task file) is enough; without the dump the error says what
+    fixes it."""
+    import icplay.tasks.registry as registry
+    from icplay.sql.base import SqlBackendError
+
+    monkeypatch.setattr(registry, "intercode_dir", lambda: None)   # as a wheel install sees it
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    spider = shared_intercode / "sql/spider"
+    (copy / "ic_spider_dev.json").symlink_to(spider / "ic_spider_dev.json")
+    (copy / "ic_spider_dbs.sql").symlink_to(spider / "ic_spider_dbs.sql")
+    env = SqlEnv("docker-env-sql", data_path=str(copy / "ic_spider_dev.json"), preprocess=preprocess_sql)
+    try:
+        env.reset(0)
+        env.step(env.gold)
+        assert env.step("submit")[1] == 1.0
+    finally:
+        env.close()
+    (copy / "ic_spider_dbs.sql").unlink()
+    env = SqlEnv("docker-env-sql", data_path=str(copy / "ic_spider_dev.json"), preprocess=preprocess_sql)
+    try:
+        with pytest.raises(SqlBackendError, match="ICPLAY_INTERCODE.*databases=PATH"):
+            env.reset(0)
+    finally:
+        env.close()
+
+
 def test_sql_observations_are_intercodes():
     env = SqlEnv("docker-env-sql", data_path=str(data_dir() / "sql/tasks.json"), preprocess=preprocess_sql)
     try:

@@ -14,8 +14,8 @@ def register(sub) -> None:
 BWRAP_TOOLS = ("bash", "git", "find", "grep", "sed", "gawk", "tree", "jq", "file", "python3", "md5sum", "tar", "gzip")
 
 
-def checks() -> list[tuple[str, bool, str]]:
-    """(what, ok, detail or fix) for each thing icplay can use."""
+def checks() -> list[tuple[str, bool | None, str]]:
+    """(what, ok, detail or fix) for each thing icplay can use; ok None for a note."""
     results: list[tuple[str, bool, str]] = []
     try:
         from icplay.languages import all_specs
@@ -48,7 +48,27 @@ def checks() -> list[tuple[str, bool, str]]:
                     "(Debian: apt-get install tree jq file gawk) or use the Docker sandbox"))
     results.append(("SQLite", True, "embedded, always available"))
     results.append(home_check())
+    results.append(intercode_check())
     return results
+
+
+def intercode_check() -> tuple[str, bool | None, str]:
+    """Where InterCode's data was found (its sets then list in ``icplay tasks``); not
+    finding it is a note, not a problem: icplay's bundled sets need none of it."""
+    import os
+
+    from icplay.paths import intercode_dir
+    from icplay.tasks.registry import task_sets
+
+    root = intercode_dir()
+    if root is None:
+        told = os.environ.get("ICPLAY_INTERCODE")
+        where = (f"ICPLAY_INTERCODE={told} is not a folder" if told
+                 else "ICPLAY_INTERCODE is not set and there is no ../shared/intercode beside the checkout")
+        return ("InterCode data", None, f"not found ({where}): set ICPLAY_INTERCODE to InterCode's data folder "
+                                        "for its Spider, WikiSQL, NL2Bash, MBPP and CTF sets")
+    names = [s.name for s in task_sets() if not s.bundled]
+    return ("InterCode data", True, f"found at {root} (sets: {', '.join(names) or 'none of its task files'})")
 
 
 def home_check() -> tuple[str, bool, str]:
@@ -72,8 +92,8 @@ def home_check() -> tuple[str, bool, str]:
 
 def run(args) -> int:
     problems = 0
-    for what, ok, detail in checks():
-        print(f"{'ok ' if ok else 'XX '} {what}: {detail}")
-        problems += not ok
+    for what, ok, detail in checks():   # ok None: a note (something optional not found)
+        print(f"{'-- ' if ok is None else 'ok ' if ok else 'XX '} {what}: {detail}")
+        problems += ok is False
     print("all good" if not problems else f"{problems} problem{'s' if problems > 1 else ''}: see above")
     return 0 if not problems else 1

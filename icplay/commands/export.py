@@ -3,7 +3,7 @@
 FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations for
 ``icplay run --demos``), ``preference`` (chosen/rejected pairs from human edits and
 rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
-``csv`` (one row per episode). PATHS are run folders, sessions, trajectory files or
+``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line, icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or
 InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md.
 """
 
@@ -17,7 +17,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
-    p.add_argument("format", choices=FORMATS, help="the output format")
+    p.add_argument("format", choices=(*FORMATS, "atif"), help="the output format (atif: JSON Lines of ATIF "
+                   "trajectories, Harbor's format; docs/export.md)")
     p.add_argument("paths", nargs="+", help="run folders, session folders, trajectory files or InterCode files")
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout)")
     p.add_argument("--solved", choices=tuple(SOLVED_BY), default=None,
@@ -64,7 +65,12 @@ def run(args) -> int:
                "before strict verdicts existed)" if args.solved == "strict" and unjudged else "")
         raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}")
     try:
-        text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
+        if args.format == "atif":
+            from icplay.formats.atif import atif_lines
+
+            text, count = atif_lines(chosen), len(chosen)
+        else:
+            text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.format != "csv":

@@ -65,11 +65,22 @@ def _known_set(data_path: str | Path, env: str):
     """The registry's task set for this file (so Spider gets its databases), if any."""
     from icplay.tasks.registry import task_sets
 
+    from icplay.tasks.registry import intercode_set_beside
+
     wanted = Path(data_path).resolve()
     for task_set in task_sets():
         if task_set.env == env and task_set.path.resolve() == wanted:
             return task_set
+    beside = intercode_set_beside(data_path)   # a copy of InterCode's data, e.g. beside a wheel install
+    if beside is not None and beside.env == env and all(
+            extra is None or extra.exists() for extra in (beside.databases, beside.assets)):
+        return beside
     return None
+
+
+MISSING_DATA_FIX = ("set ICPLAY_INTERCODE to InterCode's data folder (the one holding sql/spider/), keep InterCode's "
+                    "layout (ic_spider_dbs.sql beside ic_spider_dev.json, ic_wikisql_dev.sql beside "
+                    "ic_wikisql_dev.json), or pass databases=PATH (a dump or a folder of .sql files)")
 
 
 def _task_image(image_name: str | None, intercodes: str) -> str | None:
@@ -264,6 +275,17 @@ class SqlEnv(IntercodeEnv):
         if self.kwargs.get("databases"):
             task.extra["databases"] = str(self.kwargs["databases"])
         return task
+
+    def reset(self, index: int | None = None) -> tuple[Any, dict[str, Any]]:
+        from icplay.sql.base import SqlBackendError
+
+        try:
+            return super().reset(index)
+        except SqlBackendError as exc:
+            if self.kwargs.get("databases") or (self._set is not None and self._set.databases is not None):
+                raise
+            raise SqlBackendError(f"{exc}; {self.data_path} has no databases of its own here: "
+                                  f"{MISSING_DATA_FIX}") from None
 
     def _observation(self, text: str, info: dict[str, Any]) -> Any:
         last = self.runner.env.last

@@ -63,9 +63,13 @@ class EnvFactory:
 
     def __init__(self, env_name: str, sandbox: str | None = None, image: str | None = None,
                  timeout: float | None = None, progress: Callable[[str], None] | None = None,
-                 recycle: bool = True, **options):
+                 recycle: bool = True, max_active: int | None = None, **options):
+        from icplay.envs.admission import Admission, default_bound
+
         self.env_name = env_name
         self.sandbox = checked_sandbox(env_name, sandbox)
+        # env calls executing at once over all its envs (icplay/envs/admission.py)
+        self.admission = Admission(max_active if max_active is not None else default_bound(self.sandbox))
         self.image, self.timeout, self.progress, self.recycle, self.options = image, timeout, progress, recycle, options
         self._shared: Any = None
 
@@ -74,6 +78,11 @@ class EnvFactory:
                     **self.options)
 
     def __call__(self) -> Env:
+        from icplay.envs.admission import AdmittedEnv
+
+        return AdmittedEnv(self._make(), self.admission)
+
+    def _make(self) -> Env:
         spec = get(self.env_name)
         if spec.env_factory is None:
             return spec.make_env(self.sandbox, **self._arguments())

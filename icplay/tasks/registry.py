@@ -42,7 +42,8 @@ class TaskSet:
         return tasks
 
 
-def _intercode_sets(root: Path) -> list[TaskSet]:
+def _intercode_layout(root: Path) -> list[TaskSet]:
+    """InterCode's sets where its data folder ``root`` keeps them (present or not)."""
     sets = [
         TaskSet("spider", "sql", root / "sql/spider/ic_spider_dev.json",
                 "InterCode-SQL: 1034 Spider dev tasks", databases=root / "sql/spider/ic_spider_dbs.sql"),
@@ -57,7 +58,26 @@ def _intercode_sets(root: Path) -> list[TaskSet]:
     sets.append(TaskSet("intercode-ctf", "ctf", root / "ctf/ic_ctf.json",
                         "InterCode-CTF: 100 picoCTF tasks (those needing a server or absent files are skipped)",
                         assets=root / "ctf/task_assets"))
-    return [s for s in sets if s.available]
+    return sets
+
+
+def _intercode_sets(root: Path) -> list[TaskSet]:
+    return [s for s in _intercode_layout(root) if s.available]
+
+
+def intercode_set_beside(data_file: str | Path) -> TaskSet | None:
+    """The InterCode set whose task file is named as ``data_file`` is, with its databases or
+    assets taken from beside it as InterCode's own layout keeps them (``ic_spider_dbs.sql``
+    beside ``ic_spider_dev.json``): a copy of InterCode's data found without $ICPLAY_INTERCODE."""
+    path = Path(data_file)
+    for template in _intercode_layout(Path("/")):
+        if template.path.name != path.name:
+            continue
+        databases = path.parent / template.databases.name if template.databases is not None else None
+        assets = path.parent / template.assets.name if template.assets is not None else None
+        return TaskSet(template.name, template.env, path, template.description, databases=databases,
+                       assets=assets, needs_image=template.needs_image)
+    return None
 
 
 def task_sets() -> list[TaskSet]:

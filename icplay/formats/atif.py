@@ -1,0 +1,155 @@
+"""Trajectories as ATIF (the Agent Trajectory Interchange Format, Harbor's; the ``atif``
+package has its pydantic models): one ATIF document per episode.
+
+The mapping:
+
+- step 1, ``user``: the task's query (what the solver was asked);
+- an agent turn (``agent``, or ``agent-edited-by-human``): an ``agent`` step whose one
+  tool call is ``run`` with the executed action as ``code``, its observation the action's
+  output (icplay's notes in the result's ``extra``), the model's thought as
+  ``reasoning_content`` and the call's token usage and cost as ``metrics``. A human's
+  edit keeps the agent's proposal and the human's comment in the step's ``extra``
+  (``author``, ``proposed``, ``comment``);
+- a human turn: a ``user`` step (ATIF gives tool calls to agents only) whose message is the
+  command, with its output, exit code and author in ``extra``;
+- a rejected proposal: an ``agent`` step with the proposal as its message and no tool
+  call, ``extra`` saying who rejected it and why;
+- the submit: a ``system`` step whose observation is the reward, the breakdown and the
+  strict verdict in ``extra``.
+
+``final_metrics`` sums the tokens and cost the policy recorded; ``extra`` at the root keeps
+icplay's task key, env, sandbox, status and rewards.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+from icplay.episode import KIND_HUMAN, KIND_INVALID, KIND_REJECTED, Trajectory, Turn
+
+SCHEMA_VERSION = "ATIF-v1.6"
+AGENT_NAME = "icplay"
+AGENT_VERSION = "0.1.0"
+
+
+def _time(epoch: float | None) -> str | None:
+    if not epoch:
+        return None
+    return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _metrics(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    usage = usage or {}
+    metrics = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+               "cost_usd": usage.get("cost")}
+    metrics = {k: v for k, v in metrics.items() if v is not None}
+    return metrics or None
+
+
+def _agent_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
+    call_id = f"call_{turn.index}"
+    text, notes = _observation(turn)
+    extra: dict[str, Any] = {"author": turn.author, "exit_code": turn.exit_code, "duration": turn.duration}
+    if turn.proposed is not None and turn.proposed != turn.action:
+        extra["proposed"] = turn.proposed
+    if turn.comment:
+        extra["comment"] = turn.comment
+    if turn.reward is not None:
+        extra["reward"] = turn.reward
+    step: dict[str, Any] = {
+        "step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent",
+        "message": turn.thought or "",
+        "tool_calls": [{"tool_call_id": call_id, "function_name": "run", "arguments": {"code": turn.action}}],
+        "observation": {"results": [{"source_call_id": call_id, "content": text,
+                                     **({"extra": {"notes": notes}} if notes else {})}]},
+        "extra": extra,
+    }
+    if turn.thought:
+        step["reasoning_content"] = turn.thought
+    model_name = turn.info.get("model")
+    if model_name and model_name != model:
+        step["model_name"] = model_name
+    metrics = _metrics(turn.info.get("usage"))
+    if metrics:
+        step["metrics"] = metrics
+    return step
+
+
+def _observation(turn: Turn) -> tuple[str, list[str]]:
+    from icplay.envs.base import observation_parts
+
+    return observation_parts(turn.observation, turn.info)
+
+
+def _human_step(step_id: int, turn: Turn) -> dict[str, Any]:
+    text, notes = _observation(turn)
+    extra = {"author": turn.author, "observation": text, "exit_code": turn.exit_code, "duration": turn.duration}
+    if notes:
+        extra["notes"] = notes
+    if turn.comment:
+        extra["comment"] = turn.comment
+    return {"step_id": step_id, "timestamp": _time(turn.started_at), "source": "user", "message": turn.action,
+            "extra": extra}
+
+
+def _rejected_step(step_id: int, turn: Turn) -> dict[str, Any]:
+    return {"step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent",
+            "message": turn.proposed or "", "extra": {"author": turn.author, "rejected": True,
+                                                      "comment": turn.comment, "kind": turn.kind}}
+
+
+def atif_document(traj: Trajectory) -> dict[str, Any]:
+    """One episode as an ATIF trajectory (a JSON-ready dict)."""
+    model = traj.policy.get("model")
+    task_query = str(traj.task.get("query") or "")
+    steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": _time(traj.started_at), "source": "user",
+                                    "message": task_query}]
+    for turn in traj.turns:
+        step_id = len(steps) + 1
+        if turn.kind == KIND_REJECTED:
+            steps.append(_rejected_step(step_id, turn))
+        elif turn.kind == KIND_INVALID:   # a reply with no action in it: the model's text, no call
+            steps.append({"step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent",
+                          "message": turn.info.get("raw") or "", "extra": {"invalid": True, "author": turn.author,
+                                                                          "observation": turn.observation}})
+        elif turn.kind == KIND_HUMAN:
+            steps.append(_human_step(step_id, turn))
+        else:
+            steps.append(_agent_step(step_id, turn, model))
+    if traj.status == "submitted":
+        result = f"submitted: reward {traj.reward}" if traj.reward is not None else "submitted"
+        extra = {"reward": traj.reward, "breakdown": traj.breakdown}
+        if traj.strict is not None:
+            extra["strict"] = traj.strict
+        steps.append({"step_id": len(steps) + 1, "timestamp": _time(traj.updated_at), "source": "system",
+                      "message": "submit", "observation": {"results": [{"content": result}]}, "extra": extra})
+    usage = traj.usage
+    final = {"total_prompt_tokens": usage.get("prompt_tokens"), "total_completion_tokens": usage.get("completion_tokens"),
+             "total_cost_usd": usage.get("cost"), "total_steps": len(steps)}
+    agent: dict[str, Any] = {"name": AGENT_NAME, "version": AGENT_VERSION,
+                             "extra": {"policy": {k: v for k, v in traj.policy.items() if k != "usage"}}}
+    if model:
+        agent["model_name"] = str(model)
+    return {
+        "schema_version": SCHEMA_VERSION, "session_id": traj.id, "agent": agent, "steps": steps,
+        "final_metrics": {k: v for k, v in final.items() if v is not None},
+        "extra": {"task": f"{traj.task.get('set')}/{traj.task.get('id')}",
+                  "env": traj.env, "sandbox": traj.sandbox, "status": traj.status, "reward": traj.reward,
+                  "best_reward": traj.best_reward, "time_worked": traj.time_worked,
+                  **({"forked_from": traj.forked_from} if traj.forked_from else {})},
+    }
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+def atif_lines(trajs: list[Trajectory]) -> str:
+    """JSON Lines: one ATIF document per episode."""
+    return "".join(json.dumps(_without_none(atif_document(t)), ensure_ascii=False) + "\n" for t in trajs)

@@ -1,0 +1,1 @@
+"""icplay's environments served to other trainers and harnesses (OpenEnv's server)."""

@@ -67,7 +67,7 @@ def intercode_feedback(result: SubmitResult) -> str | None:
     """InterCode's retry message: the reward is below 1 and one of the solver's tests raised
     (or was cut: InterCode's would have hung)."""
     tests = result.breakdown.get("tests") or []
-    if result.reward != 1 and any((row.get("yours") or {}).get("status") != "ok" for row in tests):
+    if result.reward != 1 and any((row.get("yours") or {}).get("status") not in (None, "ok") for row in tests):
         return INTERCODE_RETRY
     return None
 

@@ -23,31 +23,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from record_intercode_bash import close_env, open_env  # noqa: E402
 
 NO_CODE = ("No Bash code", "No bash code")   # the policy's message (the action was not executed)
 
 
 def replay(fs: int, results: str, out: str, tasks_path: str, only: list[str]) -> None:
-    import docker
-    from intercode.envs import ic_env
-    from intercode.envs.bash import bash_env
-
-    image = f"intercode-nl2bash-fs{fs}"
-    bash_env.IMAGE_TO_SETTINGS[image] = "/bin/bash"
-
-    def get_container(name: str, image_name: str):
-        client = docker.from_env()
-        try:
-            container = client.containers.get(name)
-            if container.status != "running":
-                container.start()
-                time.sleep(3)
-            return container
-        except docker.errors.NotFound:
-            return client.containers.run(image=client.images.get(image_name), name=name, detach=True, tty=True)
-
-    ic_env.get_container = bash_env.get_container = get_container
-    env = bash_env.BashEnv(image, data_path=tasks_path, traj_dir=None, verbose=False)
+    env = open_env(fs, tasks_path)
     recorded = json.loads(open(results).read())
     started = time.time()
     try:
@@ -76,12 +61,7 @@ def replay(fs: int, results: str, out: str, tasks_path: str, only: list[str]) ->
                     sink.flush()
                 print(f"fs{fs} {key}: done", file=sys.stderr, flush=True)
     finally:
-        client = docker.from_env()
-        for name in (env.container_name, env.ctr_name_eval):
-            try:
-                client.containers.get(name).remove(force=True)
-            except Exception:
-                pass
+        close_env(env)
     print(f"fs{fs}: {time.time() - started:.0f} s -> {out}", file=sys.stderr)
 
 

@@ -31,10 +31,10 @@ def variant(gold: str) -> str:
     return gold + " | head -n 3"
 
 
-def record(fs: int, out: str, tasks_path: str) -> None:
+def open_env(fs: int, tasks_path: str):
+    """InterCode's ``BashEnv`` on image ``intercode-nl2bash-fsN`` (registered with /bin/bash)."""
     import docker
     from intercode.envs.bash import bash_env
-    from intercode.envs.ic_env import ACTION_EXEC
 
     image = f"intercode-nl2bash-fs{fs}"
     bash_env.IMAGE_TO_SETTINGS[image] = "/bin/bash"
@@ -55,7 +55,25 @@ def record(fs: int, out: str, tasks_path: str) -> None:
             return client.containers.run(image=client.images.get(image_name), name=name, detach=True, tty=True)
 
     ic_env.get_container = bash_env.get_container = get_container
-    env = bash_env.BashEnv(image, data_path=tasks_path, traj_dir=None, verbose=False)
+    return bash_env.BashEnv(image, data_path=tasks_path, traj_dir=None, verbose=False)
+
+
+def close_env(env) -> None:
+    """Remove InterCode's two containers (``<image>_ic_ctr``, ``<image>_ic_ctr_eval``)."""
+    import docker
+
+    client = docker.from_env()
+    for name in (env.container_name, env.ctr_name_eval):
+        try:
+            client.containers.get(name).remove(force=True)
+        except Exception:
+            pass
+
+
+def record(fs: int, out: str, tasks_path: str) -> None:
+    from intercode.envs.ic_env import ACTION_EXEC
+
+    env = open_env(fs, tasks_path)
     results = {}
     started = time.time()
     try:
@@ -82,12 +100,7 @@ def record(fs: int, out: str, tasks_path: str) -> None:
             }
             print(f"fs{fs} {index}: {history['rewards']}", file=sys.stderr, flush=True)
     finally:
-        client = docker.from_env()
-        for name in (env.container_name, env.ctr_name_eval):
-            try:
-                client.containers.get(name).remove(force=True)
-            except Exception:
-                pass
+        close_env(env)
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
     print(f"fs{fs}: {len(results)} episodes in {time.time() - started:.0f} s -> {out}", file=sys.stderr)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
 from icplay.envs.base import Env, SubmitResult, parse_submit
+from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
 
 TRAJECTORY_VERSION = 1
@@ -339,9 +340,9 @@ class Episode:
         self.save()
         return turn
 
-    def score(self) -> SubmitResult:
+    def score(self, arg: str | None = None) -> SubmitResult:
         """Score the current state without ending the episode (InterCode's per-turn reward)."""
-        result = self.env.submit()
+        result = self.env.submit(arg)
         if self.trajectory.turns:
             self.trajectory.turns[-1].reward = result.reward
             if result.strict is not None:
@@ -349,6 +350,25 @@ class Episode:
         best = self.trajectory.best_reward
         self.trajectory.best_reward = result.reward if best is None else max(best, result.reward)
         self.save()
+        return result
+
+    def score_turn(self, rule: TurnRule) -> SubmitResult | None:
+        """Score the last turn as InterCode's experiment loop did (``rule``: the language's
+        ``intercode_turn``): submitted as the rule says, its feedback kept in the turn's
+        ``info["feedback"]``; or, for an action the loop did not submit after, 0 without a
+        submit (then None)."""
+        turn = self.trajectory.turns[-1]
+        plan = rule.plan(turn.action)
+        if not plan.score:
+            turn.reward = 0.0
+            self.trajectory.best_reward = max(self.trajectory.best_reward or 0.0, 0.0)
+            self.save()
+            return None
+        result = self.score(plan.submit_arg)
+        feedback = rule.feedback(result)
+        if feedback:
+            turn.info["feedback"] = feedback
+            self.save()
         return result
 
     def submit(self, arg: str | None = None) -> SubmitResult:

@@ -86,6 +86,26 @@ def test_actions_run_as_intercode_runs_them(nl2bash_image):
 
 @pytest.mark.docker
 @pytest.mark.shared
+def test_compat_containers_are_on_dockers_default_network_as_intercodes_are(nl2bash_image):
+    """InterCode's containers had Docker's default network: a lookup gets the host resolver's
+    answer there (gpt-4's `dig +short` printed nothing where the gold printed nothing, 1.0),
+    where a container without a network prints "network unreachable". icplay's own mode
+    keeps its sandbox off the network."""
+    interfaces = "ls /sys/class/net | sort"
+    compat = make_env("bash", sandbox="docker", image=nl2bash_image, compat="intercode")
+    default = make_env("bash", sandbox="docker", image=nl2bash_image)
+    try:
+        compat.reset(_task("true"))
+        assert compat.step(interfaces).observation.split() == ["eth0", "lo"]
+        default.reset(_task("true"))
+        assert default.step(interfaces).observation.split() == ["lo"]
+    finally:
+        compat.close()
+        default.close()
+
+
+@pytest.mark.docker
+@pytest.mark.shared
 def test_reset_deletes_the_images_empty_directories(nl2bash_image):
     listing = "find /testbed -empty -type d | sort"
     default = make_env("bash", sandbox="docker", image=nl2bash_image)

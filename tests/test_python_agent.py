@@ -45,3 +45,34 @@ def test_a_scripted_model_on_the_bundled_python_set(bwrap_ready, tmp_path, capsy
     # the system prompt speaks Python
     system = server.requests[0]["messages"][0]["content"]
     assert "Python 3 interpreter" in system and "submit <function_name>" in system
+
+
+@pytest.mark.bwrap
+def test_the_intercode_protocol_runs_intercodes_python_loop(bwrap_ready, tmp_path, capsys, monkeypatch):
+    """InterCode's experiments/eval_n_turn.py for Python: only a `def` action is submitted, by the
+    name of its first function; a test that raised shows InterCode's retry message instead of
+    the output; any other action scores 0 without a submit (even one that defines the answer)."""
+    monkeypatch.setenv("ICPLAY_PRICES", str(tmp_path / "none.json"))
+    q = {t.id: t.query for t in load_tasks("python")}
+    rules = {q["py-04"]: [
+        fenced("count_vowels = lambda s: sum(1 for c in s.lower() if c in 'aeiou')", "python"),  # right, not a def
+        fenced("def vowels_of(s):\n    return [c for c in s.lower() if c in 'aeiou']\n\n"
+               "def count_vowels(s):\n    return len(vowels_of(s))", "python"),       # vowels_of is submitted
+        fenced("def count_vowels(s):\n    return len(vowels_of(s))", "python"),        # solved
+    ]}
+    out = tmp_path / "run"
+    with FakeOpenAIServer(ByTask(rules)) as server:
+        code = main(["run", "python", "--tasks", "python", "--task-id", "py-04", "--model", "scripted",
+                     "--base-url", server.url, "--sandbox", "bwrap", "--turns", "5", "--protocol", "intercode",
+                     "--out", str(out), "--json", "--quiet"])
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+    traj = load_trajectory(next((out / "python").glob("*.json")))
+    assert [t.reward for t in traj.turns] == [0.0, 0.0, 1.0]
+    assert traj.reward == 1.0 and traj.breakdown["function"] == "count_vowels"
+    assert "feedback" not in traj.turns[0].info
+    assert traj.turns[1].info["feedback"] == "Test case did not pass. Please try again."
+    # the model saw the retry message in place of the second action's output
+    last_user = server.requests[2]["messages"][-1]["content"]
+    assert "Test case did not pass. Please try again." in last_user
+    assert "Reward: 0" in last_user

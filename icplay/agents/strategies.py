@@ -80,8 +80,10 @@ def _assistant_text(turn: Turn, language: str, strategy: str, proposed: bool = T
 
 
 def _output(turn: Turn) -> tuple[str, str, str]:
-    """(prefix, observation, suffix) of the user message reporting a turn's result."""
-    obs = observation_block(shown_observation(turn.observation, turn.info))
+    """(prefix, observation, suffix) of the user message reporting a turn's result. A protocol's
+    feedback (InterCode's Python retry message) replaces the output, as InterCode showed it."""
+    feedback = (turn.info or {}).get("feedback")
+    obs = feedback or observation_block(shown_observation(turn.observation, turn.info))
     suffix = ""
     if turn.exit_code not in (None, 0):
         suffix += f"\n(exit code {turn.exit_code})"

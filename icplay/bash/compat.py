@@ -23,8 +23,9 @@ otherwise, and its published rewards carry the marks of it. This env reproduces 
   execs, comparing their outputs: on an image without md5deep both fail alike and count
   as the same; p3 compares the last action's output with the gold's.
 
-Containers are made as InterCode makes them (its image's command, a tty) and carry
-nothing of icplay's; one pair per episode, removed at the end (InterCode reuses one pair
+Containers are made as InterCode makes them (its image's command, a tty, Docker's default
+network: this mode's actions reach what the host's network reaches) and carry nothing of
+icplay's; one pair per episode, removed at the end (InterCode reuses one pair
 for every task, which leaks state in git-ignored folders from task to task: not copied).
 """
 
@@ -137,13 +138,15 @@ class IntercodeContainer:
     that an endless line cannot take icplay's memory (a recorded ``... | yes | tr -d '\\n'``
     took a rescore to 24 GB)."""
 
-    def __init__(self, client: Any, image: str, network: bool = False, output_cap: int = DEFAULT_OUTPUT_CAP):
+    def __init__(self, client: Any, image: str, output_cap: int = DEFAULT_OUTPUT_CAP):
         from icplay.sandbox.docker import container_labels, creating, reap_once, track
 
         reap_once(client)
         with creating():
-            self.container = client.containers.run(image, detach=True, tty=True, labels=container_labels("bash"),
-                                                   network_mode=None if network else "none")
+            # Docker's default network, as InterCode's containers had: a DNS lookup then gets
+            # the host's resolver's answer (or its silence), as InterCode's env does today,
+            # where no network at all printed "network unreachable" into the output scored
+            self.container = client.containers.run(image, detach=True, tty=True, labels=container_labels("bash"))
             track(self.container.id)
         self.client = client
         self.output_cap = output_cap
@@ -233,7 +236,7 @@ class IntercodeBashEnv:
         self._release()
         self.task = task
         client = self._client_once()
-        self.agent = IntercodeContainer(client, self._image_for(task), network=task.network)
+        self.agent = IntercodeContainer(client, self._image_for(task))
         self.agent.reset()
         self.workdir = self.cwd = "/"
         self.last_output = ""
@@ -277,7 +280,7 @@ class IntercodeBashEnv:
         if self.agent is None or self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         if self.eval is None:
-            self.eval = IntercodeContainer(self._client_once(), self._image_for(self.task), network=self.task.network)
+            self.eval = IntercodeContainer(self._client_once(), self._image_for(self.task))
         self.eval.reset()
         gold_obs: str | None = None
         corrupt = False

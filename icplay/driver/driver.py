@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
 from icplay.envs.base import SubmitResult, parse_submit
+from icplay.languages import intercode_turn
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
                             Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
@@ -363,8 +364,8 @@ class Driver:
         if self._stop.is_set():
             return True
         if self.protocol == "intercode":
-            result = self.score()
-            if result.reward >= 1.0:
+            result = self.score_turn()
+            if result is not None and result.reward >= 1.0:
                 self.finish("solved")
                 return False
         return True
@@ -401,9 +402,21 @@ class Driver:
         """Score the current state without ending the episode (InterCode's per-turn reward)."""
         self._set_state(SCORING)
         result = self.episode.score()
+        self._scored(result)
+        return result
+
+    def score_turn(self) -> SubmitResult | None:
+        """Score the turn just run as InterCode's experiment loop did for the task's language
+        (``icplay/languages/turns.py``); None when the loop gave it 0 without a submit."""
+        self._set_state(SCORING)
+        result = self.episode.score_turn(intercode_turn(self.task.env))
+        if result is not None:
+            self._scored(result)
+        return result
+
+    def _scored(self, result: SubmitResult) -> None:
         self.last_score, self._scored_state = result, True
         self._emit(SCORE, result=result)
-        return result
 
     def _submit(self, arg: str | None) -> bool:
         if self.protocol == "intercode" and arg is None:

@@ -11,10 +11,20 @@ from typing import Any, Callable
 from icplay.envs.base import Env
 from icplay.languages.registry import ENTRY_POINT_GROUP, UnknownLanguage, all_specs, find, get, known, names
 from icplay.languages.spec import Image, LanguageSpec, Prompts, resolve
+from icplay.languages.turns import RUN_THEN_SUBMIT, TurnPlan, TurnRule
 
 __all__ = ["LanguageSpec", "Prompts", "Image", "resolve", "get", "find", "names", "known", "all_specs", "make_env",
            "EnvFactory", "default_sandbox", "checked_sandbox", "sandboxes", "UnknownLanguage",
-           "ENTRY_POINT_GROUP"]
+           "ENTRY_POINT_GROUP", "TurnPlan", "TurnRule", "intercode_turn"]
+
+
+def intercode_turn(env_name: str) -> TurnRule:
+    """How InterCode's experiment loop scored one turn of ``env_name`` (run, then submit, when
+    the language is unknown)."""
+    try:
+        return get(env_name).intercode_turn
+    except UnknownLanguage:
+        return RUN_THEN_SUBMIT
 
 
 def sandboxes(env_name: str) -> tuple[str, ...]:

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
+from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages.spec import Image, LanguageSpec, Prompts
+from icplay.languages.turns import TurnPlan, TurnRule
 from icplay.tasks.model import Task
+
+# InterCode's experiments/eval_n_turn.py: the first function an action starting with "def"
+# defines is submitted by name (``re.match(r'def (\w+)\(', action)``), and when a test of
+# the solver's raised, the model is told this instead of the action's output.
+INTERCODE_DEF = re.compile(r"def (\w+)\(")
+INTERCODE_RETRY = "Test case did not pass. Please try again."
 
 
 def default_sandbox() -> str:
@@ -44,6 +54,29 @@ def task_lines(task: Task) -> list[str]:
     return ["Your function must pass tests like:\n" + "\n".join(str(t) for t in tests[:1])] if tests else []
 
 
+def intercode_plan(action: str) -> TurnPlan:
+    """InterCode's Python turn: ``def ...`` runs and its first function is submitted by name;
+    ``submit NAME`` is scored; anything else runs and scores 0 (InterCode's step gave 0).
+    An action starting with "def" that its pattern does not match (``default = 1``), which
+    stopped InterCode's loop with an error, is treated as any other action."""
+    is_submit, arg = parse_submit(action)
+    if is_submit:
+        return TurnPlan(run=False, submit_arg=arg)
+    match = INTERCODE_DEF.match(action) if action.startswith("def") else None
+    if match:
+        return TurnPlan(submit_arg=match.group(1))
+    return TurnPlan(score=False)
+
+
+def intercode_feedback(result: SubmitResult) -> str | None:
+    """InterCode's retry message: the reward is below 1 and one of the solver's tests raised
+    (or was cut: InterCode's would have hung)."""
+    tests = result.breakdown.get("tests") or []
+    if result.reward != 1 and any((row.get("yours") or {}).get("status") not in (None, "ok") for row in tests):
+        return INTERCODE_RETRY
+    return None
+
+
 PROMPTS = Prompts(
     name="Python", setting="Python 3 interpreter (definitions carry over between inputs)",
     unit="snippet", units="snippets", fence="python",
@@ -69,4 +102,5 @@ SPEC = LanguageSpec(
     description="a persistent Python interpreter; submit NAME scores your function with the task's tests",
     fresh_state="a fresh interpreter", input_mode="block", prompt=">>> ",
     input_help="Python: a line ending with ':' opens a block; an empty line runs it. `submit NAME` scores NAME.",
+    intercode_turn=TurnRule(intercode_plan, intercode_feedback),
 )

@@ -12,6 +12,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from icplay.languages.turns import RUN_THEN_SUBMIT, TurnRule
 from icplay.tasks.model import Task
 
 Ref = Union[str, Callable[..., Any]]
@@ -103,6 +104,9 @@ class LanguageSpec:
       (lines up to one ending with ';'), "block" (a line ending with ':' opens a block
       that a blank line closes, as in Python's REPL); ``input_help`` says so in one line;
       ``prompt`` is line mode's prompt (None: the shell's ``icplay:CWD$``).
+    - ``intercode_turn``: one turn of InterCode's experiment loop (``--protocol intercode``
+      and ``icplay rescore``; see ``icplay/languages/turns.py``): by default the action
+      runs and a submit with no argument scores the state.
     """
 
     name: str
@@ -123,6 +127,7 @@ class LanguageSpec:
     input_mode: str = "line"
     input_help: str = ""
     prompt: str | None = None
+    intercode_turn: TurnRule = RUN_THEN_SUBMIT
 
     def pick_sandbox(self) -> str:
         return resolve(self.default_sandbox)() if self.default_sandbox is not None else self.sandboxes[0]

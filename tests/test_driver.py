@@ -285,7 +285,7 @@ def test_failures_are_events_and_requests_never_a_crash(env, server):
     policy = LLMPolicy(ChatModel("scripted", base_url="http://127.0.0.1:9/v1", retries=0), "tryagain", "agent")
     watch = Watch(driver_for(env, policy)).start()
     req = watch.request(FAILED)
-    assert "cannot reach the model server" in req.message
+    assert "nothing is listening at http://127.0.0.1:9/v1 (connection refused)" in req.message
     watch.driver.broker.answer(req.id, Decision.stop())
     assert watch.join().status == "stopped"
 

@@ -29,6 +29,7 @@ def test_watch_plain_with_a_reasoning_model(tmp_path):
         proc.send("")
         proc.expect("thinking: Maybe")
         proc.expect("(truncated: the reply was cut at the token limit, finish_reason length; raise --max-tokens)")
+        proc.expect("the model's reply was cut at the token limit before it held an action")
         proc.expect("decide> ")
         proc.send("")                                       # ask again
         proc.expect("(the reply was cut at the token limit before it held an action)")

@@ -607,6 +607,10 @@ class LLMPolicy:
             except ContextTooLong as exc:
                 from icplay.agents.context import estimate_tokens
 
+                if exc.limit and self.model.max_tokens >= exc.limit:
+                    raise AgentError(f"{exc}: the reply's budget ({self.model.max_tokens:,} tokens) leaves no room for "
+                                     f"a prompt in the model's {exc.limit:,}; lower --max-tokens", fatal=False) from None
+
                 estimate = estimate_tokens(messages)
                 if exc.limit and exc.requested:
                     target = int(estimate * (exc.limit - self.model.max_tokens) / exc.requested * 0.9)

@@ -129,6 +129,8 @@ def _stdout_raw(text: str) -> None:
 EOF = object()     # stdin has ended
 
 
+INVALID_LINES = {"truncated": "the model's reply was cut at the token limit before it held an action",
+                 "reasoning_only": "the model's reply held only reasoning, no answer"}
 TRUNCATED_NOTE = "(truncated: the reply was cut at the token limit, finish_reason length; raise --max-tokens)"
 
 
@@ -501,7 +503,11 @@ class LineLoop:
         if request.kind in (PROPOSAL, SUBMIT_PROPOSAL):
             self._help_once("agent", AGENT_HELP)
         elif request.kind == INVALID:
-            self._say(display(f"the model's reply held no action:\n{(request.message or '').strip()}"))
+            why = (request.proposal.info.get("invalid_reason") if request.proposal is not None else None)
+            if why in INVALID_LINES:
+                self._say(INVALID_LINES[why])
+            else:
+                self._say(display(f"the model's reply held no action:\n{(request.message or '').strip()}"))
             self._help_once("invalid", "decide: [enter] ask again · e ACTION run ACTION · t take over · "
                                        "s submit · q stop")
         elif request.kind == FAILED:

@@ -237,10 +237,15 @@ def test_a_context_length_400_trims_the_history_and_retries(fake_server, table_e
 
 
 def test_a_context_that_cannot_fit_says_which_context_would(fake_server, table_env):
-    server = fake_server(Script(["submit"]), checks=[context_limit(300)])
+    server = fake_server(Script(["submit"]), checks=[context_limit(1200)])
     policy = LLMPolicy(model(server), "tryagain", "agent")
-    with pytest.raises(AgentError, match=r"try --context \d+"):
+    with pytest.raises(AgentError, match=r"trimming the history does not make it fit; try --context \d+ \(the model "
+                                         r"takes 1,200 tokens in all, --max-tokens included\)"):
         policy.propose(make_task(1), play_traj(table_env))
+    server = fake_server(Script(["submit"]), checks=[context_limit(1000)])
+    with pytest.raises(AgentError, match=r"the reply's budget \(1,024 tokens\) leaves no room for a prompt in the "
+                                         r"model's 1,000; lower --max-tokens"):
+        LLMPolicy(model(server), "tryagain", "agent").propose(make_task(1), play_traj(table_env))
 
 
 def test_server_errors_are_still_retried(fake_server):

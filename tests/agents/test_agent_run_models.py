@@ -1,6 +1,7 @@
 """`icplay run` with today's models on the local server (SQLite: no sandbox needed)."""
 
 import json
+import re
 
 from fake_openai_server import (FakeOpenAIServer, Reply, Script, deployment_refusals, fenced,
                                 openai_reasoning_refusals, reasoning_budget)
@@ -96,3 +97,13 @@ def test_bad_request_options_are_one_sentence(tmp_path, capsys):
         code, out, err = run_cli(capsys, "sql", "--tasks", "sql", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                                  "--out", str(tmp_path / "r"), flag, value)
         assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_a_server_without_usage_shows_unknown_tokens_not_zero(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ICPLAY_PRICES", str(tmp_path / "none.json"))
+    with FakeOpenAIServer(Script([Reply("submit", usage=False)])) as server:
+        code, out, err = run_cli(capsys, "sql", "--tasks", "sql", "--limit", "1", "--model", "local", "--base-url",
+                                 server.url, "--protocol", "agent", "--out", str(tmp_path / "r"), "--quiet")
+    assert code == 0, err
+    for label, cell in (("tokens", "unknown"), ("prompt / completion", "unknown"), ("cost", "unpriced")):
+        assert re.search(rf"^\s*{label}\s+{cell}$", out, re.M), out

@@ -179,7 +179,7 @@ class PythonEnv:
         self._pool = None
         self._sandbox: Sandbox | None = None
         self.interpreter: Interpreter | None = None
-        self.history: list[str] = []          # actions that ran to the end, to restore after a cut test
+        self.history: list[str] = []          # actions that ran to the end: replayed in each scoring sandbox
 
     def reset(self, task: Task) -> str:
         self._release()

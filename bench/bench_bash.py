@@ -101,7 +101,7 @@ def main() -> None:
           "gold run fetched at reset")
     print(f"scoring again, same task : median {median_ms(rescores):8.1f} ms (gold result kept)")
     b, g = median_ms(before), median_ms(facts)
-    print(f"scoring facts, before    : median {b:8.1f} ms (git status, then the hash script: two side commands)")
+    print(f"scoring facts, before    : median {b:8.1f} ms (git status, then the hash script: two side commands, each through today's frozen exec)")
     print(f"scoring facts, hardened  : median {g:8.1f} ms (bash_facts: both listings and hashes, sandbox frozen)")
     print(f"ratio hardened / before  : {g / b:8.2f}x")
     f, x = median_ms(faithful), median_ms(execd)

@@ -120,11 +120,20 @@ def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int 
     # containers hold the same processes (``find /`` walks /proc). ``start_pid``: first
     # hand out pids up to it, so that the gold's processes get the numbers the agent's
     # action got after its earlier actions (a faithful sandbox, see BashEnv.submit).
+    return gold_facts(sandbox, *gold_command(sandbox, gold, isolated, start_pid))
+
+
+def gold_command(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> tuple:
+    """The gold's command run (its result and the pids around it), its facts not yet read."""
     if start_pid > last_pid(sandbox) > 0:
         sandbox.run(advance_pids(start_pid))   # one subshell a pid
     before = last_pid(sandbox)
     result = sandbox.run(f"(\n{gold}\n)" if isolated else gold)
-    after = last_pid(sandbox)
+    return result, before, last_pid(sandbox)
+
+
+def gold_facts(sandbox: Sandbox, result, before: int, after: int) -> GoldRun:
+    """The gold's run with what it changed, read from its sandbox."""
     facts = gather(sandbox)
     if facts.errors:
         raise SandboxError(f"the gold's changes could not be listed in the {sandbox.kind} sandbox: {facts.errors[0]}")
@@ -225,10 +234,12 @@ class BashSandboxes:
         boxes = [pool.take(), pool.take()]
         try:
             isolated = not getattr(boxes[0], "faithful", False)
-            before = run_gold(boxes[0], task.gold, isolated)
+            # the gold's commands as close to the action as they can be; their changes are
+            # read afterwards (the reading takes longer than a `date`'s second allows)
+            before = gold_command(boxes[0], task.gold, isolated)
             result = action()
-            after = run_gold(boxes[1], task.gold, isolated)
-            return result, [before, after]
+            after = gold_command(boxes[1], task.gold, isolated)
+            return result, [gold_facts(boxes[0], *before), gold_facts(boxes[1], *after)]
         finally:
             for box in boxes:
                 pool.discard(box)

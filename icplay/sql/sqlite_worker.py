@@ -260,7 +260,10 @@ class WorkerClient:
                 _send(self.proc.stdin.fileno(), message)
                 reply = _receive(self.proc.stdout.fileno(), deadline, plain=True)
             except (BrokenPipeError, EOFError):
-                code = self.proc.poll()
+                try:   # the pipe closes as the process dies: wait the moment until it is reaped
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = None
                 self.stop()
                 raise WorkerLost(_ended(code)) from None
             except TimeoutError:

@@ -389,3 +389,25 @@ def test_mariadb_temp_table_bomb_stays_in_the_server(request, tmp_path):
     ep.assert_saved()
     ep.env.reset(task_with_gold("SELECT COUNT(*) FROM authors"))
     assert ep.env.step("SELECT COUNT(*) FROM authors").observation == "[(12,)]"
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_planted_objects_never_reach_a_later_gold(kind, request, tmp_path):
+    """A table replaced by a view, a planted trigger and a table of the gold's answer,
+    committed: the next episode's gold (and its agent) see the pristine database."""
+    ep = sql_episode(kind, request, tmp_path)
+    pristine = ep.run("SELECT COUNT(*) FROM reviews")[0].observation
+    plants = ["CREATE TABLE reviews_copy AS SELECT * FROM reviews", "DROP TABLE reviews",
+              "CREATE VIEW reviews AS SELECT * FROM reviews_copy WHERE review_id = 1",
+              {"sqlite": "CREATE TRIGGER planted AFTER INSERT ON books FOR EACH ROW BEGIN DELETE FROM reviews_copy; END",
+               "mysql": "CREATE TRIGGER planted AFTER INSERT ON books FOR EACH ROW DELETE FROM reviews_copy"}[kind],
+              "COMMIT"]
+    for action in plants:
+        turn, seconds, _ = ep.run(action)
+        assert turn.exit_code == 0 or action == "COMMIT", (action, turn.observation)   # SQLite autocommits
+    assert ep.run("SELECT COUNT(*) FROM reviews")[0].observation == "[(1,)]" != pristine   # the plant took
+    ep.assert_saved()
+    ep.env.reset(task_with_gold("SELECT COUNT(*) FROM reviews"))
+    assert ep.env.gold.intercode_observation == pristine
+    assert ep.env.step("SELECT COUNT(*) FROM reviews").observation == pristine
+    record(kind, "planted view / trigger for a later gold", "pristine copy per episode", seconds, True, 0.0)

@@ -201,7 +201,7 @@ def test_every_bundled_gold_is_strictly_solved(language, sandbox, tmp_path, caps
     require_sandbox(request, language, sandbox)
     out = tmp_path / "run"
     code = main(["run", language, "--tasks", language, "--policy", "gold", "--sandbox", sandbox, "--out", str(out),
-                 "--json", "--quiet", "-j", "1"])
+                 "--json", "--quiet", "-j", "2"])
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
     summary = json.loads(captured.out)

@@ -59,7 +59,7 @@ async def measure(args, env_name: str) -> None:
         rates = {n: await level(envs, n, args.episodes) for n in levels}
         bound = envs.factory.admission.bound
     print(f"async API, {env_name} on {sandbox}, {args.episodes} episodes per level, {args.workers} worker threads, "
-          f"{bound} env calls admitted at once")
+          f"at most {bound} episodes executing at once")
     print(f"{'in flight':>10} {'episodes/s':>11} {'vs 1':>6}")
     base = rates.get(1)
     for n, rate in rates.items():

@@ -77,5 +77,5 @@ if __name__ == "__main__":
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--levels", default="1,8,64")
     parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--max-active", type=int, help="env calls executing at once (default: icplay's bound)")
+    parser.add_argument("--max-active", type=int, help="episodes executing at once (default: icplay's bound)")
     asyncio.run(main(parser.parse_args()))

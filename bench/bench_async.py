@@ -59,7 +59,7 @@ async def measure(args, env_name: str) -> None:
         rates = {n: await level(envs, n, args.episodes) for n in levels}
         bound = envs.factory.admission.bound
     print(f"async API, {env_name} on {sandbox}, {args.episodes} episodes per level, {args.workers} worker threads, "
-          f"{bound} env calls admitted at once")
+          f"at most {bound} episodes executing at once")
     print(f"{'in flight':>10} {'episodes/s':>11} {'vs 1':>6}")
     base = rates.get(1)
     for n, rate in rates.items():
@@ -77,5 +77,5 @@ if __name__ == "__main__":
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--levels", default="1,8,64")
     parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--max-active", type=int, help="env calls executing at once (default: icplay's bound)")
+    parser.add_argument("--max-active", type=int, help="episodes executing at once (default: icplay's bound)")
     asyncio.run(main(parser.parse_args()))

@@ -10,10 +10,11 @@
 How it scales: an idle episode (one waiting for its policy) holds no thread. The blocking
 parts (a sandbox command, a query, a reset, scoring) run on one bounded thread pool
 shared by every env of an ``AsyncEnvs`` (``max_workers``, default 16), so 1000 episodes
-in flight cost 16 threads. Of those calls, at most ``max_active`` execute at once (default:
-a few per core for the sandbox kind, or $ICPLAY_MAX_ACTIVE; icplay/envs/admission.py), so
-64 episodes in flight go as fast as 8 instead of thrashing 64 sandboxes at once; an
-episode waiting for its policy holds no admission. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
+in flight cost 16 threads. At most ``max_active`` episodes execute at once (default: a
+few per core for the sandbox kind, or $ICPLAY_MAX_ACTIVE; icplay/envs/admission.py): a
+reset waits while that many are admitted and working (``EpisodeAdmission``); when all of
+them are idle, waiting for their policy, the next is admitted anyway, so a trainer that
+resets a whole batch before stepping any never deadlocks. The envs of one ``AsyncEnvs`` share icplay's warm sandbox
 pools and gold runs (``icplay.languages.EnvFactory``): a Bash container recycled after one
 episode serves the next. Each env is one episode at a time; its calls are serialised.
 """
@@ -55,7 +56,7 @@ class AsyncEnvs:
         self._tasks_source = tasks if tasks is not None else env_name
         self._tasks: list[Task] | None = None
         self._envs: set[AsyncEnv] = set()
-        self._gate: asyncio.Semaphore | None = None   # made in the running loop, on first use
+        self.admission = EpisodeAdmission(self.factory.admission.bound)
         self._closed = False
 
     @property
@@ -77,15 +78,6 @@ class AsyncEnvs:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
-    async def run_admitted(self, fn, *args, **kwargs):
-        """Run an env call (reset, step) once admitted: the admission is awaited here, before
-        the call takes a thread, so that calls waiting for it never hold the threads that
-        closes (which give sandboxes back) need."""
-        if self._gate is None:
-            self._gate = asyncio.Semaphore(self.factory.admission.bound)
-        async with self._gate:
-            return await self.run(fn, *args, **kwargs)
-
     async def aclose(self) -> None:
         """Close every env made here, the warm pool, then the thread pool."""
         if self._closed:
@@ -102,6 +94,48 @@ class AsyncEnvs:
         await self.aclose()
 
 
+class EpisodeAdmission:
+    """At most ``bound`` episodes executing at once: a reset waits while ``bound`` episodes
+    are admitted and one of them is working (a call in flight, or admitted and about to
+    start one). When every admitted episode is idle (waiting for its policy, or for a
+    trainer that resets a whole batch before stepping any) the next is admitted over the
+    bound: nothing is executing, so nothing thrashes, and nothing can deadlock."""
+
+    def __init__(self, bound: int):
+        self.bound = bound
+        self.active = 0      # admitted episodes (from reset to done, stop or close)
+        self.busy = 0        # of those, the ones with a call in flight or about to start one
+        self._changed: asyncio.Condition | None = None   # made in the running loop
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def admit(self) -> None:
+        """Wait for a place; the admitted episode counts as working until ``idle()``."""
+        changed = self._condition()
+        async with changed:
+            await changed.wait_for(lambda: self.active < self.bound or self.busy == 0)
+            self.active += 1
+            self.busy += 1
+
+    async def working(self) -> None:
+        self.busy += 1
+
+    async def idle(self) -> None:
+        self.busy -= 1
+        if self.busy == 0:
+            async with self._condition():
+                self._condition().notify_all()
+
+    async def leave(self) -> None:
+        changed = self._condition()
+        async with changed:
+            self.active -= 1
+            changed.notify_all()
+
+
 class AsyncEnv:
     """One async episode at a time; made by ``AsyncEnvs.make()``."""
 
@@ -110,6 +144,7 @@ class AsyncEnv:
         self.runner = EpisodeRunner(family.env_name, family.factory.sandbox, protocol=family.protocol,
                                     save_dir=family.save_dir, env_factory=family.factory)
         self._lock = asyncio.Lock()
+        self._admitted = False
         self.task: Task | None = None
 
     @property
@@ -123,14 +158,35 @@ class AsyncEnv:
         async with self._lock:
             self.task = task
             await self.family.run(self.runner.stop)
-            return await self.family.run_admitted(self.runner.reset, task)
+            await self._leave()
+            await self.family.admission.admit()
+            self._admitted = True
+            try:
+                return await self.family.run(self.runner.reset, task)
+            finally:
+                await self.family.admission.idle()
 
     async def step(self, action: str) -> AsyncStep:
         async with self._lock:
-            outcome = await self.family.run_admitted(self.runner.step, action)
+            admitted = self._admitted
+            if admitted:
+                await self.family.admission.working()
+            try:
+                outcome = await self.family.run(self.runner.step, action)
+            finally:
+                if admitted:
+                    await self.family.admission.idle()
+            if outcome.terminated:
+                await self._leave()
         return AsyncStep(outcome.observation, outcome.reward, outcome.terminated, outcome.info)
+
+    async def _leave(self) -> None:
+        if self._admitted:
+            self._admitted = False
+            await self.family.admission.leave()
 
     async def close(self) -> None:
         async with self._lock:
             await self.family.run(self.runner.close)
+            await self._leave()
         self.family._envs.discard(self)

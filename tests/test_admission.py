@@ -79,3 +79,41 @@ async def test_async_envs_admit_before_taking_a_thread():
         assert envs.factory.admission.bound == 1
         rewards = await asyncio.gather(*(gold_episode(envs, t) for t in envs.tasks[:6]))
         assert rewards == [1.0] * 6
+
+
+async def test_episode_admission_waits_only_while_admitted_episodes_work():
+    from icplay.aio import EpisodeAdmission
+
+    admission = EpisodeAdmission(2)
+    await admission.admit()
+    await admission.admit()                  # two admitted, both about to work
+    third = asyncio.ensure_future(admission.admit())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not third.done()                  # full, and working: it waits
+    await admission.idle()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not third.done()                  # one still works
+    await admission.leave()                  # one leaves: a place
+    await asyncio.wait_for(third, 60)
+    assert (admission.active, admission.busy) == (2, 2)
+    await admission.idle()
+    await admission.idle()                   # everyone idle (waiting for a policy)
+    await asyncio.wait_for(admission.admit(), 60)   # admitted over the bound: nothing runs
+    assert admission.active == 3
+
+
+async def test_a_batch_reset_before_any_step_does_not_deadlock():
+    """A trainer resets more episodes than the bound before stepping any of them."""
+    from icplay.aio import AsyncEnvs
+
+    async with AsyncEnvs("sql", sandbox="sqlite", max_active=2) as envs:
+        batch = [envs.make() for _ in range(5)]
+        for env, task in zip(batch, envs.tasks):
+            await asyncio.wait_for(env.reset(task), 120)
+        assert envs.admission.active == 5
+        for env, task in zip(batch, envs.tasks):
+            await env.step(task.gold)
+            assert (await env.step("submit")).reward == 1.0
+        assert envs.admission.active == 0

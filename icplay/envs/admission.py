@@ -1,13 +1,16 @@
-"""Admission: how many env calls (reset, step, submit) may execute at once in one family of
-envs, so that asking for more episodes in flight than the machine can carry queues the
-extra ones instead of thrashing it.
+"""Admission: how much of a family of envs executes at once, so that asking for more
+episodes in flight than the machine can carry queues the extra ones instead of thrashing.
 
-Measured on 2 cores (bench/bench_async.py, 8 and 64 in flight in one run): Bash episodes
-on Docker with 8 calls admitted at once made 0.53x at 64 what they made at 8; with 4
-(2 per core), 1.05x. An episode waiting for its policy holds no admission, so a trainer
-can keep many episodes open.
+Two forms over one bound: the async API admits whole episodes (``icplay.aio.
+EpisodeAdmission``: a reset waits while ``bound`` admitted episodes are working), and
+every env an ``EnvFactory`` makes takes a slot around each call (reset, step, submit) for
+the threaded executors and ``serve-env``. Measured on 2 cores (bench/bench_async.py, one
+run each): Bash on Docker made 0.53x at 64 in flight what it made at 8 with calls
+admitted 8 at a time, still 0.54x with 4 at a time, and 1.13x with episodes admitted
+8 at a time: the thrash is 64 episodes holding and recycling containers at once, not
+64 calls.
 
-The bound: ``ICPLAY_MAX_ACTIVE`` if set, else a few calls per core for the sandbox kind
+The bound: ``ICPLAY_MAX_ACTIVE`` if set, else a few per core for the sandbox kind
 (``PER_CORE``: sandboxes whose work runs outside this process, in containers or bwrap,
 overlap more than SQLite's, which runs in this process under its GIL).
 """
@@ -21,7 +24,7 @@ from typing import Any, Callable
 from icplay.envs.base import Env, StepResult, SubmitResult
 from icplay.tasks.model import Task
 
-PER_CORE = {"docker": 2, "bwrap": 4, "mysql": 4, "sqlite": 2}
+PER_CORE = {"docker": 4, "bwrap": 4, "mysql": 4, "sqlite": 2}
 DEFAULT_PER_CORE = 4
 ENV_VARIABLE = "ICPLAY_MAX_ACTIVE"
 

@@ -89,6 +89,7 @@ def main() -> None:
         box.close()
 
     faithful, execd = faithful_starts(client)
+    before, facts = scoring_costs(client, image, max(10, args.episodes))
 
     p, e = median_ms(persistent), median_ms(per_exec)
     print(f"step, persistent session : median {p:8.3f} ms over {len(persistent)} actions")
@@ -99,10 +100,49 @@ def main() -> None:
     print(f"submit with reward       : median {median_ms(submits):8.1f} ms (max {max(submits)*1000:.0f} ms), "
           "gold run fetched at reset")
     print(f"scoring again, same task : median {median_ms(rescores):8.1f} ms (gold result kept)")
+    b, g = median_ms(before), median_ms(facts)
+    print(f"scoring facts, before    : median {b:8.1f} ms (git status, then the hash script: two side commands, each through today's frozen exec)")
+    print(f"scoring facts, hardened  : median {g:8.1f} ms (bash_facts: both listings and hashes, sandbox frozen)")
+    print(f"ratio hardened / before  : {g / b:8.2f}x")
     f, x = median_ms(faithful), median_ms(execd)
     print(f"faithful start + action  : median {f:8.1f} ms (warden, pids numbered alike)")
     print(f"bare start + action      : median {x:8.1f} ms (container, then a docker exec'd shell)")
     print(f"ratio faithful / bare    : {f / x:8.2f}x")
+
+
+# The scoring's side commands before the reward-integrity work (issue 19): git with the
+# repository's own configuration, then a hash script, as two side commands.
+BEFORE_HASH = r"""
+for p in "$@"; do
+  if [ -d "$p" ]; then h=$(cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum | md5sum | cut -d' ' -f1)
+  elif [ -f "$p" ]; then h=$(md5sum < "$p" 2>/dev/null | cut -d' ' -f1); fi
+  printf '%s\t%s\n' "$p" "$h"
+done
+"""
+
+
+def scoring_costs(client, image: str, n: int) -> tuple[list[float], list[float]]:
+    """What a submit spends reading the agent's container: the two side commands it ran
+    before against ``bash_facts.gather`` (one script, frozen, private GIT_DIR), interleaved
+    on one container with an added and a modified file."""
+    from icplay.envs.bash_facts import gather
+
+    box = DockerSandbox(client, image)
+    box.start()
+    before, facts = [], []
+    try:
+        box.run("echo x > /testbed/new.txt; echo y >> /testbed/README.md")
+        for _ in range(n):
+            t0 = time.perf_counter()
+            box.exec(["timeout", "60", "git", "status", "--short"])
+            box.exec(["timeout", "60", "bash", "-c", BEFORE_HASH, "hash", "testbed/new.txt"])
+            before.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            gather(box)
+            facts.append(time.perf_counter() - t0)
+    finally:
+        box.close()
+    return before, facts
 
 
 def faithful_starts(client, image: str = "debian:bookworm-slim", n: int = 8) -> tuple[list[float], list[float]]:

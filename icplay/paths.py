@@ -106,3 +106,25 @@ def intercode_dir() -> Path | None:
 def home_dir() -> Path:
     """Where trajectories, sessions and config live: $ICPLAY_HOME, else ~/.icplay."""
     return Path(os.environ.get("ICPLAY_HOME") or Path.home() / ".icplay")
+
+
+def own_paths() -> list[Path]:
+    """Every folder of icplay's own that may hold golds, solutions, tests or recordings:
+    the installed package (with its bundle), the bundled data's folder, the cache, icplay's
+    home, InterCode's data. A sandbox that binds host folders (bwrap's /usr) hides these."""
+    found: list[Path] = [Path(__file__).resolve().parent]
+    for where in (lambda: repo_root(), cache_dir, home_dir, intercode_dir):
+        try:
+            folder = where()
+        except Exception:
+            continue
+        if folder is not None:
+            found.append(Path(folder))
+    if os.environ.get("ICPLAY_ROOT"):
+        found.append(Path(os.environ["ICPLAY_ROOT"]))
+    resolved: list[Path] = []
+    for folder in found:
+        for form in (Path(os.path.abspath(folder)), Path(os.path.realpath(folder))):
+            if form not in resolved:
+                resolved.append(form)
+    return resolved

@@ -66,6 +66,18 @@ def shared_intercode() -> Path:
 
 
 @pytest.fixture(scope="session")
+def nl2bash_image(docker_client, shared_intercode) -> str:
+    """InterCode's first NL2Bash image, built from ../shared if it is missing."""
+    from icplay.bash.intercode_images import build_nl2bash_images, image_name
+    from icplay.sandbox.images import image_exists
+
+    name = image_name(1)
+    if not image_exists(docker_client, name):
+        build_nl2bash_images(docker_client, shared_intercode, lambda line: None, versions=(1,))
+    return name
+
+
+@pytest.fixture(scope="session")
 def shared_vectors() -> Path:
     path = SHARED / "vectors"
     if not path.is_dir():

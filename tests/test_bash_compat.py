@@ -53,17 +53,6 @@ def test_status_is_parsed_by_whitespace_pairs():
 
 
 
-@pytest.fixture(scope="module")
-def nl2bash_image(docker_client, shared_intercode) -> str:
-    from icplay.bash.intercode_images import build_nl2bash_images, image_name
-    from icplay.sandbox.images import image_exists
-
-    name = image_name(1)
-    if not image_exists(docker_client, name):
-        build_nl2bash_images(docker_client, shared_intercode, lambda line: None, versions=(1,))
-    return name
-
-
 def _task(gold: str, name: str = "t") -> Task:
     return Task(id=name, env="bash", set="compat", query="q", gold=gold)
 

@@ -2,7 +2,7 @@
 
 For each task of data/bash/tasks.json, on bwrap and on Docker: an agent that replays the
 gold as its one action and submits scores exactly 1.0; an agent that submits at once
-scores below 1.0. One environment serves all tasks of a sandbox kind (reset per task), so
+scores below 1.0. The strict verdict agrees with the reward on both. One environment serves all tasks of a sandbox kind (reset per task), so
 the Docker run reuses its image and its pool of started containers.
 """
 
@@ -74,6 +74,9 @@ def test_replaying_the_gold_scores_one(env, task_id):
     assert result.breakdown.get("gold_exit_code") == 0, _explain(result)
     assert result.reward == 1.0, _explain(result)
     assert result.solved
+    # the strict verdict agrees with the reward on every gold: its changes, modified files
+    # included, are the gold's own
+    assert result.strict == {"solved": True, "reasons": []}, (result.strict, _explain(result))
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -83,3 +86,4 @@ def test_doing_nothing_scores_below_one(env, task_id):
     result = env.submit()
     assert result.breakdown.get("gold_exit_code") == 0, _explain(result)
     assert result.reward < 1.0, _explain(result)
+    assert result.strict["solved"] is False

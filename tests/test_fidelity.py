@@ -17,17 +17,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.shared]
 
 
 @pytest.fixture(scope="module")
-def nl2bash_image(docker_client, shared_intercode) -> str:
-    from icplay.bash.intercode_images import build_nl2bash_images, image_name
-    from icplay.sandbox.images import image_exists
-
-    name = image_name(1)
-    if not image_exists(docker_client, name):
-        build_nl2bash_images(docker_client, shared_intercode, lambda line: None, versions=(1,))
-    return name
-
-
-@pytest.fixture(scope="module")
 def env(nl2bash_image):
     environment = make_env("bash", sandbox="docker", image=nl2bash_image)
     yield environment

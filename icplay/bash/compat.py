@@ -31,18 +31,17 @@ for every task, which leaks state in git-ignored folders from task to task: not 
 
 from __future__ import annotations
 
+import codecs
 import math
 import shlex
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable
 
-from icplay.envs.base import StepResult, SubmitResult
+from icplay.envs.base import StepResult, SubmitResult, strict_verdict
 from icplay.envs.bash_reward import BASE_REWARD, PART_WEIGHT, file_diff_score
 from icplay.envs.tfidf import tfidf_cosine
-from icplay.sandbox.base import DEFAULT_TIMEOUT, SandboxError
+from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, SandboxError
 from icplay.tasks.model import Task
 
 GIT_RESET_SCRIPT = "git reset --hard; git clean -fd;"
@@ -90,6 +89,15 @@ def parse_status(status: str) -> list[tuple[str, str]]:
     return [(tokens[i], tokens[i + 1]) for i in range(0, len(tokens) - 1, 2)]
 
 
+def capped_text(output: bytes, dropped: int) -> str:
+    """An exec's output as InterCode decodes it (strict UTF-8: invalid bytes raise, and
+    the action reads "Malformed command"); output cut at the cap may end inside a
+    character, which is then left out."""
+    if not dropped:
+        return output.decode("utf-8")
+    return codecs.getincrementaldecoder("utf-8")().decode(output, final=False)
+
+
 def hash_command(path: str) -> str:
     return f"md5sum {path}" if "." in path else f"md5deep -r {path}"
 
@@ -123,9 +131,14 @@ def intercode_reward(agent_changes, gold_changes, same_hash: Callable[[str], boo
 
 
 class IntercodeContainer:
-    """A container as InterCode makes one (its image's command, a tty), actions as execs."""
+    """A container as InterCode makes one (its image's command, a tty), actions as execs.
 
-    def __init__(self, client: Any, image: str):
+    InterCode's ``exec_run`` keeps every byte an action prints; here at most
+    ``output_cap`` bytes of each exec are held (the rest is read, counted and dropped), so
+    that an endless line cannot take icplay's memory (a recorded ``... | yes | tr -d '\\n'``
+    took a rescore to 24 GB)."""
+
+    def __init__(self, client: Any, image: str, output_cap: int = DEFAULT_OUTPUT_CAP):
         from icplay.sandbox.docker import container_labels, creating, reap_once, track
 
         reap_once(client)
@@ -136,21 +149,41 @@ class IntercodeContainer:
             self.container = client.containers.run(image, detach=True, tty=True, labels=container_labels("bash"))
             track(self.container.id)
         self.client = client
-        self._timeouts = ThreadPoolExecutor(max_workers=1, thread_name_prefix="icplay-ic-exec")
+        self.output_cap = output_cap
+        self.dropped = 0      # bytes the last exec printed beyond the cap
+        self._abandoned: list[threading.Event] = []
 
     def exec(self, command: str | list[str], workdir: str | None = None,
              timeout: float | None = None) -> tuple[int | None, bytes]:
-        """docker-py's ``exec_run`` of a string (shlex-split) or argv; None, b'' on timeout."""
+        """docker-py's ``exec_run`` of a string (shlex-split) or argv, its output capped;
+        None, b'' on timeout (the exec is then left running, its output no longer read)."""
+        from icplay.sandbox.docker import bounded_exec
+
         argv = exec_argv(command) if isinstance(command, str) else command
+        abandon = threading.Event()
+        done: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                done["result"] = bounded_exec(self.client, self.container.id, argv, self.output_cap,
+                                              workdir=workdir, abandon=abandon)
+            except BaseException as exc:   # handed to the caller, as exec_run raised it
+                done["error"] = exc
+
         if timeout is None:
-            result = self.container.exec_run(argv, workdir=workdir)
-            return result.exit_code, result.output or b""
-        future = self._timeouts.submit(self.container.exec_run, argv, workdir=workdir)
-        try:
-            result = future.result(timeout=timeout)
-        except FutureTimeout:
-            return None, b""
-        return result.exit_code, result.output or b""
+            work()
+        else:
+            reader = threading.Thread(target=work, daemon=True, name="icplay-ic-exec")
+            reader.start()
+            reader.join(timeout)
+            if reader.is_alive():
+                abandon.set()
+                self._abandoned.append(abandon)
+                return None, b""
+        if "error" in done:
+            raise done["error"]
+        code, output, self.dropped = done["result"]
+        return code, output
 
     def reset(self) -> None:
         code, output = self.exec(clean_cmd(GIT_RESET_SCRIPT))
@@ -161,7 +194,8 @@ class IntercodeContainer:
     def close(self) -> None:
         from icplay.sandbox.docker import remove_container
 
-        self._timeouts.shutdown(wait=False, cancel_futures=True)
+        for abandon in self._abandoned:
+            abandon.set()
         remove_container(self.client, self.container.id)
 
 
@@ -226,7 +260,9 @@ class IntercodeBashEnv:
                 observation, ok = TIMED_OUT, False
                 info["timed_out"] = True
             else:
-                observation, ok = output.decode("utf-8"), code == 0
+                observation, ok = capped_text(output, self.agent.dropped), code == 0
+                if self.agent.dropped:
+                    info["truncated_bytes"] = self.agent.dropped
         except Exception:   # shlex, decoding, `cd` without an argument: InterCode's bare except
             observation, ok, code = MALFORMED, False, None
         if is_cd and ok and new_path is not None:
@@ -250,7 +286,7 @@ class IntercodeBashEnv:
         corrupt = False
         try:
             _code, output = self.eval.exec(clean_cmd(self.task.gold))
-            gold_obs = output.decode("utf-8")
+            gold_obs = capped_text(output, self.eval.dropped)
         except Exception:
             corrupt = True
         agent_changes = parse_status(self.agent.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
@@ -262,7 +298,15 @@ class IntercodeBashEnv:
 
         breakdown = intercode_reward(agent_changes, gold_changes, same_hash, self.last_output, gold_obs)
         breakdown["corrupt_gold"] = corrupt
-        return SubmitResult(breakdown["reward"], breakdown, gold_obs or "")
+        reasons: list[str] = []
+        if breakdown["reward"] >= 1.0:
+            # the strict verdict also compares what InterCode leaves out: modified (and
+            # every other common) path's content, hashed as InterCode hashes
+            reasons = [f"{path}: its content differs from the gold copy's"
+                       for status, path in sorted(set(agent_changes) & set(gold_changes))
+                       if status not in CONTENT_CHECKED and not same_hash(path)]
+        return SubmitResult(breakdown["reward"], breakdown, gold_obs or "",
+                            strict=strict_verdict(breakdown["reward"], reasons))
 
     @staticmethod
     def _hash(container: IntercodeContainer, command: str) -> bytes:

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from icplay.envs.held import HeldSandbox
-from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
-from icplay.envs.bash_reward import bash_reward, parse_git_status, paths_to_hash
+from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
+from icplay.envs.bash_facts import Facts, gather
+from icplay.envs.bash_reward import bash_reward, paths_to_hash
 from icplay.paths import data_dir
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.faithful import advance_pids
@@ -30,45 +31,33 @@ from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-bash:latest"
 
-# Hash each path's content: a file by its bytes, a symlink by its target, a directory by the
-# sorted md5 list of its regular files (InterCode hashed paths with a '.' as files and the rest with md5deep -r; looking
-# at the actual type gives the same verdicts without md5deep's unordered output).
-HASH_SCRIPT = r"""
-for p in "$@"; do
-  if [ -d "$p" ]; then
-    h=$(cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum | md5sum | cut -d' ' -f1)
-  elif [ -L "$p" ]; then
-    h=link:$(readlink "$p" | md5sum | cut -d' ' -f1)
-  elif [ -f "$p" ]; then
-    h=$(md5sum < "$p" 2>/dev/null | cut -d' ' -f1)
-  elif [ -e "$p" ]; then
-    h=special  # a FIFO or device: never read it (a FIFO would block the scoring)
-  else
-    h=missing
-  fi
-  printf '%s\t%s\n' "$p" "$h"
-done
-"""
+def sandbox_facts(sandbox: Sandbox) -> Facts:
+    """The sandbox's listings and hashes (bash_facts.gather); a sandbox whose facts cannot
+    be read at all (its listing beyond the output cap, git killed by the timeout) is
+    scored as InterCode scored a failing ``git status``: its error is one unmatched change."""
+    try:
+        return gather(sandbox)
+    except SandboxError as exc:
+        error = [("error", str(exc)[:300])]
+        return Facts(list(error), list(error), errors=[str(exc)[:300]])
 
 
-def file_changes(sandbox: Sandbox) -> list[tuple[str, str]]:
-    """(status, path) pairs of ``git status --short`` at the sandbox's root."""
-    code, output = sandbox.exec(["timeout", "60", "git", "status", "--short"])
-    if code != 0:
-        raise SandboxError(f"git status failed in the {sandbox.kind} sandbox: {output.strip()[:300]}")
-    return parse_git_status(output)
-
-
-def content_hashes(sandbox: Sandbox, paths: list[str]) -> dict[str, str]:
-    if not paths:
-        return {}
-    code, output = sandbox.exec(["timeout", "60", "bash", "-c", HASH_SCRIPT, "icplay-hash",
-                                 *[p.rstrip("/") for p in paths]])
-    hashes = {}
-    for line in output.splitlines():
-        path, _, digest = line.rpartition("\t")
-        hashes[path] = digest
-    return {p: hashes.get(p.rstrip("/"), "missing") for p in paths}
+def strict_reasons(agent: Facts, gold: "GoldRun") -> list[str]:
+    """Why a run that may score 1.0 is not strictly solved: a change the gold's run did not
+    make (or made and the solver did not), listed against the pristine index with ignored
+    files included, or a changed path (modified files too) whose content, type or execute
+    bit differs from the gold copy's."""
+    reasons = list(agent.errors)
+    mine, theirs = set(agent.strict_changes), set(gold.strict_changes)
+    for status, path in sorted(mine - theirs):
+        reasons.append(f"{path}: changed ({status}) where the gold's run did not change it so")
+    for status, path in sorted(theirs - mine):
+        reasons.append(f"{path}: the gold's run changed it ({status}), the solver did not")
+    paths = {p.rstrip("/") for _s, p in (*gold.changes, *gold.strict_changes, *agent.changes, *agent.strict_changes)}
+    for path in sorted(paths):
+        if agent.strict_hashes.get(path, "unread") != gold.strict_hashes.get(path, "unread"):
+            reasons.append(f"{path}: its content differs from the gold copy's")
+    return reasons
 
 
 SCORED_STATUSES = ("A", "??", "C")
@@ -89,6 +78,10 @@ class GoldRun:
     exit_code: int | None
     changes: tuple[tuple[str, str], ...]
     hashes: dict[str, str]
+    # the strict verdict's facts: the listing against the pristine index (ignored files
+    # too) and the content, type and execute bit of every path either listing names
+    strict_changes: tuple[tuple[str, str], ...] = ()
+    strict_hashes: dict[str, str] = dataclasses.field(default_factory=dict)
     nondeterministic: bool = False
     earlier: tuple["GoldRun", ...] = ()     # a nondeterministic gold's earlier prefetch run
     # faithful sandboxes: the pid namespace's last pid before and after the gold ran (0:
@@ -106,7 +99,8 @@ class GoldRun:
         return any(str(pid) in numbers for pid in range(self.start_pid + 1, self.end_pid + 1))
 
     def same_as(self, other: "GoldRun") -> bool:
-        return (self.output, self.changes, self.hashes) == (other.output, other.changes, other.hashes)
+        return ((self.output, self.changes, self.hashes, self.strict_changes, self.strict_hashes)
+                == (other.output, other.changes, other.hashes, other.strict_changes, other.strict_hashes))
 
 
 # The second prefetch run starts at least this long after the first ended, so that a gold
@@ -126,14 +120,25 @@ def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int 
     # containers hold the same processes (``find /`` walks /proc). ``start_pid``: first
     # hand out pids up to it, so that the gold's processes get the numbers the agent's
     # action got after its earlier actions (a faithful sandbox, see BashEnv.submit).
+    return gold_facts(sandbox, *gold_command(sandbox, gold, isolated, start_pid))
+
+
+def gold_command(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> tuple:
+    """The gold's command run (its result and the pids around it), its facts not yet read."""
     if start_pid > last_pid(sandbox) > 0:
         sandbox.run(advance_pids(start_pid))   # one subshell a pid
     before = last_pid(sandbox)
     result = sandbox.run(f"(\n{gold}\n)" if isolated else gold)
-    after = last_pid(sandbox)
-    changes = file_changes(sandbox)
-    added = [path for status, path in changes if status in SCORED_STATUSES]
-    return GoldRun(result.output, result.exit_code, tuple(changes), content_hashes(sandbox, added),
+    return result, before, last_pid(sandbox)
+
+
+def gold_facts(sandbox: Sandbox, result, before: int, after: int) -> GoldRun:
+    """The gold's run with what it changed, read from its sandbox."""
+    facts = gather(sandbox)
+    if facts.errors:
+        raise SandboxError(f"the gold's changes could not be listed in the {sandbox.kind} sandbox: {facts.errors[0]}")
+    return GoldRun(result.output, result.exit_code, tuple(facts.changes), facts.hashes,
+                   strict_changes=tuple(facts.strict_changes), strict_hashes=facts.strict_hashes,
                    start_pid=before, end_pid=after, shell_pid=getattr(getattr(sandbox, "shell", None), "pid", 0) or 0)
 
 
@@ -220,10 +225,12 @@ class BashSandboxes:
         boxes = [pool.take(), pool.take()]
         try:
             isolated = not getattr(boxes[0], "faithful", False)
-            before = run_gold(boxes[0], task.gold, isolated)
+            # the gold's commands as close to the action as they can be; their changes are
+            # read afterwards (the reading takes longer than a `date`'s second allows)
+            before = gold_command(boxes[0], task.gold, isolated)
             result = action()
-            after = run_gold(boxes[1], task.gold, isolated)
-            return result, [before, after]
+            after = gold_command(boxes[1], task.gold, isolated)
+            return result, [gold_facts(boxes[0], *before), gold_facts(boxes[1], *after)]
         finally:
             for box in boxes:
                 pool.discard(box)
@@ -376,25 +383,27 @@ class BashEnv:
             # numbers) or from a restarted shell: run the gold once more, its processes
             # numbered as the agent's (a restarted shell's own pid cannot be matched).
             golds = [self.sandboxes.fresh_gold_run(self.task, self._last_start_pid), *golds]
-        agent_changes = file_changes(self.sandbox)
+        agent = sandbox_facts(self.sandbox)
         best = None
         for candidate in golds:
-            paths = paths_to_hash(agent_changes, list(candidate.changes))
-            agent_hashes = content_hashes(self.sandbox, paths)
-            gold_hashes = {path: candidate.hashes.get(path, "missing") for path in paths}
-            scored = bash_reward(agent_changes, list(candidate.changes), agent_hashes, gold_hashes,
+            paths = paths_to_hash(agent.changes, list(candidate.changes))
+            agent_hashes = {path: agent.hashes.get(path.rstrip("/"), "missing") for path in paths}
+            gold_hashes = {path: candidate.hashes.get(path.rstrip("/"), "missing") for path in paths}
+            scored = bash_reward(agent.changes, list(candidate.changes), agent_hashes, gold_hashes,
                                  self.last_output, candidate.output)
-            # among equal rewards, the run whose output is the agent's own (reported as the gold's)
-            if best is None or (scored.reward, candidate.output == self.last_output) > (
-                    best[0].reward, best[1].output == self.last_output):
-                best = (scored, candidate)
-        scored, gold = best
+            verdict = strict_verdict(scored.reward, strict_reasons(agent, candidate) if scored.reward >= 1.0 else [])
+            # among equal rewards, the strictly solved one, then the run whose output is the
+            # agent's own (reported as the gold's)
+            rank = (scored.reward, verdict["solved"], candidate.output == self.last_output)
+            if best is None or rank > best[3]:
+                best = (scored, candidate, verdict, rank)
+        scored, gold, verdict, _rank = best
         breakdown = scored.to_dict()
         breakdown["gold_exit_code"] = gold.exit_code
         if len(golds) > 1:
             breakdown["gold_nondeterministic"] = True
             breakdown["gold_runs_compared"] = len(golds)
-        return SubmitResult(scored.reward, breakdown, gold.output)
+        return SubmitResult(scored.reward, breakdown, gold.output, strict=verdict)
 
     def close(self) -> None:
         self._bracket = []

@@ -44,6 +44,7 @@ but the repository's own: it only ever runs icplay's own git and md5 commands.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -165,6 +166,37 @@ def _usr_links() -> list[str]:
             args += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
+    return args
+
+
+def _bound_prefixes() -> list[str]:
+    """The host folders a sandbox sees through binds: /usr, the non-link /bin-style
+    folders, the host's /etc entries of HOST_ETC."""
+    prefixes = ["/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_dir() and not host.is_symlink():
+            prefixes.append(str(host))
+    prefixes += [os.path.realpath(Path("/etc") / name) for name in HOST_ETC if (Path("/etc") / name).exists()]
+    return prefixes
+
+
+def _own_masks() -> list[str]:
+    """bwrap arguments that hide icplay's own folders (its package and bundle, data, cache,
+    home: icplay.paths.own_paths) wherever one lies inside a bound host folder (an install
+    under /usr or /usr/local, a cache set there): an empty read-only tmpfs over each."""
+    from icplay.paths import own_paths
+
+    args: list[str] = []
+    prefixes = _bound_prefixes()
+    for path in own_paths():
+        text = str(path)
+        if not any(text.startswith(prefix.rstrip("/") + "/") for prefix in prefixes):
+            continue
+        if path.is_dir():
+            args += ["--tmpfs", text, "--remount-ro", text]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", text]
     return args
 
 
@@ -449,6 +481,10 @@ class BwrapSandbox:
         self._enforcement: limits_mod.Enforcement | None = None
         self._opens = itertools.count()
         self._proc_lock = threading.Lock()
+        # the strict verdict's facts (envs/bash_facts.py): the root folder's .git is out of
+        # the action's reach, so its own index is the pristine one
+        self.pristine_git = {"index": None, "head": None, "roots": ["testbed", "root", *(f for f, _i in self.binds)]}
+        self.scoring_scratch = None
         self.shell = PersistentShell(
             ShellControl(open=self._open, kill_command=self._kill_command, kill_shell=self._kill_shell,
                          is_alive=self._is_alive),
@@ -491,10 +527,50 @@ class BwrapSandbox:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
+        """A side command on the host in the episode's root folder, as the sandbox's host
+        uid, with the sandbox's processes stopped meanwhile (so that nothing swaps a path
+        for a symlink to a host file between a listing and its hash); at most
+        ``4 × output_cap`` of its output is kept, the rest counted and dropped."""
         env = {**HOST_ENV, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
-        done = subprocess.run([*_as_host_uid(self.host_uid), *argv], cwd=self.root, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, env=env)
-        return done.returncode, done.stdout.decode("utf-8", "replace")
+        with self._frozen():
+            process = subprocess.Popen([*_as_host_uid(self.host_uid), *argv], cwd=self.root, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                       start_new_session=True)
+            timer = threading.Timer(timeout, lambda: _kill_group(process))
+            timer.start()
+            try:
+                kept, _dropped = read_bounded(process.stdout, 4 * self.shell.output_cap)
+                code = process.wait()
+            finally:
+                timer.cancel()
+                _kill_group(process)
+                process.stdout.close()
+        return code, kept.decode("utf-8", "replace")
+
+    @contextlib.contextmanager
+    def _frozen(self):
+        """Every process of the sandbox stopped (those it stopped itself left so), then let go."""
+        frozen: list[int] = []
+        try:
+            for _ in range(50):
+                shell, others = self._sandbox_processes()
+                fresh = [pid for pid in ([shell] if shell else []) + others if pid not in frozen]
+                fresh = [pid for pid in fresh if _state(pid) not in ("T", "t", "Z", "X", None)]
+                if not fresh:
+                    break
+                for pid in fresh:
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                        frozen.append(pid)
+                    except ProcessLookupError:
+                        pass
+            yield
+        finally:
+            for pid in frozen:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
 
     def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
         """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
@@ -539,7 +615,7 @@ class BwrapSandbox:
                  "--proc", "/proc", "--dev", "/dev", *_sized(self.limits.small_tmpfs), "--tmpfs", "/dev/shm",
                  "--remount-ro", "/dev",
                  *_sized(self.limits.disk), "--tmpfs", "/tmp", *_sized(self.limits.small_tmpfs), "--tmpfs", "/run",
-                 *self._etc_args(folder / "etc"),
+                 *self._etc_args(folder / "etc"), *_own_masks(),
                  "--bind", str(root / "testbed"), "/testbed", "--bind", str(root / "root"), "/root",
                  *[arg for folder, inside in self.binds for arg in ("--bind", str(root / folder), inside)],
                  "--remount-ro", "/", "--chdir", "/", "--clearenv"]
@@ -660,6 +736,36 @@ class BwrapSandbox:
             return False
         shell, _ = self._sandbox_processes()
         return shell is not None
+
+
+def _state(pid: int) -> str | None:
+    """A host process's state letter (R, S, T, Z, ...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2:].split()[0].decode()
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def read_bounded(stream, cap: int) -> tuple[bytes, int]:
+    """Read a stream to its end, keeping its first ``cap`` bytes: (kept, bytes dropped)."""
+    kept, dropped = bytearray(), 0
+    fd = stream.fileno()
+    while chunk := os.read(fd, 1 << 16):
+        room = cap - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        dropped += len(chunk) - max(0, min(room, len(chunk)))
+    return bytes(kept), dropped
 
 
 def _empty_cgroups(enforcement: limits_mod.Enforcement, wait: float = 2.0) -> None:

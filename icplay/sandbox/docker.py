@@ -27,6 +27,7 @@ this process's containers on a normal exit.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import io
 import json
@@ -44,7 +45,7 @@ import time
 
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
-                                   SHELL_PID_FILE, freeze_and_kill)
+                                   SCORING_SCRATCH, SHELL_PID_FILE, freeze_and_kill)
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 
@@ -56,6 +57,9 @@ LABEL = "icplay"
 _DROP = "setpriv --bounding-set=-audit_write --"
 CAN_HARDEN = f"command -v setpriv >/dev/null && {_DROP} true 2>/dev/null"
 _PLAIN = " ".join(SHELL_ARGV)
+CONTROL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+# What the control shell's side commands run under: the session's capabilities, no more
+CONTROL_DROP = ["/usr/bin/setpriv", "--bounding-set=-audit_write", "--"]
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
 RECYCLE_TIMEOUT = 30.0
 KILL_SHELL_WAIT = 3.0   # seconds to wait for the warden to kill the session's shell
@@ -316,6 +320,13 @@ class DockerSandbox:
         self._shell_argv = SESSION_SHELL_ARGV
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
+        # git's pristine index, commit and tracked top-level names, read by the control shell
+        # before any action (envs/bash_facts.py); None where there is no control shell
+        self.pristine_git: dict[str, Any] | None = None
+        # where scoring makes its private git folder: out of git's listing (/dev is ignored on
+        # InterCode's images, /run on icplay's: see _start_control); never under /tmp, which
+        # InterCode's images do not ignore
+        self.scoring_scratch: str | None = "/dev/shm"
         # called when a new container replaced a dead one, before anything runs in it: the
         # episode puts its files back (CTF's task files, its setup)
         self.on_replaced: Callable[[], None] | None = None
@@ -378,6 +389,8 @@ class DockerSandbox:
             self.shell.start()
             if self.control is not None and self._want_recycle and self._hardened:
                 self._take_pristine_copies()
+            if self.control is not None:
+                self._keep_pristine_git()
         except Exception:
             self.close()
             raise
@@ -450,7 +463,9 @@ class DockerSandbox:
             # the session shell's pid file is made here, before the pristine copies: made
             # later by the session shell (which starts meanwhile), it changed /run after the
             # pristine mark on a loaded machine, and the recycle failed ("/run changed")
-            init_script=f": >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
+            # its tools from the read-only system folders only, whatever the image's PATH says
+            init_script=f"export PATH={CONTROL_PATH}; : >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}; "
+                        f"mkdir -p {SCORING_SCRATCH}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
             default_timeout=RECYCLE_TIMEOUT)
         try:
             control.start()
@@ -458,9 +473,10 @@ class DockerSandbox:
             return   # an image without bash features we need: side commands go through docker exec
         self.control = control
         self._hardened = control.run(CAN_HARDEN).exit_code == 0
+        self.scoring_scratch = SCORING_SCRATCH
 
     def _take_pristine_copies(self) -> None:
-        roots = [*DEFAULT_ROOTS]
+        roots = [*DEFAULT_ROOTS, SCORING_SCRATCH]
         if self.workdir:
             roots.append(self.workdir)
         assert self.control is not None
@@ -475,6 +491,19 @@ class DockerSandbox:
         self._settled_at = time.monotonic() + CLOCK_SLACK
         if not self.recyclable:
             self.last_recycle_note = f"could not take the pristine copies: {result.output.strip()[-300:]}"
+
+    def _keep_pristine_git(self) -> None:
+        """Keep git's index and commit as they are before any action, in icplay's memory:
+        the strict verdict lists changes against them, whatever the solver does to /.git."""
+        found = self.control.run("[ -f /.git/index ] && /usr/bin/base64 -w0 /.git/index && echo && "
+                                 "/usr/bin/git -C / rev-parse HEAD && /usr/bin/git -C / ls-tree --name-only HEAD",
+                                 timeout=30)
+        lines = found.output.splitlines()
+        if found.exit_code == 0 and len(lines) >= 2:
+            self.pristine_git = {"index": base64.b64decode(lines[0]), "head": lines[1].strip(),
+                                 "roots": [name for name in lines[2:] if name]}
+        else:
+            self.pristine_git = None
 
     def _settle(self) -> None:
         """Wait out what is left of the clock slack after the last pristine mark."""
@@ -560,21 +589,31 @@ class DockerSandbox:
         A container that died is replaced first: it is scored as the new container the
         agent was told about."""
         self._settle()
-        line = "cd / && " + shlex.join(argv)
         if self.control is not None:
+            # the solver's processes stopped while it runs, with the solver's own capabilities
+            drop = shlex.join(CONTROL_DROP) + " " if self._hardened else ""
+            line = "cd / && __ic_frozen " + drop + shlex.join(argv)
             result = self._control_run(line, timeout)
             if result.exit_code is None and self._gone() is not None:
                 self._replace()
                 result = self._control_run(line, timeout)
-            if result.exit_code is not None and not result.truncated_bytes:
-                return result.exit_code, result.output
-            if result.exit_code is None:
-                self._close_control()    # killed or stuck: Docker's exec still works
-            # (or the output was longer than the shell's cap: Docker's exec has none)
+            if result.exit_code is not None or result.truncated_bytes or result.stopped_for_output:
+                # output beyond the control shell's cap stays cut: the caller finds its end missing
+                return (-1 if result.exit_code is None else result.exit_code), result.output
+            self._close_control()    # killed or stuck: Docker's exec still works
         elif self._gone() is not None:
             self._replace()
-        code, output = self.container.exec_run(argv, workdir="/", stdin=False)
-        return code, (output or b"").decode("utf-8", "replace")
+        if self._hardened:
+            argv = [*CONTROL_DROP, *argv]
+        abandon = threading.Event()
+        timer = threading.Timer(timeout, abandon.set)
+        timer.start()
+        try:
+            code, output, _dropped = bounded_exec(self.client, self.container.id, argv, self.output_cap * 4,
+                                                  workdir="/", abandon=abandon)
+        finally:
+            timer.cancel()
+        return (-1 if code is None else code), output.decode("utf-8", "replace")
 
     def _control_run(self, line: str, timeout: float) -> ShellResult:
         if self.control is None:
@@ -679,6 +718,39 @@ class DockerSandbox:
         if exec_id is None:
             return False
         return bool(self.client.api.exec_inspect(exec_id).get("Running"))
+
+
+def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, workdir: str | None = None,
+                 abandon: threading.Event | None = None) -> tuple[int | None, bytes, int]:
+    """A ``docker exec`` whose output icplay holds at most ``cap`` bytes of, however much
+    it prints (docker-py's ``exec_run`` keeps every byte): (exit code, the first ``cap``
+    bytes, the number of bytes read beyond them and dropped). ``abandon``, once set, stops
+    the reading and closes the stream (exit code None)."""
+    api = client.api
+    created = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False, workdir=workdir)
+    transport = _ExecSocketTransport(api.exec_start(created["Id"], socket=True))
+    if abandon is not None:
+        transport._sock.settimeout(0.5)   # a silent command is abandoned too
+    kept, dropped = bytearray(), 0
+    try:
+        while True:
+            try:
+                chunk = transport.read()
+            except (socket.timeout, TimeoutError):
+                chunk = None
+            if abandon is not None and abandon.is_set():
+                return None, bytes(kept), dropped
+            if chunk is None:
+                continue
+            if not chunk:
+                break
+            room = cap - len(kept)
+            if room > 0:
+                kept += chunk[:room]
+            dropped += len(chunk) - max(0, min(room, len(chunk)))
+    finally:
+        transport.close()
+    return api.exec_inspect(created["Id"]).get("ExitCode"), bytes(kept), dropped
 
 
 def _docker_message(exc: BaseException) -> str:

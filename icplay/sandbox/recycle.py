@@ -47,6 +47,9 @@ from __future__ import annotations
 STASH = "/run/icplay-pristine"
 SHELL_PID_FILE = "/run/icplay-shell.pid"
 CONTROL_PID_FILE = "/run/icplay-control.pid"
+# Where the reward's side commands make their private git folder (envs/bash_facts.py): a
+# restorable root of its own, empty when the container is pristine
+SCORING_SCRATCH = "/run/icplay-score"
 
 # Restorable roots besides the container's workdir and what git tracks at /.
 DEFAULT_ROOTS = ("/testbed", "/root", "/home", "/opt", "/tmp", "/var/tmp")
@@ -96,6 +99,30 @@ __ic_others() {
     [ "$ppid" = 1 ] && [ "${line#* }" = "(sleep) $state ${rest}" ] && continue
     __ic_rest="$__ic_rest ${line%%) *})/$state"
   done
+}
+# __ic_frozen CMD...: run CMD with every other process of the container stopped (pid 1
+# and this shell excepted; one the solver stopped itself is left as it was), so that
+# nothing changes what CMD reads while it reads it; then let them go on
+__ic_frozen() {
+  local round d p line rest state fresh frozen=" " rc
+  for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    fresh=0
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      case "$p" in 1|"$$") continue;; esac
+      case "$frozen" in *" $p "*) continue;; esac
+      line=
+      read -r line 2>/dev/null < "$d/stat" || continue
+      rest=${line##*) }; state=${rest%% *}
+      case "$state" in T|t|Z|X) continue;; esac
+      kill -STOP "$p" 2>/dev/null && { frozen="$frozen$p "; fresh=1; }
+    done
+    [ $fresh = 1 ] || break
+  done
+  "$@"
+  rc=$?
+  for p in $frozen; do kill -CONT "$p" 2>/dev/null; done
+  return $rc
 }
 # __ic_names DIR: its entry names, as one string in __ic_list (builtins only)
 __ic_names() {

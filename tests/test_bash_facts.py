@@ -1,0 +1,60 @@
+"""The strict verdict's pure parts: the porcelain listing's parse and the reasons a full
+reward is not strictly solved (no sandbox: facts made by hand)."""
+
+from __future__ import annotations
+
+from icplay.envs.base import strict_verdict
+from icplay.envs.bash import GoldRun, strict_reasons
+from icplay.envs.bash_facts import Facts, _sections, parse_porcelain
+
+
+def test_porcelain_pairs_strip_the_status_and_name_a_renames_new_path():
+    text = " M testbed/a.txt\0?? testbed/new dir/\0R  testbed/new.txt\0testbed/old.txt\0!! testbed/x/\0"
+    assert parse_porcelain(text) == [("M", "testbed/a.txt"), ("??", "testbed/new dir/"),
+                                     ("R", "testbed/new.txt"), ("!!", "testbed/x/")]
+    assert parse_porcelain("") == []
+
+
+def test_sections_split_on_the_nonce_only():
+    nonce = "icplay-facts-0123"
+    output = f"\0{nonce}:both\0 M a\0\0{nonce}:both-exit\0000\0{nonce}:hashes\0a\0h\0s\0\0{nonce}:end\0"
+    found = _sections(output, nonce)
+    assert found["both-exit"] == "0" and found["hashes"] == "a\0h\0s\0" and "end" in found
+
+
+def _gold(changes, hashes, strict_changes=None) -> GoldRun:
+    return GoldRun("", 0, tuple(changes), {p: h.split(":")[0] for p, h in hashes.items()},
+                   strict_changes=tuple(strict_changes if strict_changes is not None else changes),
+                   strict_hashes=dict(hashes))
+
+
+def test_same_changes_and_contents_are_strictly_solved():
+    gold = _gold([("M", "testbed/a.txt")], {"testbed/a.txt": "abc"})
+    agent = Facts([("M", "testbed/a.txt")], [("M", "testbed/a.txt")], {"testbed/a.txt": "abc"}, {"testbed/a.txt": "abc"})
+    assert strict_verdict(1.0, strict_reasons(agent, gold)) == {"solved": True, "reasons": []}
+
+
+def test_a_modified_files_junk_or_its_execute_bit_is_named():
+    gold = _gold([("M", "testbed/a.txt"), ("M", "testbed/run.sh")], {"testbed/a.txt": "abc", "testbed/run.sh": "def:x"})
+    agent = Facts([("M", "testbed/a.txt"), ("M", "testbed/run.sh")], [("M", "testbed/a.txt"), ("M", "testbed/run.sh")],
+                  {"testbed/a.txt": "junk", "testbed/run.sh": "def"},
+                  {"testbed/a.txt": "junk", "testbed/run.sh": "def"})
+    reasons = strict_reasons(agent, gold)
+    assert reasons == ["testbed/a.txt: its content differs from the gold copy's",
+                       "testbed/run.sh: its content differs from the gold copy's"]
+    assert strict_verdict(1.0, reasons)["solved"] is False
+
+
+def test_a_change_hidden_from_the_solvers_index_shows_against_the_pristine_one():
+    gold = _gold([], {})
+    agent = Facts([], [("D", "testbed/docs/x.md"), ("!!", "testbed/docs/hidden/")], {},
+                  {"testbed/docs/x.md": "missing", "testbed/docs/hidden": "h"})
+    reasons = strict_reasons(agent, gold)
+    assert "testbed/docs/hidden/: changed (!!) where the gold's run did not change it so" in reasons
+    assert "testbed/docs/x.md: changed (D) where the gold's run did not change it so" in reasons
+
+
+def test_a_listing_that_failed_is_a_reason():
+    gold = _gold([], {})
+    agent = Facts([("error", "git status failed")], [("error", "git status failed")], errors=["git status (reward) failed: x"])
+    assert strict_reasons(agent, gold)[0] == "git status (reward) failed: x"

@@ -18,8 +18,9 @@ import time
 
 HOME = "/tmp/.icplay-python"       # the sockets, one per session
 # one interpreter per session name: the episode's ("main"), or a pristine one for a gold
-SESSION, KIND, SERVER = sys.argv[1], sys.argv[2], sys.argv[3]
-SOCKET = os.path.join(HOME, SESSION + ".sock")
+if __name__ == "__main__":   # run as the client (imported, e.g. by a check of every module, it only defines)
+    SESSION, KIND, SERVER = sys.argv[1], sys.argv[2], sys.argv[3]
+    SOCKET = os.path.join(HOME, SESSION + ".sock")
 
 
 def connect():

@@ -31,7 +31,7 @@ from .conftest import language_sandbox_params, require_sandbox, sandbox_params
 # strictly solved. The others (bash, sql, python) get their verdicts on their own branches
 # (i19-bash, i19-sql, i19-python); until then their golds are held to "strictly solved
 # wherever a verdict is given" — add each here once it gives one on every task.
-JUDGED = ("ctf",)
+JUDGED = ("bash", "ctf", "python", "sql")
 
 # An action that changes nothing, per language (scored, it must not be a solve).
 NOTHING = {"bash": "true", "ctf": "true", "sql": "SELECT 1", "python": "pass"}
@@ -193,11 +193,9 @@ def test_the_saved_record_is_out_of_reach(probe, language, sandbox):
 @pytest.mark.parametrize("language, sandbox", language_sandbox_params())
 def test_every_bundled_gold_is_strictly_solved(language, sandbox, tmp_path, capsys, request):
     """Every bundled task's gold, played by ``icplay run --policy gold``, scores InterCode's 1.0
-    and is strictly solved wherever the env gives a verdict. The languages in ``JUDGED``
-    (ctf) must give one on every task. Not yet in it, until their branches are merged:
-    bash (every changed path's content against the gold's), sql (a discriminative gold) and
-    python (results compared as serialised data); for them a verdict, where given, must say
-    solved, and none is accepted."""
+    and is strictly solved. The languages in ``JUDGED`` (every built-in one) must give a
+    verdict on every task: bash (every changed path's content against the gold's), sql (a
+    discriminative gold), python (results compared as serialised data), ctf (the flag)."""
     require_sandbox(request, language, sandbox)
     out = tmp_path / "run"
     code = main(["run", language, "--tasks", language, "--policy", "gold", "--sandbox", sandbox, "--out", str(out),

@@ -61,6 +61,17 @@ def test_plain_repl_solves_a_task_from_a_script(tmp_path, bwrap_ready):
     assert "reward: 1.00  (solved)" in done.stdout
     saved = list(tmp_path.rglob("*.json"))
     assert len(saved) == 2  # the solved task, and the next one left when quitting
+    assert "strictly solved" in done.stdout
+
+
+def test_plain_repl_says_when_a_full_reward_is_not_strictly_solved(tmp_path, bwrap_ready):
+    script = "echo junk >> /testbed/config/hosts\nsubmit\n:quit\n"
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", "play", "bash", "--plain", "--sandbox", "bwrap",
+                           "--task", "b057", "--out", str(tmp_path)], input=script, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "reward: 1.00  (solved)  NOT strictly solved" in done.stdout
+    assert "not strictly solved: testbed/config/hosts: its content differs" in done.stdout
 
 
 @pytest.mark.docker

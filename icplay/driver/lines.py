@@ -103,6 +103,11 @@ def describe_observation(turn: Turn, env_name: str) -> str:
 def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
     b = result.breakdown or {}
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
+    strict = result.strict
+    if isinstance(strict, dict) and result.solved:
+        lines[0] += "  strictly solved" if strict.get("solved") else "  NOT strictly solved"
+        lines += [f"  not strictly solved: {reason}" for reason in strict.get("reasons") or []
+                  if not strict.get("solved")]
     spec = find(env_name) if env_name else None
     if spec is not None and spec.name not in ("bash", "sql"):
         lines += [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
@@ -385,7 +390,7 @@ class LineLoop:
             if ended_by in ("turns", "tokens", "cost", "time"):
                 self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
             if traj.status == "submitted" and traj.reward is not None:
-                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or ""),
+                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "", strict=traj.strict),
                                           self.env_name))
             elif traj.status == "error":
                 self._say(display(f"the episode failed: {traj.error}"))

@@ -402,3 +402,18 @@ async def test_ctrl_c_before_the_command_has_started_still_interrupts(make_app):
         await wait_for(pilot, lambda: play_state(app) == "ready" and turn_count(app) == 1, 8)
         assert time.monotonic() - started < 5, "the interrupt was lost (the sandbox timeout stopped it)"
         assert play_screen(app).episode.trajectory.turns[0].info["interrupted"] is True
+
+
+async def test_the_score_says_when_a_full_reward_is_not_strictly_solved(make_app, home):
+    """Junk appended to the file b057 asks to change gets InterCode's 1.0 (only that the file
+    changed counts there); the score says it is not strictly solved, and why."""
+    app = make_app(env="bash", tasks="bash", task="b057")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_command(pilot, "echo junk >> /testbed/config/hosts")
+        await pilot.press("ctrl+s", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
+        score = app.screen
+        assert score.result.reward == 1.0 and score.result.strict["solved"] is False
+        assert "Solved  · not strictly solved" in text_of(score.query_one("#reward"))
+        assert "config/hosts: its content differs from the gold copy's" in text_of(score.query_one("#strict-reasons"))

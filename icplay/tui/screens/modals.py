@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from icplay.envs.base import SubmitResult, shown_observation
 from icplay.languages import find as find_language
 from icplay.episode import Trajectory, Turn
+from icplay.store import printable
 from icplay.tui.keys import KEYS
 from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
@@ -229,9 +230,14 @@ class ScoreScreen(ModalScreen[str | None]):
         verdict = "Solved" if result.solved else ("Partly solved" if reward > 0.01 else "Not solved")
         colour = "green" if result.solved else ("yellow" if reward > 0.01 else "red")
         with Vertical(id="dialog", classes="dialog score"):
-            yield Static(Text.assemble((f"Reward {reward:.2f}", f"bold {colour}"), f"  {verdict}"),
+            yield Static(Text.assemble((f"Reward {reward:.2f}", f"bold {colour}"), f"  {verdict}",
+                                       *strict_title(result.strict if result.solved else None)),
                          classes="title", id="reward")
             with VerticalScroll(id="score-body"):
+                if result.solved and result.strict and not result.strict.get("solved"):
+                    yield Static(Text("\n".join(f"not strictly solved: {printable(r)[:300]}"
+                                                 for r in result.strict.get("reasons") or []), style="yellow"),
+                                 id="strict-reasons")
                 yield Static(score_table(self.trajectory.env, result), id="breakdown")
                 yield Vertical(id="gold")
             with Horizontal(classes="buttons"):
@@ -289,7 +295,18 @@ def _clip(text: str, limit: int = 20_000) -> str:
 
 
 def result_from_trajectory(trajectory: Trajectory) -> SubmitResult:
-    return SubmitResult(trajectory.reward or 0.0, trajectory.breakdown or {}, trajectory.gold_output or "")
+    return SubmitResult(trajectory.reward or 0.0, trajectory.breakdown or {}, trajectory.gold_output or "",
+                        strict=trajectory.strict)
+
+
+def strict_title(strict: dict | None) -> tuple[tuple[str, str], ...]:
+    """The strict verdict beside InterCode's "Solved" on the score's title: nothing when the env gave none
+    (below 1.0 it adds nothing: a reward below 1.0 is never strictly solved)."""
+    if not isinstance(strict, dict):
+        return ()
+    if strict.get("solved"):
+        return (("  · strictly solved", "green"),)
+    return (("  · not strictly solved", "bold yellow"),)
 
 
 

@@ -45,6 +45,7 @@ def test_gold_scores_100_percent_on_the_bundled_ctf_set(sandbox, tmp_path, capsy
     data = json.loads(stdout)
     assert code == 0, stderr
     assert data["episodes"] == len(load_tasks("ctf")) == 19 and data["solved"] == 19, stdout
+    assert data["strict_solved"] == data["strict_judged"] == 19, stdout
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)

@@ -158,6 +158,7 @@ def test_the_gold_policy_solves_the_bundled_set_on_bwrap(bwrap_ready, tmp_path, 
     data = json.loads(out.out)
     assert code == 0, out.err
     assert data["episodes"] == len(load_tasks("python")) >= 40 and data["rate"] == 1.0, unsolved(tmp_path)
+    assert data["strict_solved"] == data["strict_judged"] == data["episodes"], unsolved(tmp_path)
 
 
 @pytest.mark.docker
@@ -172,6 +173,7 @@ def test_the_gold_policy_solves_the_bundled_set_on_docker(python_image, tmp_path
     data = json.loads(out.out)
     assert code == 0, out.err
     assert data["episodes"] == len(load_tasks("python")) and data["rate"] == 1.0, unsolved(tmp_path)
+    assert data["strict_solved"] == data["strict_judged"] == data["episodes"], unsolved(tmp_path)
 
 
 def test_a_function_that_forks_is_scored_once_per_call(env):

@@ -37,7 +37,7 @@ from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REA
 from icplay.driver.driver import PAUSED as PAUSED_STATE
 from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
 from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
-                              parse_submit, render_notes, shown_observation)
+                              parse_submit, render_notes, shown_observation, strict_doubts)
 from icplay.episode import Decision, Turn
 from icplay.languages import find
 
@@ -103,11 +103,9 @@ def describe_observation(turn: Turn, env_name: str) -> str:
 def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
     b = result.breakdown or {}
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
-    strict = result.strict
-    if isinstance(strict, dict) and result.solved:
-        lines[0] += "  strictly solved" if strict.get("solved") else "  NOT strictly solved"
-        lines += [f"  not strictly solved: {reason}" for reason in strict.get("reasons") or []
-                  if not strict.get("solved")]
+    if isinstance(result.strict, dict) and result.solved:
+        lines[0] += "  strictly solved" if result.strict.get("solved") else "  NOT strictly solved"
+        lines += [f"  {doubt}" for doubt in strict_doubts(result)]
     spec = find(env_name) if env_name else None
     if spec is not None and spec.name not in ("bash", "sql"):
         lines += [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]

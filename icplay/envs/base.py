@@ -39,6 +39,15 @@ class SubmitResult:
         return self.reward >= 1.0
 
 
+def strict_doubts(result: "SubmitResult") -> list[str]:
+    """Why InterCode's full reward is not strictly solved, one line a reason; [] when it is, or
+    when the reward is below 1.0 (never strictly solved) or the env gave no verdict."""
+    strict = result.strict
+    if not result.solved or not isinstance(strict, dict) or strict.get("solved"):
+        return []
+    return [f"not strictly solved: {reason}" for reason in strict.get("reasons") or []]
+
+
 def strict_verdict(reward: float, reasons: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """The strict verdict: solved only when the reward is 1.0 and nothing says it could be had without solving.
 

@@ -456,7 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     checks = [openai_reasoning_refusals] if args.openai_reasoning else []
     server = FakeOpenAIServer(ByTask(rules), latency=args.latency, port=args.port, chunk_delay=args.chunk_delay,
                               checks=checks)
-    print(f"serving scripted replies at {server.url}", flush=True)
+    return serve_until_interrupted(server, "scripted replies")
+
+
+def serve_until_interrupted(server: "FakeOpenAIServer", what: str) -> int:
+    """Run a fake server in the foreground (by hand, for watching in a terminal) until Ctrl+C."""
+    print(f"serving {what} at {server.url}", flush=True)
     try:
         server._http.serve_forever()
     except KeyboardInterrupt:

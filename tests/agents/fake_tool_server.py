@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     string or ``{"content": "...", "tool_calls": [{"name": "sql", "arguments": {"query": "..."}}]}``."""
     import argparse
 
-    from fake_openai_server import ByTask
+    from fake_openai_server import ByTask, serve_until_interrupted
 
     p = argparse.ArgumentParser(description="a scripted OpenAI-compatible chat server that calls tools")
     p.add_argument("--rules", required=True)
@@ -75,12 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = json.loads(open(args.rules, encoding="utf-8").read())
     rules = {key: [reply_of(r) for r in replies] for key, replies in rules.items()}
     server = ToolServer(ByTask(rules), latency=args.latency, port=args.port, chunk_delay=args.chunk_delay)
-    print(f"serving scripted tool calls at {server.url}", flush=True)
-    try:
-        server._http.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve_until_interrupted(server, "scripted tool calls")
 
 
 if __name__ == "__main__":

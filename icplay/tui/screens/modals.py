@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from icplay.envs.base import SubmitResult, shown_observation
+from icplay.envs.base import SubmitResult, shown_observation, strict_doubts
 from icplay.languages import find as find_language
 from icplay.episode import Trajectory, Turn
 from icplay.store import printable
@@ -234,9 +234,8 @@ class ScoreScreen(ModalScreen[str | None]):
                                        *strict_title(result.strict if result.solved else None)),
                          classes="title", id="reward")
             with VerticalScroll(id="score-body"):
-                if result.solved and result.strict and not result.strict.get("solved"):
-                    yield Static(Text("\n".join(f"not strictly solved: {printable(r)[:300]}"
-                                                 for r in result.strict.get("reasons") or []), style="yellow"),
+                if doubts := strict_doubts(result):
+                    yield Static(Text("\n".join(printable(d)[:300] for d in doubts), style="yellow"),
                                  id="strict-reasons")
                 yield Static(score_table(self.trajectory.env, result), id="breakdown")
                 yield Vertical(id="gold")

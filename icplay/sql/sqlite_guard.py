@@ -41,34 +41,24 @@ OUT_OF_MEMORY = (f"out of memory: the episode's databases and statements may use
 # where the declared column type tells; computed values (AVG over integers is a DECIMAL
 # in MySQL, a float here) still differ, see docs/sql.md.
 
-def _datetime(raw: bytes):
-    text = raw.decode("utf-8", "replace")
-    try:
-        return datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return text
-
-
-def _date(raw: bytes):
-    text = raw.decode("utf-8", "replace")
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError:
-        return text
-
-
-def _decimal_converter(scale: int):
-    quantum = decimal.Decimal(1).scaleb(-scale)
-
+def _converter(parse, invalid: type[Exception] = ValueError):
+    """A converter of a declared type: the column's text parsed, or kept as text when it does not parse."""
     def convert(raw: bytes):
         text = raw.decode("utf-8", "replace")
         try:
-            return decimal.Decimal(text).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
-        except decimal.InvalidOperation:
+            return parse(text)
+        except invalid:
             return text
     return convert
 
 
+def _decimal_converter(scale: int):
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    return _converter(lambda text: decimal.Decimal(text).quantize(quantum, rounding=decimal.ROUND_HALF_UP),
+                      decimal.InvalidOperation)
+
+
+_datetime, _date = _converter(datetime.datetime.fromisoformat), _converter(datetime.date.fromisoformat)
 for _name, _convert in (("DATETIME", _datetime), ("TIMESTAMP", _datetime), ("DATE", _date)):
     sqlite3.register_converter(_name, _convert)
 for _scale in range(31):

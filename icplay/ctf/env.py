@@ -18,7 +18,7 @@ from typing import Callable
 from icplay.ctf.reward import flag_reward
 from icplay.tasks.ctf import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
-from icplay.envs.held import HeldSandbox
+from icplay.envs.held import PooledShellEnv, SharedSandboxesFactory
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
@@ -113,20 +113,15 @@ class CtfSandboxes:
             self._template = None
 
 
-class CtfEnv:
+class CtfEnv(PooledShellEnv):
     """One CTF episode at a time: reset copies the task's files in and runs its setup."""
 
     name = "ctf"
     capabilities = frozenset({STREAMS_OUTPUT, HAS_CWD})
 
     def __init__(self, sandboxes: CtfSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
-        self.sandboxes = sandboxes
-        self.owns_sandboxes = owns_sandboxes
-        self.sandbox_kind = sandboxes.kind
-        self.task: Task | None = None
+        super().__init__(sandboxes, owns_sandboxes, lazy)
         self.setup_output = ""      # what the task's setup printed (not shown to the solver)
-        self.lazy = lazy            # the sandbox is taken while the policy thinks
-        self.held = HeldSandbox(lazy)
 
     # -- episode ------------------------------------------------------------------------
 
@@ -165,15 +160,6 @@ class CtfEnv:
             self.setup_output = sandbox.run(setup, timeout=SETUP_TIMEOUT).output
             sandbox.run(f"cd {where}")
 
-    @property
-    def sandbox(self) -> Sandbox | None:
-        return self.held.sandbox
-
-    @property
-    def cwd(self) -> str | None:
-        shell = getattr(self.held.ready, "shell", None)
-        return shell.cwd if shell is not None else None
-
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         sandbox = self.sandbox
         if sandbox is None or self.task is None:
@@ -181,10 +167,6 @@ class CtfEnv:
         result = sandbox.run(action, on_output=on_output)
         # (a container that replaced a dead one got the files back before anything ran in it)
         return StepResult(result.output, result.exit_code, result.duration, result.info())   # notes: info["notes"]
-
-    def interrupt(self) -> None:
-        if self.held.ready is not None:
-            self.held.ready.interrupt()
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         if self.task is None:
@@ -195,13 +177,6 @@ class CtfEnv:
         reasons = [] if breakdown["correct"] else [breakdown["why"]]
         return SubmitResult(reward, breakdown, self.task.gold, strict=strict_verdict(reward, reasons))
 
-    # -- life cycle ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        self.held.close()
-        if self.owns_sandboxes:
-            self.sandboxes.close()
-
 
 def make_ctf_env(sandbox: str = "docker", image: str | None = None, timeout: float | None = None,
                  progress: Callable[[str], None] | None = None, recycle: bool = True, **_options) -> CtfEnv:
@@ -209,7 +184,7 @@ def make_ctf_env(sandbox: str = "docker", image: str | None = None, timeout: flo
                                recycle=recycle))
 
 
-class CtfEnvFactory:
+class CtfEnvFactory(SharedSandboxesFactory):
     """CTF envs for parallel workers sharing one set of pools (``icplay run -j N``)."""
 
     def __init__(self, sandbox: str = "docker", image: str | None = None, timeout: float | None = None,
@@ -221,9 +196,3 @@ class CtfEnvFactory:
 
     def __call__(self) -> CtfEnv:
         return CtfEnv(self._shared, owns_sandboxes=False, lazy=True)
-
-    def stats(self) -> dict[str, int]:
-        return self._shared.stats()
-
-    def close(self) -> None:
-        self._shared.close()

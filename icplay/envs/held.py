@@ -8,10 +8,11 @@ episode ends. A lazy take's error is raised where the sandbox is first needed.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 from icplay.sandbox.base import Sandbox
 from icplay.sandbox.pool import SandboxPool
+from icplay.tasks.model import Task
 
 
 class HeldSandbox:
@@ -66,3 +67,49 @@ class HeldSandbox:
         if self._taker is not None:
             self._taker.shutdown(wait=True)
             self._taker = None
+
+
+class PooledShellEnv:
+    """What an env over a held shell sandbox does the same way whatever its language (CTF,
+    Harbor): the sandbox it holds, the shell's cwd for a prompt, interrupt, close. A
+    subclass sets ``name`` and ``capabilities`` and writes reset / step / submit;
+    ``sandboxes`` has ``kind`` and ``close()``."""
+
+    def __init__(self, sandboxes: Any, owns_sandboxes: bool = True, lazy: bool = False):
+        self.sandboxes = sandboxes
+        self.owns_sandboxes = owns_sandboxes
+        self.sandbox_kind = sandboxes.kind
+        self.task: Task | None = None
+        self.lazy = lazy            # the sandbox is taken while the policy thinks
+        self.held = HeldSandbox(lazy)
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        return self.held.sandbox
+
+    @property
+    def cwd(self) -> str | None:
+        shell = getattr(self.held.ready, "shell", None)
+        return shell.cwd if shell is not None else None
+
+    def interrupt(self) -> None:
+        if self.held.ready is not None:
+            self.held.ready.interrupt()
+
+    def close(self) -> None:
+        self.held.close()
+        if self.owns_sandboxes:
+            self.sandboxes.close()
+
+
+class SharedSandboxesFactory:
+    """Envs for parallel workers sharing one set of pools (``icplay run -j N``): a
+    subclass makes ``self._shared`` and says in ``__call__`` how an env is made over it."""
+
+    _shared: Any
+
+    def stats(self) -> dict[str, int]:
+        return self._shared.stats()
+
+    def close(self) -> None:
+        self._shared.close()

@@ -19,6 +19,7 @@ BUILTIN = {
     "sql": "icplay.languages.sql:SPEC",
     "python": "icplay.languages.python:SPEC",
     "ctf": "icplay.ctf.spec:SPEC",
+    "harbor": "icplay.harbor.spec:SPEC",
 }
 
 _lock = threading.Lock()

@@ -24,13 +24,16 @@ class TaskSet:
     assets: Path | None = None      # CTF: a folder of per-task folders (<assets>/<id>/)
     needs_image: bool = False       # runs only on an image the user names (--image)
     bundled: bool = False
+    loader: str | None = None       # "module:function" reading ``path`` as a set (a Harbor folder), see SCHEMES
 
     @property
     def available(self) -> bool:
-        return self.path.is_file()
+        return self.path.exists() if self.loader else self.path.is_file()
 
     def load(self) -> list[Task]:
         """The set's tasks; SQL tasks learn where their databases come from."""
+        if self.loader is not None:
+            return _resolve(self.loader)(self.path)
         tasks = load_task_file(self.path, self.env, self.name)
         if self.databases is not None:
             for task in tasks:
@@ -99,16 +102,79 @@ def task_sets() -> list[TaskSet]:
     return sets
 
 
+@dataclass(frozen=True)
+class Scheme:
+    """Task sets of another harness's format, named ``PREFIX:PATH`` (or by a PATH the format
+    recognises): ``env`` plays them, ``loader`` and ``recognise`` are ``module:function``
+    references, imported on first use (the format's package sits above this one)."""
+
+    env: str
+    loader: str       # (path) -> list[Task], raising TaskFileError
+    recognise: str    # (path) -> bool: a folder in this format
+    description: str
+
+
+SCHEMES: dict[str, Scheme] = {
+    "harbor": Scheme("harbor", "icplay.harbor.load:load_harbor", "icplay.harbor.load:is_harbor",
+                     "Harbor / Terminal-Bench task folder(s)"),
+}
+
+
+def _resolve(ref: str):
+    import importlib
+
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _scheme_set(prefix: str, scheme: Scheme, path: Path) -> TaskSet:
+    if not path.exists():
+        raise TaskFileError(path, f"no such folder (a {scheme.description})")
+    name = path.resolve().name
+    return TaskSet(f"{prefix}:{name}", scheme.env, path, f"{scheme.description} in {path}", loader=scheme.loader)
+
+
+def implied_env(name_or_path: str | None) -> str | None:
+    """The environment a ``--tasks`` value names by itself (``harbor:PATH``, or a folder in
+    a scheme's format), or None."""
+    if not name_or_path:
+        return None
+    prefix, colon, rest = name_or_path.partition(":")
+    if colon and prefix in SCHEMES:
+        return SCHEMES[prefix].env
+    path = Path(name_or_path)
+    if path.is_dir():
+        for scheme in SCHEMES.values():
+            if _resolve(scheme.recognise)(path):
+                return scheme.env
+    return None
+
+
 def find_set(name_or_path: str, env: str | None = None) -> TaskSet:
-    """A set by name, or a task file given by path (its env taken from ``env``)."""
+    """A set by name, a scheme's ``PREFIX:PATH`` (``harbor:tasks/``), a folder in a scheme's
+    format, or a task file given by path (its env taken from ``env``)."""
     for task_set in task_sets():
         if task_set.name == name_or_path:
             return task_set
+    prefix, colon, rest = name_or_path.partition(":")
+    if colon and prefix in SCHEMES:
+        return _scheme_set(prefix, SCHEMES[prefix], Path(rest))
     path = Path(name_or_path)
+    if path.is_dir():
+        for prefix, scheme in SCHEMES.items():
+            if (env is None or env == scheme.env) and _resolve(scheme.recognise)(path):
+                return _scheme_set(prefix, scheme, path)
+        for prefix, scheme in SCHEMES.items():
+            if scheme.env == env:
+                return _scheme_set(prefix, scheme, path)   # its loader says what is missing
     if path.exists():
         if env is None:
             raise TaskFileError(path, "say which environment these tasks are for (bash, sql, python, ctf)")
         return TaskSet(path.stem, env, path, f"tasks from {path}")
+    for prefix, scheme in SCHEMES.items():
+        if scheme.env == env:
+            raise TaskFileError(name_or_path, f"no such folder: name the {scheme.description} with "
+                                f"--tasks {prefix}:PATH")
     known = ", ".join(s.name for s in task_sets())
     raise TaskFileError(name_or_path, f"no such task set or file (known sets: {known})")
 

@@ -1,0 +1,224 @@
+"""Score a Harbor task as Harbor does: its own verifier, in the container the solver used.
+
+That is Harbor's design, and it means the verifier runs among whatever the solver left
+behind (tools it replaced, files it planted): such a reward is never *strictly* solved
+(``strict.reasons`` says why). What icplay does keep out of the solver's reach:
+
+- ``tests/`` enters the container only now, after the submit, through Docker's archive API
+  (no tool of the container copies it); the solver never saw it.
+- Before that, every process the solver left is killed (the warden's HUP), and Docker's
+  own process list must show only the warden: no daemon of the solver's runs beside the
+  verifier or rewrites its reward.
+- ``/tests`` and ``/logs/verifier`` are emptied, and Docker's archive API must then find
+  neither: a reward file or a test planted by the solver cannot be read as the verifier's.
+- The reward file is copied out through Docker's archive API and parsed here, never read
+  by running a tool of the container.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from icplay.envs.base import SubmitResult, strict_verdict
+
+TESTS = "/tests"
+VERIFIER_LOGS = "/logs/verifier"
+REWARD_FILES = ("reward.txt", "reward.json")
+REWARD_CAP = 64 * 1024           # bytes of a reward file icplay reads
+OUTPUT_CAP = 256 * 1024          # bytes of the verifier's output icplay keeps
+OUTPUT_SHOWN = 2000              # characters of it in the breakdown
+STOP_WAIT = 10.0                 # seconds for the solver's processes to be gone
+IN_SOLVERS_CONTAINER = ("the verifier ran inside the container the solver worked in (Harbor's design): tools and "
+                        "files the solver left could have changed its verdict")
+
+
+class NotScored(Exception):
+    """The verifier could not be run fairly; the message says why (the reward is 0)."""
+
+
+def tests_tar(tests: Path) -> bytes:
+    """A tar of ``tests/`` as ``tests/...`` plus an empty ``logs/verifier/``, owned by root."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in ("logs", "logs/verifier"):
+            tar.addfile(_dir_info(name))
+        tar.addfile(_dir_info("tests"))
+        for path in sorted(tests.rglob("*")):
+            name = "tests/" + path.relative_to(tests).as_posix()
+            if path.is_symlink():
+                continue   # a link could point anywhere on the host; Harbor's tests are plain files
+            if path.is_dir():
+                tar.addfile(_dir_info(name))
+            elif path.is_file():
+                info = tarfile.TarInfo(name)
+                data = path.read_bytes()
+                info.size, info.mode = len(data), 0o755 if path.name == "test.sh" else path.stat().st_mode & 0o777
+                info.mtime = int(time.time())
+                tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _dir_info(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+    return info
+
+
+def parse_reward(name: str, data: bytes) -> tuple[float, dict[str, Any]]:
+    """The reward a reward file holds, with what else it said; NotScored when it is not one."""
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise NotScored(f"{name} is not text") from None
+    if name == "reward.txt":
+        try:
+            value = float(text)
+        except ValueError:
+            raise NotScored(f"{name} holds {text[:60]!r}, not a number") from None
+        rewards: dict[str, Any] = {}
+    else:
+        try:
+            rewards = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise NotScored(f"{name} is not JSON ({exc.msg})") from None
+        if not isinstance(rewards, dict) or not rewards:
+            raise NotScored(f"{name} is not an object of named rewards")
+        if "reward" in rewards:
+            value = rewards["reward"]
+        elif len(rewards) == 1:
+            value = next(iter(rewards.values()))
+        else:
+            raise NotScored(f"{name} holds several rewards ({', '.join(sorted(rewards))}) and none named 'reward'")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise NotScored(f"{name}'s reward is {value!r}, not a number")
+        value = float(value)
+    if not math.isfinite(value):
+        raise NotScored(f"{name} holds {value}, not a finite number")
+    return value, rewards
+
+
+class Verifier:
+    """Runs one task's ``tests/test.sh`` in a Docker sandbox's container and reads its reward."""
+
+    def __init__(self, sandbox: Any, tests: Path, timeout: float, env: dict[str, str]):
+        self.sandbox, self.tests, self.timeout, self.env = sandbox, tests, timeout, env
+        self.client = sandbox.client
+
+    @property
+    def container_id(self) -> str:
+        container = self.sandbox.container
+        if container is None:
+            raise NotScored("the container is gone")
+        return container.id
+
+    def score(self) -> SubmitResult:
+        breakdown: dict[str, Any] = {"verifier": "tests/test.sh"}
+        try:
+            self._running()
+            self._stop_solver()
+            self._clear()
+            self.client.api.put_archive(self.container_id, "/", tests_tar(self.tests))
+            code, output, seconds = self._run_tests()
+            breakdown.update(verifier_exit_code=code, verifier_seconds=round(seconds, 2),
+                             verifier_output=output[-OUTPUT_SHOWN:])
+            if code is None:
+                raise NotScored(f"the verifier did not finish within {self.timeout:g} s")
+            reward, name, rewards = self._reward()
+            breakdown.update(reward_file=f"{VERIFIER_LOGS}/{name}", **({"rewards": rewards} if rewards else {}))
+        except NotScored as exc:
+            breakdown["not_scored"] = str(exc)
+            return SubmitResult(0.0, breakdown, strict=strict_verdict(0.0, [str(exc)]))
+        return SubmitResult(reward, breakdown, strict=strict_verdict(reward, [IN_SOLVERS_CONTAINER]))
+
+    def _running(self) -> None:
+        state = self.client.api.inspect_container(self.container_id).get("State") or {}
+        if not state.get("Running") or state.get("Paused"):
+            raise NotScored("the container stopped before the submit")
+
+    def _processes(self) -> int:
+        return len(self.client.api.top(self.container_id).get("Processes") or [])
+
+    def _stop_solver(self) -> None:
+        """Every process but the warden (pid 1) killed, as Docker's process list shows."""
+        self.sandbox.shell.close()
+        deadline = time.monotonic() + STOP_WAIT
+        while True:
+            self.client.api.kill(self.container_id, signal="SIGHUP")   # the warden kills all but itself
+            time.sleep(0.05)
+            if self._processes() <= 1:
+                return
+            if time.monotonic() > deadline:
+                raise NotScored("processes the solver left could not be stopped")
+            time.sleep(0.2)
+
+    def _exists(self, path: str) -> bool:
+        import docker.errors
+
+        try:
+            stream, _stat = self.client.api.get_archive(self.container_id, path)
+        except docker.errors.NotFound:
+            return False
+        for _chunk in stream:   # drain it: the connection is reused
+            pass
+        return True
+
+    def _exec(self, argv: list[str], timeout: float) -> tuple[int | None, str]:
+        from icplay.sandbox.docker import bounded_exec
+
+        abandon = threading.Event()
+        timer = threading.Timer(timeout, abandon.set)
+        timer.start()
+        try:
+            code, output, _dropped = bounded_exec(self.client, self.container_id, argv, OUTPUT_CAP, abandon=abandon)
+        finally:
+            timer.cancel()
+        return code, output.decode("utf-8", "replace")
+
+    def _clear(self) -> None:
+        """No /tests and no /logs/verifier left, as Docker (not a tool of the container) sees it."""
+        self._exec(["rm", "-rf", "--", TESTS, VERIFIER_LOGS], 60)
+        for path in (TESTS, VERIFIER_LOGS):
+            if self._exists(path):
+                raise NotScored(f"{path} could not be cleared before the verifier ran (the solver's container "
+                                "kept it)")
+
+    def _run_tests(self) -> tuple[int | None, str, float]:
+        """``bash /tests/test.sh`` from the image's working directory, with task.toml's verifier env."""
+        exports = "".join(f"export {name}={_quote(value)}; " for name, value in self.env.items())
+        started = time.monotonic()
+        code, output = self._exec(["bash", "-c", f"{exports}exec bash {TESTS}/test.sh"], self.timeout)
+        return code, output, time.monotonic() - started
+
+    def _reward(self) -> tuple[float, str, dict[str, Any]]:
+        import docker.errors
+
+        for name in REWARD_FILES:
+            try:
+                stream, stat = self.client.api.get_archive(self.container_id, f"{VERIFIER_LOGS}/{name}")
+            except docker.errors.NotFound:
+                continue
+            if int(stat.get("size", 0)) > REWARD_CAP:
+                raise NotScored(f"{name} is larger than {REWARD_CAP} bytes")
+            data = b"".join(stream)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                member = tar.next()
+                if member is None or not member.isfile():
+                    raise NotScored(f"{VERIFIER_LOGS}/{name} is not a regular file")
+                handle = tar.extractfile(member)
+                content = handle.read(REWARD_CAP + 1) if handle is not None else b""
+            reward, rewards = parse_reward(name, content)
+            return reward, name, rewards
+        raise NotScored(f"the verifier wrote no reward ({VERIFIER_LOGS}/reward.txt or reward.json)")
+
+
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)

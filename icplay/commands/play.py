@@ -54,7 +54,24 @@ def select_tasks(env_name: str, tasks_arg: str | None, start_id: str | None, ima
     return tasks
 
 
+def env_from_tasks(args, command: str) -> str:
+    """``args.env``, else the environment ``--tasks`` names by itself (``harbor:PATH``, a
+    Harbor folder), set on ``args``; a UserError when neither says."""
+    from icplay.tasks.registry import implied_env
+
+    args.env = args.env or implied_env(args.tasks)
+    if args.env is None:
+        from icplay.cli import UserError
+
+        raise UserError(f"icplay {command}: name the environment ({', '.join(names())}), or tasks that imply it "
+                        "(--tasks harbor:PATH)")
+    return args.env
+
+
 def run(args) -> int:
+    from icplay.tasks.registry import implied_env
+
+    args.env = args.env or implied_env(args.tasks)
     if not args.plain:
         from icplay.tui.launch import run_app
 

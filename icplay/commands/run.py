@@ -20,7 +20,8 @@ from icplay.languages import names
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate an LLM (or the gold / a replay policy) on a task set, headless",
                        description="Play every task of a set with a policy and print the success table.")
-    p.add_argument("env", choices=names(), help="the environment: " + ", ".join(names()))
+    p.add_argument("env", nargs="?", choices=names(),
+                   help="the environment: " + ", ".join(names()) + " (default: what --tasks implies, e.g. harbor:PATH)")
     p.add_argument("--tasks", required=True, help="a task set name (icplay tasks) or a task file")
     p.add_argument("--policy", choices=["llm", "gold", "replay"], default=None,
                    help="who acts: an LLM (default), the gold solution, or a replay of --replay")
@@ -82,6 +83,9 @@ def run(args) -> int:
     from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
     from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
 
+    from icplay.commands.play import env_from_tasks
+
+    env_from_tasks(args, "run")
     try:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:

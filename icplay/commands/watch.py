@@ -26,7 +26,8 @@ def register(sub) -> None:
     p = sub.add_parser("watch", help="watch an agent work tasks live, and step in (or --plain line mode)",
                        description="An agent works a task step by step; approve, edit, reject with a comment, "
                                    "take over and hand back. Every turn is recorded with its author.")
-    p.add_argument("env", choices=names(), help=", ".join(names()))
+    p.add_argument("env", nargs="?", choices=names(),
+                   help=", ".join(names()) + " (default: what --tasks implies, e.g. harbor:PATH)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
     p.add_argument("--task", help="start at this task id (default: the first the session has not submitted)")
     p.add_argument("--policy", default=None, metavar="llm|gold|replay:FILE",
@@ -112,8 +113,9 @@ def actions_of(args) -> str:
 
 def run(args) -> int:
     from icplay.cli import UserError
-    from icplay.commands.play import open_session, select_tasks
+    from icplay.commands.play import env_from_tasks, open_session, select_tasks
 
+    env_from_tasks(args, "watch")
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
     # the policy sees the whole set: a recording names InterCode tasks by their index in it

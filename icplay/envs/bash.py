@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from icplay.envs.held import HeldSandbox
+from icplay.envs.held import PooledShellEnv
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.bash_facts import Facts, gather
 from icplay.envs.bash_reward import bash_reward, paths_to_hash
@@ -313,7 +313,7 @@ class BashSandboxes:
             self._template = None
 
 
-class BashEnv:
+class BashEnv(PooledShellEnv):
     """One Bash episode at a time; ``reset`` starts the next.
 
     ``lazy``: reset returns at once and the sandbox is taken in the background, ready by
@@ -324,13 +324,10 @@ class BashEnv:
     name = "bash"
     capabilities = frozenset({STREAMS_OUTPUT, HAS_CWD})
 
+    sandboxes: BashSandboxes
+
     def __init__(self, sandboxes: BashSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
-        self.sandboxes = sandboxes
-        self.owns_sandboxes = owns_sandboxes
-        self.sandbox_kind = sandboxes.kind
-        self.task: Task | None = None
-        self.lazy = lazy            # the sandbox is taken while the policy thinks
-        self.held = HeldSandbox(lazy)
+        super().__init__(sandboxes, owns_sandboxes, lazy)
         self._bracket: list[GoldRun] = []
         self.last_output = ""
         self._last_start_pid = 0     # the last pid before the agent's last action began
@@ -343,15 +340,6 @@ class BashEnv:
         self.last_output = ""
         self.sandboxes.prefetch_gold(task)
         return task.query
-
-    @property
-    def sandbox(self) -> Sandbox | None:
-        """The episode's sandbox (waiting for it if it is still being taken)."""
-        return self.held.sandbox
-
-    @property
-    def cwd(self) -> str | None:
-        return self.held.ready.shell.cwd if self.held.ready is not None else None
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         if self.sandbox is None:
@@ -370,10 +358,6 @@ class BashEnv:
         # InterCode compares the raw output; icplay's notes travel in info["notes"].
         self.last_output = result.output
         return StepResult(result.output, result.exit_code, result.duration, result.info())
-
-    def interrupt(self) -> None:
-        if self.held.ready is not None:
-            self.held.ready.interrupt()
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         if self.sandbox is None or self.task is None:
@@ -433,9 +417,7 @@ class BashEnv:
 
     def close(self) -> None:
         self._bracket = []
-        self.held.close()
-        if self.owns_sandboxes:
-            self.sandboxes.close()
+        super().close()
 
 
 def _sandboxes(sandbox: str, image: str | None, timeout: float | None, progress: Callable[[str], None] | None,

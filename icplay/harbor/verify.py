@@ -193,7 +193,7 @@ class Verifier:
         """``bash /tests/test.sh`` from the image's working directory, with task.toml's verifier env."""
         exports = "".join(f"export {name}={_quote(value)}; " for name, value in self.env.items())
         started = time.monotonic()
-        code, output = self._exec(["bash", "-c", f"{exports}exec bash {TESTS}/test.sh"], self.timeout)
+        code, output = self._exec(["/bin/bash", "-c", f"{exports}exec /bin/bash {TESTS}/test.sh"], self.timeout)
         return code, output, time.monotonic() - started
 
     def _reward(self) -> tuple[float, str, dict[str, Any]]:

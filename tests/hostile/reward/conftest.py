@@ -74,6 +74,16 @@ def require_sandbox(request, language: str, sandbox: str) -> None:
                 ensure_image(client, image.key, lambda line: None)
 
 
+# The set a language's probes take their first task from (default: the language's bundled set).
+PROBE_SETS = {"harbor": f"harbor:{Path(__file__).resolve().parents[2] / 'data' / 'harbor'}"}
+
+
+def first_task(language: str) -> Task:
+    from icplay.tasks.registry import load_tasks
+
+    return load_tasks(PROBE_SETS.get(language, language))[0]
+
+
 # -- usable after the probe -----------------------------------------------------------------
 
 

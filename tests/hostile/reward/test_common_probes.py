@@ -25,7 +25,7 @@ from icplay.store import load_trajectory
 from icplay.tasks.model import Task
 from icplay.tasks.registry import load_tasks
 
-from .conftest import language_sandbox_params, require_sandbox, sandbox_params
+from .conftest import first_task, language_sandbox_params, require_sandbox, sandbox_params
 
 # Languages whose env gives a strict verdict on this branch: their golds must be judged
 # strictly solved. The others (bash, sql, python) get their verdicts on their own branches
@@ -36,7 +36,7 @@ JUDGED = ("bash", "ctf", "python", "sql")
 GOLD_RUN_HERE = ("sql",)
 
 # An action that changes nothing, per language (scored, it must not be a solve).
-NOTHING = {"bash": "true", "ctf": "true", "sql": "SELECT 1", "python": "pass"}
+NOTHING = {"bash": "true", "ctf": "true", "sql": "SELECT 1", "python": "pass", "harbor": "true"}
 
 # The grep patterns below match the probe's secrets without containing them, so that the
 # probe's own command line (visible in /proc) never holds what it looks for.
@@ -150,7 +150,7 @@ def test_a_flag_is_matched_whole_never_by_pattern_or_planted_file(probe, sandbox
 def test_scoring_an_untouched_task_is_no_solve(probe, language, sandbox):
     """An action that changes nothing, scored per turn: the reward is below 1.0, and a strict
     verdict, where the env gives one, says not solved."""
-    task = load_tasks(language)[0]
+    task = first_task(language)
     p = probe(language, sandbox, task)
     p.act(NOTHING[language])
     result = p.score()
@@ -177,7 +177,7 @@ def test_the_saved_record_is_out_of_reach(probe, language, sandbox):
     """The trajectory a run saves (what report, view and export read) cannot be rewritten from
     the sandbox, nor can a forged episode be planted beside it: the same paths inside the
     sandbox are the sandbox's own, if they can be written at all."""
-    task = load_tasks(language)[0]
+    task = first_task(language)
     p = probe(language, sandbox, task)
     p.act(NOTHING[language])                                  # the first save: the file exists
     own = p.store.path_for(p.episode.trajectory)

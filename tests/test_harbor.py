@@ -262,3 +262,21 @@ def test_no_test_file_leaves_the_repository_data_changed():
     assert sorted(p.name for p in COUNT.iterdir()) == ["environment", "instruction.md", "solution", "task.toml",
                                                        "tests"]
     assert shutil.which("bash")
+
+
+@pytest.mark.docker
+def test_the_gymnasium_door(harbor_ready):
+    import gymnasium as gym
+
+    import icplay.gym  # noqa: F401  (registers icplay/Harbor-v0)
+
+    env = gym.make("icplay/Harbor-v0", tasks=f"harbor:{DATA}")
+    try:
+        query, _info = env.reset(options={"task": "count-errors"})
+        assert query.startswith("The log file /app/service.log")
+        assert env.step("grep -ciw error service.log > answer.txt")[1:3] == (0.0, False)
+        _obs, reward, terminated, _truncated, info = env.step("submit")
+        assert (reward, terminated) == (1.0, True)
+        assert info["breakdown"]["reward_file"] == "/logs/verifier/reward.txt"
+    finally:
+        env.close()

@@ -32,6 +32,8 @@ ANSWERS = "/app"   # where the agent writes its answer files (in every language)
 
 TASK_TOML = """\
 version = "1.0"
+# The agent's answer files; Harbor brings them into the separate verifier's container.
+artifacts = ["{answers}"]
 
 [metadata]
 author_name = "icplay"
@@ -42,7 +44,9 @@ icplay_task = {key}
 
 [verifier]
 timeout_sec = {verifier_timeout}
-
+# A fresh container of the same environment: the agent never ran anything in it.
+environment_mode = "separate"
+{collect}
 [agent]
 timeout_sec = {agent_timeout}
 
@@ -114,6 +118,7 @@ class Exporter(Protocol):
     verifier: str                   # the module tests/test.sh runs (its main())
     modules: tuple[str, ...]        # what the verifier imports of icplay, copied to tests/lib
     agent_timeout: float
+    collect: tuple[str, ...]        # commands run in the agent's container after it finished
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
         """Work done once for all tasks (gold runs, database files)."""
@@ -154,7 +159,8 @@ def task_toml(task: Task, exporter: Exporter) -> str:
     return TASK_TOML.format(
         difficulty=json.dumps(task.hardness or "medium"), category=json.dumps(task.env),
         tags=json.dumps(list(dict.fromkeys(tags))), key=json.dumps(task.key),
-        verifier_timeout=600.0, agent_timeout=exporter.agent_timeout)
+        verifier_timeout=600.0, agent_timeout=exporter.agent_timeout, answers=ANSWERS,
+        collect="".join(f"\n[[verifier.collect]]\ncommand = {json.dumps(command)}\n" for command in exporter.collect))
 
 
 def vendored(modules: tuple[str, ...]) -> dict[str, Path | str]:

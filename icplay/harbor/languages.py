@@ -14,6 +14,8 @@ BASH_ANSWER = f"{ANSWERS}/answer.txt"
 SQL_ANSWER = f"{ANSWERS}/answer.sql"
 PYTHON_ANSWER = f"{ANSWERS}/solution.py"
 CTF_ANSWER = f"{ANSWERS}/flag.txt"
+ARTIFACTS = "/logs/artifacts"   # Harbor's artifact folder, carried into the separate verifier
+TESTBED_TAR = f"{ARTIFACTS}/testbed.tar"
 
 
 def solve_sh(body: str) -> str:
@@ -29,6 +31,9 @@ class BashExporter:
     verifier = "icplay.harbor.verifiers.bash"
     modules = ("icplay.envs.bash_facts", "icplay.envs.bash_reward", "icplay.envs.tfidf", "icplay.sandbox.base")
     agent_timeout = 600.0
+    # the agent's /testbed as it left it, for the separate verifier (the agent's own tar:
+    # whatever it makes that write is its answer, nothing more)
+    collect = (f"mkdir -p {ARTIFACTS} && tar -C / -cf {TESTBED_TAR} testbed",)
 
     def __init__(self) -> None:
         self._sandboxes = None
@@ -94,6 +99,7 @@ class SqlExporter:
     verifier = "icplay.harbor.verifiers.sql"
     modules = ("icplay.envs.sql_reward", "icplay.sql.base", "icplay.sql.sqlite_guard", "icplay.sandbox.base")
     agent_timeout = 600.0
+    collect: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         from icplay.sql.sqlite import SqliteBackend
@@ -164,6 +170,7 @@ class PythonExporter:
     verifier = "icplay.harbor.verifiers.python"
     modules = ("icplay.python.reward",)
     agent_timeout = 600.0
+    collect: tuple[str, ...] = ()
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
         pass
@@ -219,6 +226,7 @@ class CtfExporter:
     verifier = "icplay.harbor.verifiers.ctf"
     modules = ("icplay.ctf.reward",)
     agent_timeout = 1200.0
+    collect: tuple[str, ...] = ()
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
         pass

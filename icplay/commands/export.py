@@ -5,6 +5,9 @@ FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations 
 rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
 ``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line, icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or
 InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md.
+
+``icplay export harbor --tasks SET --out DIR`` writes task sets (not episodes) as Harbor task
+folders, one per task (icplay/harbor/export.py).
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ def register(sub) -> None:
 
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
-    p.add_argument("format", choices=(*FORMATS, "atif"), help="the output format (atif: JSON Lines of ATIF "
-                   "trajectories, Harbor's format; docs/export.md)")
-    p.add_argument("paths", nargs="+", help="run folders, session folders, trajectory files or InterCode files")
-    p.add_argument("--out", required=True, help="the file to write ('-' for stdout)")
+    p.add_argument("format", choices=(*FORMATS, "atif", "harbor"), help="the output format (atif: JSON Lines of ATIF "
+                   "trajectories, Harbor's format; harbor: --tasks as Harbor task folders; docs/export.md)")
+    p.add_argument("paths", nargs="*", help="run folders, session folders, trajectory files or InterCode files")
+    p.add_argument("--out", required=True, help="the file to write ('-' for stdout); harbor: the folder")
+    p.add_argument("--tasks", action="append", default=[], metavar="SET",
+                   help="harbor: a task set or task file to export (repeatable)")
     p.add_argument("--solved", choices=tuple(SOLVED_BY), default=None,
                    help="only solved episodes: intercode (best reward 1.0) or strict (the strict verdict says "
                         "solved; episodes without a verdict are left out)")
@@ -47,6 +52,12 @@ def run(args) -> int:
     from icplay.formats.export import ExportError, render, select
     from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
 
+    if args.format == "harbor":
+        return run_harbor(args)
+    if args.tasks:
+        raise UserError("--tasks is for `icplay export harbor`; other formats export saved episodes (PATHS)")
+    if not args.paths:
+        raise UserError(f"icplay export {args.format} needs PATHS: run folders, sessions, trajectory or InterCode files")
     try:
         strategy = strategy_name(args.strategy)
     except ValueError as exc:
@@ -87,3 +98,31 @@ def run(args) -> int:
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
           + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
     return 0
+
+
+def run_harbor(args) -> int:
+    """Task sets as Harbor task folders under --out."""
+    from pathlib import Path
+
+    from icplay.cli import UserError
+    from icplay.harbor.export import ExportError, export_tasks
+    from icplay.tasks.model import TaskFileError
+    from icplay.tasks.registry import load_tasks
+
+    if args.paths or not args.tasks:
+        raise UserError("icplay export harbor takes task sets, not episodes: --tasks SET [--tasks SET ...] --out DIR")
+    tasks = []
+    for name in args.tasks:
+        try:
+            tasks.extend(load_tasks(name))
+        except TaskFileError as exc:
+            raise UserError(str(exc)) from None
+    try:
+        result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr))
+    except (ExportError, OSError) as exc:
+        raise UserError(f"harbor export to {args.out}: {exc}") from None
+    for task, reason in result.skipped:
+        print(f"icplay: skipped {task.key}: {reason}", file=sys.stderr)
+    print(f"icplay: {len(result.written)} Harbor task folder(s) written to {args.out}"
+          + (f", {len(result.skipped)} skipped" if result.skipped else ""), file=sys.stderr)
+    return 0 if result.written else 1

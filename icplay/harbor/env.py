@@ -107,10 +107,27 @@ class HarborEnv(PooledShellEnv):
         tests = Path(settings["dir"]) / "tests"
         if not (tests / "test.sh").is_file():
             raise SandboxError(f"task {self.task.key}: {tests / 'test.sh'} is not there any more")
-        self.result = Verifier(self.sandbox, tests, float(settings["verifier_timeout"]),
-                               dict(settings["verifier_env"])).score()
-        self.held.release()   # the container is removed: the verifier ran in it
+        timeout, env = float(settings["verifier_timeout"]), dict(settings["verifier_env"])
+        if settings.get("verifier_mode") == "separate":
+            self.result = self._verify_separately(settings, tests, timeout, env)
+        else:
+            self.result = Verifier(self.sandbox, tests, timeout, env).score()
+        self.held.release()   # the container is removed: the verifier ran in it (or carried from it)
         return self.result
+
+    def _verify_separately(self, settings: dict, tests: Path, timeout: float, env: dict[str, str]) -> SubmitResult:
+        """In a fresh container of the task's image, given the artifacts (``verify.carrier``)."""
+        from icplay.harbor.verify import Verifier, carrier, system_artifacts
+
+        pool = self.held.pool
+        assert pool is not None and self.sandbox is not None
+        agent = Verifier(self.sandbox, tests, timeout, env)
+        fresh_sandbox = pool.take()
+        try:
+            fresh = Verifier(fresh_sandbox, tests, timeout, env, doubts=tuple(system_artifacts(settings["artifacts"])))
+            return fresh.score(before=carrier(agent, fresh, list(settings["collect"]), list(settings["artifacts"])))
+        finally:
+            pool.discard(fresh_sandbox)
 
 
 def make_harbor_env(sandbox: str = "docker", image: str | None = None, timeout: float | None = None,

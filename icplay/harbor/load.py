@@ -36,6 +36,7 @@ BUILD_TIMEOUT = 600.0
 MEMORY_MB = 2048
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 SOLUTION_DIR = "/solution"
+VERIFIER_MODES = ("shared", "separate")
 
 
 def is_harbor(path: Path) -> bool:
@@ -129,6 +130,7 @@ def load_task(folder: Path, set_name: str) -> Task:
         "verifier_env": _verifier_env(verifier, toml),
         "memory_mb": int(_number(environment, toml, "environment", "memory_mb", MEMORY_MB)),
         "cpus": _number(environment, toml, "environment", "cpus", 1),
+        **_verifier_mode(config, verifier, toml),
     }
     test = folder / "tests" / "test.sh"
     if not test.is_file():
@@ -154,6 +156,31 @@ def _verifier_env(verifier: dict[str, Any], toml: Path) -> dict[str, str]:
         if not name.isidentifier():
             raise TaskFileError(toml, f"{name!r} is not a variable name", field="verifier.env")
     return {k: str(v) for k, v in env.items()}
+
+
+def _verifier_mode(config: dict[str, Any], verifier: dict[str, Any], toml: Path) -> dict[str, Any]:
+    """Where the verifier runs: ``shared`` (the agent's container, Harbor's default) or
+    ``separate`` (a fresh container of the same image, given the agent's ``artifacts`` after
+    the ``[[verifier.collect]]`` commands ran in the agent's container)."""
+    mode = verifier.get("environment_mode", "shared")
+    if mode not in VERIFIER_MODES:
+        raise TaskFileError(toml, f"expected one of {', '.join(VERIFIER_MODES)}, got {mode!r}",
+                            field="verifier.environment_mode")
+    artifacts = []
+    for item in config.get("artifacts") or []:
+        source = item.get("source") if isinstance(item, dict) else item
+        if not isinstance(source, str) or not source.startswith("/") or source.rstrip("/") == "":
+            raise TaskFileError(toml, f"expected an absolute path (or a table with one as source), got {item!r}",
+                                field="artifacts")
+        artifacts.append(source.rstrip("/"))
+    collect = []
+    hooks = verifier.get("collect") or []
+    for hook in hooks if isinstance(hooks, list) else [hooks]:
+        command = hook.get("command") if isinstance(hook, dict) else None
+        if not isinstance(command, str) or not command.strip():
+            raise TaskFileError(toml, "expected tables with a command", field="verifier.collect")
+        collect.append(command)
+    return {"verifier_mode": mode, "artifacts": artifacts, "collect": collect}
 
 
 def _image_source(folder: Path, toml: Path, environment: dict[str, Any]) -> dict[str, str]:

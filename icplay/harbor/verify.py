@@ -1,8 +1,14 @@
-"""Score a Harbor task as Harbor does: its own verifier, in the container the solver used.
+"""Score a Harbor task as Harbor does: its own verifier, in the container the solver used
+(``shared``, Harbor's default) or in a fresh one given the solver's artifacts (``separate``).
 
-That is Harbor's design, and it means the verifier runs among whatever the solver left
+Shared is Harbor's design, and it means the verifier runs among whatever the solver left
 behind (tools it replaced, files it planted): such a reward is never *strictly* solved
-(``strict.reasons`` says why). What icplay does keep out of the solver's reach:
+(``strict.reasons`` says why). Separate runs the task's ``[[verifier.collect]]`` commands in
+the solver's container (after its processes are stopped), copies each artifact out and into
+a fresh container of the same image through Docker's archive API, and verifies there: the
+solver's files arrive as data, its tools do not, and the verdict is strict (unless an
+artifact is a system folder, whose tools the verifier would run). What icplay keeps out of
+the solver's reach in both:
 
 - ``tests/`` enters the container only now, after the submit, through Docker's archive API
   (no tool of the container copies it); the solver never saw it.
@@ -24,7 +30,7 @@ import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from icplay.envs.base import SubmitResult, strict_verdict
 
@@ -35,6 +41,9 @@ REWARD_CAP = 64 * 1024           # bytes of a reward file icplay reads
 OUTPUT_CAP = 256 * 1024          # bytes of the verifier's output icplay keeps
 OUTPUT_SHOWN = 2000              # characters of it in the breakdown
 STOP_WAIT = 10.0                 # seconds for the solver's processes to be gone
+ARTIFACTS = "/logs/artifacts"    # Harbor's artifact folder, always carried in separate mode
+ARTIFACT_CAP = 256 * 1024 * 1024  # bytes of one artifact icplay carries
+SYSTEM_FOLDERS = frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "root", "tests"})
 IN_SOLVERS_CONTAINER = ("the verifier ran inside the container the solver worked in (Harbor's design): tools and "
                         "files the solver left could have changed its verdict")
 
@@ -105,10 +114,14 @@ def parse_reward(name: str, data: bytes) -> tuple[float, dict[str, Any]]:
 
 
 class Verifier:
-    """Runs one task's ``tests/test.sh`` in a Docker sandbox's container and reads its reward."""
+    """Runs one task's ``tests/test.sh`` in a Docker sandbox's container and reads its reward.
 
-    def __init__(self, sandbox: Any, tests: Path, timeout: float, env: dict[str, str]):
-        self.sandbox, self.tests, self.timeout, self.env = sandbox, tests, timeout, env
+    ``doubts``: why its verdict is not strict (the container was the solver's); none for a
+    fresh container."""
+
+    def __init__(self, sandbox: Any, tests: Path, timeout: float, env: dict[str, str],
+                 doubts: tuple[str, ...] = (IN_SOLVERS_CONTAINER,)):
+        self.sandbox, self.tests, self.timeout, self.env, self.doubts = sandbox, tests, timeout, env, doubts
         self.client = sandbox.client
 
     @property
@@ -118,9 +131,13 @@ class Verifier:
             raise NotScored("the container is gone")
         return container.id
 
-    def score(self) -> SubmitResult:
+    def score(self, before: Callable[[dict[str, Any]], None] | None = None) -> SubmitResult:
+        """The verdict; ``before(breakdown)`` runs first (the separate mode's carrying), and a
+        NotScored it raises scores 0 as the verifier's own would."""
         breakdown: dict[str, Any] = {"verifier": "tests/test.sh"}
         try:
+            if before is not None:
+                before(breakdown)
             self._running()
             self._stop_solver()
             self._clear()
@@ -135,7 +152,7 @@ class Verifier:
         except NotScored as exc:
             breakdown["not_scored"] = str(exc)
             return SubmitResult(0.0, breakdown, strict=strict_verdict(0.0, [str(exc)]))
-        return SubmitResult(reward, breakdown, strict=strict_verdict(reward, [IN_SOLVERS_CONTAINER]))
+        return SubmitResult(reward, breakdown, strict=strict_verdict(reward, list(self.doubts)))
 
     def _running(self) -> None:
         state = self.client.api.inspect_container(self.container_id).get("State") or {}
@@ -157,6 +174,33 @@ class Verifier:
             if time.monotonic() > deadline:
                 raise NotScored("processes the solver left could not be stopped")
             time.sleep(0.2)
+
+    def archive(self, path: str, cap: int) -> bytes | None:
+        """``path`` of the container as a tar, through Docker's archive API; None when it is not
+        there; NotScored beyond ``cap`` bytes."""
+        import docker.errors
+
+        try:
+            stream, _stat = self.client.api.get_archive(self.container_id, path)
+        except docker.errors.NotFound:
+            return None
+        data = bytearray()
+        for chunk in stream:
+            data += chunk
+            if len(data) > cap:
+                raise NotScored(f"the artifact {path} is larger than {cap // (1024 * 1024)} MiB")
+        return bytes(data)
+
+    def make_folder(self, path: str) -> None:
+        """``path`` and its parents made as folders, through Docker's archive API."""
+        parts = [part for part in path.strip("/").split("/") if part]
+        if not parts:
+            return
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            for depth in range(1, len(parts) + 1):
+                tar.addfile(_dir_info("/".join(parts[:depth])))
+        self.client.api.put_archive(self.container_id, "/", out.getvalue())
 
     def _exists(self, path: str) -> bool:
         import docker.errors
@@ -216,6 +260,38 @@ class Verifier:
             reward, rewards = parse_reward(name, content)
             return reward, name, rewards
         raise NotScored(f"the verifier wrote no reward ({VERIFIER_LOGS}/reward.txt or reward.json)")
+
+
+def carrier(agent: Verifier, fresh: Verifier, collect: list[str], artifacts: list[str]) -> Callable[[dict], None]:
+    """Harbor's separate mode, run before ``fresh`` verifies: the solver's processes stopped,
+    the collect commands run in its container, each artifact (and /logs/artifacts) copied
+    from there to the same path in ``fresh``."""
+
+    def carry(breakdown: dict[str, Any]) -> None:
+        agent._running()
+        agent._stop_solver()
+        for command in collect:
+            code, output = agent._exec(["/bin/bash", "-c", command], agent.timeout)
+            if code != 0:
+                breakdown.setdefault("collect_failed", []).append(f"{command} (exit {code}): {output[-300:]}")
+        carried = []
+        for source in dict.fromkeys([*artifacts, ARTIFACTS]):
+            data = agent.archive(source, ARTIFACT_CAP)
+            if data is None:
+                continue
+            parent = source.rsplit("/", 1)[0] or "/"
+            fresh.make_folder(parent)
+            fresh.client.api.put_archive(fresh.container_id, parent, data)
+            carried.append(source)
+        breakdown.update(verifier_mode="separate", artifacts=carried)
+
+    return carry
+
+
+def system_artifacts(artifacts: list[str]) -> list[str]:
+    """Artifacts that would bring the solver's tools into the fresh container, as doubts."""
+    return [f"the artifact {path} holds tools the verifier runs (the solver's, copied into its container)"
+            for path in artifacts if path.strip("/").split("/")[0] in SYSTEM_FOLDERS]
 
 
 def _quote(value: str) -> str:

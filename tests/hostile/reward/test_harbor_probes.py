@@ -111,3 +111,40 @@ def test_a_replaced_bash_can_fake_the_reward_and_is_never_strictly_solved(probe,
     assert result.strict["solved"] is False
     assert "the verifier ran inside the container the solver worked in" in result.strict["reasons"][0]
     p.assert_not_solved(result)
+
+
+@pytest.fixture
+def separate_task(task):
+    """The same task verified in Harbor's separate mode: /app carried into a fresh container."""
+    folder = Path(task.source)
+    toml = (folder / "task.toml").read_text()
+    toml = toml.replace('version = "1.0"\n', 'version = "1.0"\nartifacts = ["/app"]\n', 1)
+    toml = toml.replace("[verifier]\n", '[verifier]\nenvironment_mode = "separate"\n', 1)
+    (folder / "task.toml").write_text(toml)
+    loaded = load_tasks(f"harbor:{folder}")[0]
+    assert (loaded.extra["harbor"]["verifier_mode"], loaded.extra["harbor"]["artifacts"]) == ("separate", ["/app"])
+    return loaded
+
+
+REPLACE_BASH = ("printf '#!/bin/sh\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n' > /tmp/b && "
+                "chmod +x /tmp/b && mv /tmp/b /bin/bash")
+
+
+def test_in_separate_mode_a_replaced_bash_stays_in_the_solvers_container(probe, separate_task):
+    p, result = play(probe, separate_task, PLANTED_REWARD, REPLACE_BASH)
+    assert result.reward == 0.0 and "wrote no reward" in result.breakdown["not_scored"], result.breakdown
+    p.assert_not_solved(result, both=True)
+
+    p, result = play(probe, separate_task, "grep -ciw error /app/service.log > /app/answer.txt", REPLACE_BASH)
+    assert result.reward == 1.0 and result.strict == {"solved": True, "reasons": []}, result.breakdown
+    assert result.breakdown["artifacts"] == ["/app"]
+
+
+def test_in_separate_mode_an_artifact_of_system_folders_is_not_strict(probe, separate_task):
+    folder = Path(separate_task.source)
+    toml = (folder / "task.toml").read_text().replace('artifacts = ["/app"]', 'artifacts = ["/app", "/usr/local/bin"]')
+    (folder / "task.toml").write_text(toml)
+    task = load_tasks(f"harbor:{folder}")[0]
+    p, result = play(probe, task, "grep -ciw error /app/service.log > /app/answer.txt")
+    assert result.reward == 1.0 and result.strict["solved"] is False, result.strict
+    assert "the artifact /usr/local/bin holds tools the verifier runs" in result.strict["reasons"][0]

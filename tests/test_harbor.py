@@ -280,3 +280,14 @@ def test_the_gymnasium_door(harbor_ready):
         assert info["breakdown"]["reward_file"] == "/logs/verifier/reward.txt"
     finally:
         env.close()
+
+
+@pytest.mark.docker
+def test_tasks_check_runs_every_oracle(harbor_ready, tmp_path, capsys):
+    dataset = tmp_path / "dataset"
+    shutil.copytree(DATA, dataset)
+    (dataset / "greeting" / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")   # an oracle that does nothing
+    assert main(["tasks", "--check", f"harbor:{dataset}"]) == 0
+    out = capsys.readouterr().out
+    assert "harbor:dataset: 1 of 2 tasks have an oracle (solution/solve.sh) that does not score 1.0" in out
+    assert "greeting  reward 0 (solve.sh exit 0): runs=0 prints=0" in out

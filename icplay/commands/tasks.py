@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set, task_sets
@@ -33,8 +33,25 @@ def _check_sql(tasks: list[Task], args) -> list[tuple[Task, str]]:
         backend.close()
 
 
-# Per language: run every gold of a set, return the tasks whose gold is not discriminative.
-GOLD_CHECKS: dict[str, Callable[[list[Task], object], list[tuple[Task, str]]]] = {"sql": _check_sql}
+def _check_harbor(tasks: list[Task], args) -> list[tuple[Task, str]]:
+    from icplay.harbor.env import check_oracles
+
+    return check_oracles(tasks, progress=lambda m: print(m, file=sys.stderr))
+
+
+class GoldCheck(NamedTuple):
+    """One language's gold check: ``run(tasks, args)`` gives the tasks it finds, and ``found``
+    says what they have (after "N of M tasks")."""
+
+    run: Callable[[list[Task], object], list[tuple[Task, str]]]
+    found: str
+
+
+# Per language: run every gold of a set, return the tasks whose gold cannot be trusted.
+GOLD_CHECKS: dict[str, GoldCheck] = {
+    "sql": GoldCheck(_check_sql, "have a gold that is not discriminative{backend} (never strictly solved)"),
+    "harbor": GoldCheck(_check_harbor, "have an oracle (solution/solve.sh) that does not score 1.0"),
+}
 
 
 def check(args) -> int:
@@ -45,10 +62,9 @@ def check(args) -> int:
               f"(known: {', '.join(sorted(GOLD_CHECKS))})", file=sys.stderr)
         return 2
     tasks = task_set.load()
-    found = checker(tasks, args)
+    found = checker.run(tasks, args)
     backend = f" on {args.sandbox}" if task_set.env == "sql" else ""
-    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks have a gold that is not discriminative{backend} "
-          "(never strictly solved)")
+    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks {checker.found.format(backend=backend)}")
     for task, reason in found:
         print(f"  {task.id:>6}  {reason}")
     return 0

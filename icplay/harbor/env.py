@@ -147,3 +147,25 @@ class HarborEnvFactory(SharedSandboxesFactory):
     def __call__(self) -> HarborEnv:
         return HarborEnv(self._shared, owns_sandboxes=False, lazy=True)
 
+
+
+def check_oracles(tasks: list[Task], progress: Callable[[str], None] | None = None) -> list[tuple[Task, str]]:
+    """Each task's oracle (solution/solve.sh) played and verified: the tasks it does not
+    bring to 1.0, with why (``icplay tasks --check harbor:PATH``)."""
+    found: list[tuple[Task, str]] = []
+    env = make_harbor_env(progress=progress)
+    try:
+        for task in tasks:
+            if not task.gold:
+                found.append((task, "no solution/solve.sh"))
+                continue
+            env.reset(task)
+            ran = env.step(task.gold)
+            result = env.submit()
+            if result.reward < 1.0:
+                why = result.breakdown.get("not_scored") or (result.breakdown.get("verifier_output") or "").strip()
+                found.append((task, f"reward {result.reward:g} (solve.sh exit {ran.exit_code}): "
+                                    f"{' '.join(str(why).split())[-200:]}"))
+    finally:
+        env.close()
+    return found

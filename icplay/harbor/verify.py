@@ -134,12 +134,14 @@ class Verifier:
     def score(self, before: Callable[[dict[str, Any]], None] | None = None) -> SubmitResult:
         """The verdict; ``before(breakdown)`` runs first (the separate mode's carrying), and a
         NotScored it raises scores 0 as the verifier's own would."""
+        import docker.errors
+
         breakdown: dict[str, Any] = {"verifier": "tests/test.sh"}
         try:
             if before is not None:
                 before(breakdown)
-            self._running()
-            self._stop_solver()
+            self.check_running()
+            self.stop_solver()
             self._clear()
             self.client.api.put_archive(self.container_id, "/", tests_tar(self.tests))
             code, output, seconds = self._run_tests()
@@ -149,12 +151,13 @@ class Verifier:
                 raise NotScored(f"the verifier did not finish within {self.timeout:g} s")
             reward, name, rewards = self._reward()
             breakdown.update(reward_file=f"{VERIFIER_LOGS}/{name}", **({"rewards": rewards} if rewards else {}))
-        except NotScored as exc:
-            breakdown["not_scored"] = str(exc)
-            return SubmitResult(0.0, breakdown, strict=strict_verdict(0.0, [str(exc)]))
+        except (NotScored, docker.errors.DockerException) as exc:
+            why = str(exc) if isinstance(exc, NotScored) else f"Docker refused a step of the verification: {exc}"
+            breakdown["not_scored"] = why
+            return SubmitResult(0.0, breakdown, strict=strict_verdict(0.0, [why]))
         return SubmitResult(reward, breakdown, strict=strict_verdict(reward, list(self.doubts)))
 
-    def _running(self) -> None:
+    def check_running(self) -> None:
         state = self.client.api.inspect_container(self.container_id).get("State") or {}
         if not state.get("Running") or state.get("Paused"):
             raise NotScored("the container stopped before the submit")
@@ -162,7 +165,7 @@ class Verifier:
     def _processes(self) -> int:
         return len(self.client.api.top(self.container_id).get("Processes") or [])
 
-    def _stop_solver(self) -> None:
+    def stop_solver(self) -> None:
         """Every process but the warden (pid 1) killed, as Docker's process list shows."""
         self.sandbox.shell.close()
         deadline = time.monotonic() + STOP_WAIT
@@ -213,7 +216,7 @@ class Verifier:
             pass
         return True
 
-    def _exec(self, argv: list[str], timeout: float) -> tuple[int | None, str]:
+    def run(self, argv: list[str], timeout: float) -> tuple[int | None, str]:
         from icplay.sandbox.docker import bounded_exec
 
         abandon = threading.Event()
@@ -227,7 +230,7 @@ class Verifier:
 
     def _clear(self) -> None:
         """No /tests and no /logs/verifier left, as Docker (not a tool of the container) sees it."""
-        self._exec(["rm", "-rf", "--", TESTS, VERIFIER_LOGS], 60)
+        self.run(["rm", "-rf", "--", TESTS, VERIFIER_LOGS], 60)
         for path in (TESTS, VERIFIER_LOGS):
             if self._exists(path):
                 raise NotScored(f"{path} could not be cleared before the verifier ran (the solver's container "
@@ -237,7 +240,7 @@ class Verifier:
         """``bash /tests/test.sh`` from the image's working directory, with task.toml's verifier env."""
         exports = "".join(f"export {name}={_quote(value)}; " for name, value in self.env.items())
         started = time.monotonic()
-        code, output = self._exec(["/bin/bash", "-c", f"{exports}exec /bin/bash {TESTS}/test.sh"], self.timeout)
+        code, output = self.run(["/bin/bash", "-c", f"{exports}exec /bin/bash {TESTS}/test.sh"], self.timeout)
         return code, output, time.monotonic() - started
 
     def _reward(self) -> tuple[float, str, dict[str, Any]]:
@@ -268,10 +271,10 @@ def carrier(agent: Verifier, fresh: Verifier, collect: list[str], artifacts: lis
     from there to the same path in ``fresh``."""
 
     def carry(breakdown: dict[str, Any]) -> None:
-        agent._running()
-        agent._stop_solver()
+        agent.check_running()
+        agent.stop_solver()
         for command in collect:
-            code, output = agent._exec(["/bin/bash", "-c", command], agent.timeout)
+            code, output = agent.run(["/bin/bash", "-c", command], agent.timeout)
             if code != 0:
                 breakdown.setdefault("collect_failed", []).append(f"{command} (exit {code}): {output[-300:]}")
         carried = []

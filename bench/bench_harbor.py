@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from icplay.harbor.export import export_tasks
@@ -49,6 +50,7 @@ def main() -> int:
     parser.add_argument("--harbor", default=str(ROOT / ".venv-harbor/bin/harbor"))
     parser.add_argument("--mode", choices=("separate", "shared"), default=None)
     parser.add_argument("--wrong", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1, help="tasks checked at once (Docker calls mostly wait)")
     args = parser.parse_args()
     sets = args.tasks or ["bash", "sql", "python", "ctf"]
     out = Path(args.out or tempfile.mkdtemp(prefix="icplay-harbor-bench-"))
@@ -73,24 +75,32 @@ def main() -> int:
         print(f"harbor lint: not run ({harbor} is missing)")
     passed: Counter[str] = Counter()
     wrong_below: Counter[str] = Counter()
-    for n, folder in enumerate(folders, 1):
+
+    def one(folder: Path) -> tuple[Path, str | None, str | None]:
+        """(folder, why the oracle did not score 1.0, why doing nothing did not score below 1.0)."""
         try:
             verdict = check(folder, mode=args.mode)
+            oracle = None if verdict.reward == 1.0 else f"reward {verdict.reward} {str(verdict.details)[:400]}"
+            nothing = None
+            if args.wrong:
+                wrong = check(folder, act=lambda box: box.sh("true"), mode=args.mode)
+                nothing = None if wrong.reward is not None and wrong.reward < 1.0 else f"reward {wrong.reward}"
         except (OracleError, subprocess.TimeoutExpired) as exc:
-            print(f"  oracle {folder.name}: failed to run: {exc}", flush=True)
-            continue
-        if verdict.reward == 1.0:
-            passed[language[folder]] += 1
-        else:
-            print(f"  oracle {folder.name}: reward {verdict.reward} {str(verdict.details)[:400]}", flush=True)
-        if args.wrong:
-            wrong = check(folder, act=lambda box: box.sh("true"), mode=args.mode)
-            if wrong.reward is not None and wrong.reward < 1.0:
-                wrong_below[language[folder]] += 1
+            return folder, f"failed to run: {exc}", None
+        return folder, oracle, nothing
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for n, (folder, oracle, nothing) in enumerate(pool.map(one, folders), 1):
+            if oracle is None:
+                passed[language[folder]] += 1
             else:
-                print(f"  nothing done {folder.name}: reward {wrong.reward}", flush=True)
-        if n % 10 == 0:
-            print(f"  {n}/{len(folders)} checked ({time.monotonic() - started:.0f} s)", flush=True)
+                print(f"  oracle {folder.name}: {oracle}", flush=True)
+            if args.wrong and nothing is None and oracle is None:
+                wrong_below[language[folder]] += 1
+            elif args.wrong and nothing:
+                print(f"  nothing done {folder.name}: {nothing}", flush=True)
+            if n % 10 == 0:
+                print(f"  {n}/{len(folders)} checked ({time.monotonic() - started:.0f} s)", flush=True)
     for lang in totals:
         line = f"oracle {lang}: {passed[lang]}/{totals[lang]} score 1.0"
         if args.wrong:

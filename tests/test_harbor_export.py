@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from ci_rules import unavailable
 
+pytestmark = pytest.mark.docker
+
 from icplay.cli import main
 from icplay.harbor.export import export_tasks, slug
 from icplay.harbor.oracle import check
@@ -133,7 +135,7 @@ def test_oracle_scores_one(exported, task_id):
 # A wrong answer per language, and the reward it must stay below.
 WRONG = {
     "b001": ("echo 12 > /app/answer.txt", 1.0),                               # the wrong count
-    "b048": ("find /testbed -name '*.md' > /testbed/md_files.txt", 1.0),      # unsorted: other content
+    "b048": ("touch /testbed/md_files.txt", 1.0),                              # the file, empty
     "bookshop-01": ("echo 'SELECT title FROM books' > /app/answer.sql", 1.0),
     "py-01": ("printf 'def square(n):\\n    return n + n\\n' > /app/solution.py", 1.0),
     "vault-binary": ("echo 'icplay{not_the_flag}' > /app/flag.txt", 0.5),
@@ -147,7 +149,7 @@ def test_a_wrong_answer_scores_less(exported, task_id):
     assert verdict.reward is not None and verdict.reward < bound, (verdict.details, verdict.log)
 
 
-@pytest.mark.parametrize("task_id", ["b048", "bookshop-01", "py-31", "base64-note"])
+@pytest.mark.parametrize("task_id", ["b048", "py-31"])
 def test_oracle_scores_one_in_the_agents_own_container(exported, task_id):
     """A harness without separate verifiers runs tests/ where the agent worked: the same reward."""
     verdict = check(exported[task_id], mode="shared")

@@ -26,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout); harbor: the folder")
     p.add_argument("--tasks", action="append", default=[], metavar="SET",
                    help="harbor: a task set or task file to export (repeatable)")
+    p.add_argument("--env", default=None, help="harbor: the language of --tasks given as files (bash, sql, python, ctf)")
     p.add_argument("--check", action="store_true",
                    help="harbor: then run each task's oracle on Docker as Harbor does (build, solve.sh, verifier) "
                         "and report the tasks whose reward is not 1.0")
@@ -117,7 +118,7 @@ def run_harbor(args) -> int:
     tasks = []
     for name in args.tasks:
         try:
-            tasks.extend(load_tasks(name))
+            tasks.extend(load_tasks(name, args.env))
         except TaskFileError as exc:
             raise UserError(str(exc)) from None
     try:

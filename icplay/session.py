@@ -119,6 +119,7 @@ class Session:
         self.attempts_root = home / "attempts" / name
         self.store = TrajectoryStore(self.root, attempts=self.attempts_root)
         self._lock = threading.Lock()
+        self.stopped_abandoned = self.store.stop_abandoned()   # episodes whose process died, now ``stopped``
 
     # -- files -------------------------------------------------------------------------
 

@@ -256,6 +256,8 @@ class LineLoop:
                     thread.wait()
                 except KeyboardInterrupt:
                     self.driver.interrupt()
+        if self.driver.save_failure is not None:     # a full disk or a read-only home: one line, exit 1
+            raise self.driver.save_failure
         traj = self.driver.trajectory
         if self.outcome is None:
             self.outcome = SUBMITTED if traj.status == "submitted" else QUIT

@@ -405,3 +405,72 @@ def test_a_full_disk_or_read_only_home_stops_the_episode_in_one_sentence(private
     assert again["rc"] == 0, again["stderr"]
     assert "(resumed: 1 saved turn(s) replayed)" in again["stdout"]
     assert [t["action"] for t in again["file"]["turns"]] == ["SELECT 1;", "SELECT 4;"]
+
+
+# -- resume: an unreadable file is set aside whole, named, and the task starts afresh -----------
+
+def test_resume_sets_an_unreadable_file_aside_names_it_and_plays_on(tmp_path):
+    home = tmp_path / "home"
+    file = home / "trajectories" / "s" / "sql" / "bookshop-01.json"
+    bad = mistyped()
+    bad["task"] = {"id": "bookshop-01", "set": "sql"}
+    write(file, bad)
+    original = file.read_bytes()
+    done = icplay("play", "sql", "--plain", "--sandbox", "sqlite", "--session", "s", input="SELECT 1;\n:quit\n",
+                  env={"ICPLAY_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    kept = home / "attempts" / "s" / "sql" / "bookshop-01.1.json"
+    assert [line for line in done.stderr.splitlines() if line.startswith("icplay:")] == [
+        f"icplay: {file}: turns[3].reward is a string, not a number or null; kept as {kept}, the task starts afresh"]
+    assert kept.read_bytes() == original                     # moved, not rewritten
+    assert [t.action for t in load_trajectory(file).turns] == ["SELECT 1;"]
+
+
+RUN_FULL = r"""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+home, out = Path(sys.argv[1]), Path(sys.argv[2])
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(home)], check=True)
+env = {**os.environ, "ICPLAY_HOME": str(home)}
+cmd = [sys.executable, "-m", "icplay.cli", "run", "sql", "--tasks", "sql", "--policy", "gold", "--sandbox", "sqlite",
+       "--out", str(home / "run"), "--limit", "6", "--quiet"]
+warm = cmd[:cmd.index("--out") + 1] + [str(home / "warm"), "--limit", "1"]
+subprocess.run(warm, env=env, capture_output=True, check=True)          # the SQLite template is made once
+shutil.rmtree(home / "warm")
+free = shutil.disk_usage(home).free
+with open(home / "filler", "wb") as f:          # leave 16 KB: a few episodes fit, then the disk is full
+    f.write(b"\0" * (free - 16384))
+first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+files = {p.name: json.loads(p.read_text()) for p in sorted((home / "run").rglob("*.json")) if p.name != "run.json"}
+(home / "filler").unlink()
+again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+attempts = [json.loads(p.read_text()) for p in sorted((home / ".attempts").rglob("*.json"))]
+final = {p.name: json.loads(p.read_text())["status"] for p in sorted((home / "run").rglob("*.json"))
+         if p.name != "run.json"}
+out.write_text(json.dumps({"rc": first.returncode, "stderr": first.stderr, "files": files,
+                           "again": [again.returncode, again.stderr], "attempts": attempts, "final": final}))
+"""
+
+
+def test_a_full_disk_stops_a_run_in_one_sentence_and_the_rerun_finishes_it(private_mounts, tmp_path):
+    home, out = tmp_path / "home", tmp_path / "out.json"
+    home.mkdir()
+    script = tmp_path / "run_full.py"
+    script.write_text(RUN_FULL)
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", sys.executable, str(script), str(home),
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["rc"] == 1 and "Traceback" not in result["stderr"], result["stderr"]
+    (line,) = [x for x in result["stderr"].splitlines() if x.startswith("icplay:")]
+    assert line.startswith(f"icplay: stopped: cannot save {home}/run/sql/") and ": No space left on device; the " \
+        "episode is stopped and its " in line, line
+    assert line.endswith("rerun the same command to finish them"), line
+    # every file on disk is a complete save; the one that could not be saved says running
+    statuses = sorted(f["status"] for f in result["files"].values())
+    assert statuses.count("running") == 1 and set(statuses) <= {"running", "submitted"}, statuses
+    # the rerun marks it stopped (kept in attempts with the note) and finishes the run
+    assert result["again"][0] == 0, result["again"][1]
+    (left,) = result["attempts"]
+    assert left["status"] == "stopped" and left["error"].startswith("icplay ended without closing this episode")
+    assert list(result["final"].values()) == ["submitted"] * 6

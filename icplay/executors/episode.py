@@ -64,7 +64,10 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
                               sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
         if traj.status != "error" or not traj.error:   # the driver's own account stands
             traj.status, traj.error = "error", message
-        keep(traj)
+        try:
+            keep(traj)
+        except StoreWriteError as failed:     # the failure was the full disk itself (a reset writing a file)
+            raise FatalEpisodeError(str(failed), None) from exc
         return traj
     finally:
         if factory is not None:

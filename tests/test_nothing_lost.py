@@ -90,7 +90,7 @@ BAD = {
     "mistyped.json": (mistyped, "turns[3].reward is a string, not a number or null"),
     "missing.json": (missing, "turns[1].action is missing"),
     "usage.json": (bad_usage, "policy.usage.prompt_tokens is a string, not a number or null"),
-    "deep.json": (lambda: DEEP, f"nested 10000 levels deep, over the limit of {MAX_DEPTH}"),
+    "deep.json": (lambda: DEEP, f"nested more than {MAX_DEPTH} levels deep, over the limit"),
 }
 
 
@@ -133,9 +133,9 @@ def test_the_top_level_and_required_fields_are_checked(tmp_path):
 
 def test_a_50_mb_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     path = huge(tmp_path / "huge.json")
-    real_read_text = Path.read_text
+    real_read_bytes = Path.read_bytes
     read: list[Path] = []
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: read.append(self) or real_read_text(self, *a, **k))
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real_read_bytes(self))
     with pytest.raises(TrajectoryFileError) as caught:
         load_trajectory(path)
     assert str(caught.value) == (f"{path}: 50 MB, over the 32 MB limit for a trajectory file that "
@@ -146,13 +146,16 @@ def test_a_50_mb_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
 
 
 def test_10000_levels_of_nesting_are_refused_without_recursion(tmp_path):
-    assert nesting_depth(DEEP) == 10_000
-    assert nesting_depth('{"a": "[[[[\\\\", "b": ["\\"]"]}') == 2       # brackets in strings do not count
+    assert nesting_depth(DEEP.encode()) == 10_000
+    assert nesting_depth(DEEP.encode(), MAX_DEPTH) == MAX_DEPTH + 1          # counting stops past the limit
+    assert nesting_depth(b'{"a": "[[[[\\\\", "b": ["\\"]"], "c": {"d": [{}]}}') == 4   # brackets in strings do not count
+    assert nesting_depth(b"[" * 10_000 + b"}") == 10_000                     # unbalanced: still counted
+    assert nesting_depth(json.dumps(episode("a", True)).encode()) == 4
     path = write(tmp_path / "deep.json", '{"task": {}, "env": "sql", "sandbox": "x", "turns": ' + DEEP + "}")
     with pytest.raises(TrajectoryFileError) as caught:
         load_trajectory(path)
-    assert str(caught.value) == (f"{path}: nested 10001 levels deep, over the limit of {MAX_DEPTH} "
-                                 "for a trajectory file")
+    assert str(caught.value) == (f"{path}: nested more than {MAX_DEPTH} levels deep, over the limit for a "
+                                 "trajectory file")
 
 
 # -- a folder of good and bad files: counted, named, the rest read ------------------------------

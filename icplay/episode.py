@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
 from icplay.envs.base import Env, SubmitResult, parse_submit
-from icplay.json_shape import NUMBER, check_fields
+from icplay.json_shape import NUMBER, check_fields, field_types
 from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
 
@@ -209,24 +209,25 @@ class Trajectory:
 # adds rewards and tokens, a sidebar reads the task's fields).
 _TEXT, _OPT_TEXT, _OPT_NUMBER, _OPT_OBJECT = (str,), (str, type(None)), (*NUMBER, type(None)), (dict, type(None))
 TRAJECTORY_REQUIRED = ("task", "env", "sandbox")
-TRAJECTORY_FIELDS = {
+TRAJECTORY_FIELDS = field_types({
     "task": (dict,), "env": _TEXT, "sandbox": _TEXT, "policy": (dict,), "turns": (list,), "status": _TEXT,
     "reward": _OPT_NUMBER, "best_reward": _OPT_NUMBER, "breakdown": _OPT_OBJECT, "strict": _OPT_OBJECT,
     "gold_output": _OPT_TEXT, "time_worked": NUMBER, "started_at": NUMBER, "updated_at": NUMBER, "id": _TEXT,
     "error": _OPT_TEXT, "version": (int,), "forked_from": _OPT_OBJECT,
-}
+})
 NESTED_FIELDS = {
-    "task": {"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT, "hardness": _OPT_TEXT},
-    "policy": {"kind": _TEXT, "usage": _OPT_OBJECT, "max_turns": (int, type(None)), "model": _OPT_TEXT},
+    "task": field_types({"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT,
+                         "hardness": _OPT_TEXT}),
+    "policy": field_types({"kind": _TEXT, "usage": _OPT_OBJECT, "max_turns": (int, type(None)), "model": _OPT_TEXT}),
 }
-USAGE_FIELDS = {k: _OPT_NUMBER for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "calls", "cost",
-                                          "cost_unknown", "completion_tokens_unknown")}
+USAGE_FIELDS = field_types({k: _OPT_NUMBER for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "calls",
+                                                      "cost", "cost_unknown", "completion_tokens_unknown")})
 TURN_REQUIRED = ("index", "author", "action", "observation")
-TURN_FIELDS = {
+TURN_FIELDS = field_types({
     "index": (int,), "author": _TEXT, "action": _TEXT, "observation": _TEXT, "exit_code": (int, type(None)),
     "started_at": NUMBER, "duration": NUMBER, "proposed": _OPT_TEXT, "thought": _OPT_TEXT, "comment": _OPT_TEXT,
     "reward": _OPT_NUMBER, "info": (dict,), "reasoning": _OPT_TEXT,
-}
+})
 
 
 @dataclass

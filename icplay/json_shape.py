@@ -110,34 +110,31 @@ def kind_of(value: Any) -> str:
     return _NAMES.get(type(value), type(value).__name__)
 
 
-def _allowed(types: tuple[type, ...]) -> str:
+def _allowed(types: frozenset[type]) -> str:
     names: list[str] = []
-    for t in types:
-        name = _NAMES[t]
-        if name not in names:
-            names.append(name)
+    for t in (dict, list, str, int, float, bool, type(None)):
+        if t in types and _NAMES[t] not in names:
+            names.append(_NAMES[t])
     return " or ".join(names)
 
 
-def is_a(value: Any, types: tuple[type, ...]) -> bool:
-    """``isinstance`` where true/false is never a number."""
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
+FieldTypes = Mapping[str, frozenset]
 
 
-FieldTypes = Mapping[str, tuple[type, ...]]
+def field_types(spec: Mapping[str, tuple[type, ...]]) -> dict[str, frozenset]:
+    """A field table for ``check_fields``: each field's allowed JSON types as a set of exact
+    types (``type(v) in allowed``: fast, and true/false is never taken for a number)."""
+    return {name: frozenset(types) for name, types in spec.items()}
 
 
 def check_fields(data: Any, types: FieldTypes, required: tuple[str, ...] = (), where: str = "") -> None:
     """Raise ``FieldError`` for the first field of ``data`` that is missing (``required``) or
     not of its allowed types; fields not in ``types`` are not looked at."""
-    prefix = f"{where}." if where else ""
-    if not isinstance(data, dict):
+    if type(data) is not dict:
         raise FieldError(where or "the file", f"is {kind_of(data)}, not an object")
     for name in required:
         if name not in data:
-            raise FieldError(f"{prefix}{name}", "is missing")
+            raise FieldError(f"{where}.{name}" if where else name, "is missing")
     for name, allowed in types.items():
-        if name in data and not is_a(data[name], allowed):
-            raise FieldError(f"{prefix}{name}", f"is {kind_of(data[name])}, not {_allowed(allowed)}")
+        if name in data and type(data[name]) not in allowed:
+            raise FieldError(f"{where}.{name}" if where else name, f"is {kind_of(data[name])}, not {_allowed(allowed)}")

@@ -315,7 +315,10 @@ def stop_abandoned(root: Path) -> list[Path]:
             except FileNotFoundError:
                 continue
             pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            if _mark_stopped(path, LEFT_RUNNING.format(pid=pid)):
+            outcome = _mark_stopped(path, LEFT_RUNNING.format(pid=pid))
+            if outcome == "failed":
+                continue           # still cannot write: the lock stays, for the next start to try
+            if outcome == "fixed":
                 fixed.append(path)
             try:
                 os.unlink(lock)
@@ -326,19 +329,21 @@ def stop_abandoned(root: Path) -> list[Path]:
     return fixed
 
 
-def _mark_stopped(path: Path, note: str) -> bool:
+def _mark_stopped(path: Path, note: str) -> str:
+    """One of: fixed (saved ``stopped`` with ``note``), failed (it could not be written) or
+    left (gone, unreadable, or already final: nothing to fix)."""
     try:
         traj = load_trajectory(path)
     except TrajectoryFileError:
-        return False
+        return "left"
     if traj.status in FINAL_STATUSES:
-        return False
+        return "left"
     traj.status, traj.error = "stopped", note
     try:
         save_trajectory(traj, path)
     except OSError:
-        return False
-    return True
+        return "failed"
+    return "fixed"
 
 
 class TrajectoryStore:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
 from icplay.envs.base import Env, SubmitResult, parse_submit
+from icplay.json_shape import NUMBER, check_fields, field_types
 from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
 
@@ -71,7 +72,10 @@ class Turn:
             self.reasoning = self.info.pop("reasoning") or None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Turn":
+    def from_dict(cls, d: dict[str, Any], where: str = "turn") -> "Turn":
+        """A turn from its saved form; ``FieldError`` names the first field that is missing or
+        of the wrong type (``where`` is the turn's path, ``turns[3]``)."""
+        check_fields(d, TURN_FIELDS, TURN_REQUIRED, where)
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
@@ -185,10 +189,45 @@ class Trajectory:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Trajectory":
+        """A trajectory from its saved form, checked field by field (``TRAJECTORY_FIELDS``):
+        ``FieldError`` names the first bad field by its path (``turns[3].reward``), so that
+        a reader says which file and field instead of failing later in a table."""
+        check_fields(d, TRAJECTORY_FIELDS, TRAJECTORY_REQUIRED)
+        for name, fields in NESTED_FIELDS.items():
+            if isinstance(d.get(name), dict):
+                check_fields(d[name], fields, where=name)
+        usage = (d.get("policy") or {}).get("usage")
+        if usage is not None:
+            check_fields(usage, USAGE_FIELDS, where="policy.usage")
         known = {f for f in cls.__dataclass_fields__}
         data = {k: v for k, v in d.items() if k in known}
-        data["turns"] = [Turn.from_dict(t) for t in d.get("turns", [])]
+        data["turns"] = [Turn.from_dict(t, f"turns[{i}]") for i, t in enumerate(d.get("turns", []))]
         return cls(**data)
+
+
+# The saved fields' JSON types, checked by ``from_dict`` (readers rely on them: a table
+# adds rewards and tokens, a sidebar reads the task's fields).
+_TEXT, _OPT_TEXT, _OPT_NUMBER, _OPT_OBJECT = (str,), (str, type(None)), (*NUMBER, type(None)), (dict, type(None))
+TRAJECTORY_REQUIRED = ("task", "env", "sandbox")
+TRAJECTORY_FIELDS = field_types({
+    "task": (dict,), "env": _TEXT, "sandbox": _TEXT, "policy": (dict,), "turns": (list,), "status": _TEXT,
+    "reward": _OPT_NUMBER, "best_reward": _OPT_NUMBER, "breakdown": _OPT_OBJECT, "strict": _OPT_OBJECT,
+    "gold_output": _OPT_TEXT, "time_worked": NUMBER, "started_at": NUMBER, "updated_at": NUMBER, "id": _TEXT,
+    "error": _OPT_TEXT, "version": (int,), "forked_from": _OPT_OBJECT,
+})
+NESTED_FIELDS = {
+    "task": field_types({"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT,
+                         "hardness": _OPT_TEXT}),
+    "policy": field_types({"kind": _TEXT, "usage": _OPT_OBJECT, "max_turns": (int, type(None)), "model": _OPT_TEXT}),
+}
+USAGE_FIELDS = field_types({k: _OPT_NUMBER for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "calls",
+                                                      "cost", "cost_unknown", "completion_tokens_unknown")})
+TURN_REQUIRED = ("index", "author", "action", "observation")
+TURN_FIELDS = field_types({
+    "index": (int,), "author": _TEXT, "action": _TEXT, "observation": _TEXT, "exit_code": (int, type(None)),
+    "started_at": NUMBER, "duration": NUMBER, "proposed": _OPT_TEXT, "thought": _OPT_TEXT, "comment": _OPT_TEXT,
+    "reward": _OPT_NUMBER, "info": (dict,), "reasoning": _OPT_TEXT,
+})
 
 
 @dataclass

@@ -14,7 +14,10 @@ replaced by later saves of the same episode; any other episode's file is moved t
 the pid). Session names are checked (``check_session_name``): a name is one folder
 name, never a path.
 
-Resuming: a trajectory that was not submitted is picked up where it was. The env is reset
+Resuming: a trajectory that was not submitted is picked up where it was (one left
+``running`` by a process that died is marked ``stopped`` when the session is opened; a file
+that cannot be read is moved to ``attempts/`` unchanged, named in ``set_aside``, and the
+task starts afresh). The env is reset
 to the task's initial state and the saved turns are replayed into it (their actions run
 again, in order), so the fresh sandbox or database holds what the human had built. Turns
 that were interrupted or timed out are cut after the time they ran the first time.
@@ -33,7 +36,7 @@ from typing import Callable, Iterable
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
 from icplay.paths import home_dir
-from icplay.store import StoreError, TrajectoryStore, load_trajectory
+from icplay.store import StoreError, TrajectoryFileError, TrajectoryStore, load_trajectory
 from icplay.tasks.model import Task
 
 DEFAULT_SESSION = "default"
@@ -119,6 +122,8 @@ class Session:
         self.attempts_root = home / "attempts" / name
         self.store = TrajectoryStore(self.root, attempts=self.attempts_root)
         self._lock = threading.Lock()
+        self.stopped_abandoned = self.store.stop_abandoned()   # episodes whose process died, now ``stopped``
+        self.set_aside: list[str] = []     # one sentence per unreadable file moved aside by open_episode
 
     # -- files -------------------------------------------------------------------------
 
@@ -138,7 +143,14 @@ class Session:
         return self.store.archive(self.path_for(task))
 
     def attempts(self, task: Task) -> list[Trajectory]:
-        return [load_trajectory(p) for p in self.store.attempt_paths(task.set, task.id)]
+        """The task's earlier attempts that can be read (an unreadable one is left out)."""
+        out = []
+        for path in self.store.attempt_paths(task.set, task.id):
+            try:
+                out.append(load_trajectory(path))
+            except TrajectoryFileError:
+                continue
+        return out
 
     # -- progress ----------------------------------------------------------------------
 
@@ -183,7 +195,13 @@ class Session:
     def _open_episode(self, env: Env, task: Task, policy: dict | None,
                       on_replay: Callable[[int, int, Turn], None] | None,
                       before_save: Callable[[Trajectory], None] | None) -> tuple[Episode, int]:
-        trajectory = self.load(task)
+        try:
+            trajectory = self.load(task)
+        except TrajectoryFileError as exc:
+            # a file that cannot be resumed is moved aside whole, named, and the task starts afresh
+            moved = self.archive(task)
+            self.set_aside.append(f"{exc}; kept as {moved}, the task starts afresh")
+            trajectory = None
         if trajectory is not None and trajectory.status == "submitted":
             self.archive(task)
             trajectory = None

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from icplay.episode import Trajectory
+from icplay.json_shape import FieldError, JsonFileError, kind_of, read_json_text
 
 
 class TrajectoryFileError(ValueError):
@@ -111,27 +112,39 @@ def save_trajectory(trajectory: Trajectory, path: Path) -> None:
 
 
 def load_trajectory(path: str | Path) -> Trajectory:
+    """The trajectory in ``path``; ``TrajectoryFileError`` (one sentence naming the file and,
+    for a bad field, its path: ``12.json: turns[3].reward is a string, not a number``) if
+    it cannot be used. Huge or deeply nested files are refused before parsing
+    (``icplay.json_shape``)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise TrajectoryFileError(f"{path}: not a trajectory file (its JSON is {_json_kind(data)}, not an object)")
-        return Trajectory.from_dict(data)
+        return trajectory_from_json(json.loads(read_json_text(path)), path)
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TrajectoryFileError(f"{path}: a folder, not a trajectory file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TrajectoryFileError(f"{path}: not a trajectory file ({exc})") from None
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        if isinstance(exc, TrajectoryFileError):
-            raise
-        raise TrajectoryFileError(f"{path}: not a trajectory file (missing or bad field: {exc})") from None
+    except JsonFileError as exc:
+        raise TrajectoryFileError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise TrajectoryFileError(f"{path}: not a trajectory file, not JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TrajectoryFileError(f"{path}: not a trajectory file, not UTF-8 text: {exc.reason} at byte "
+                                  f"{exc.start}") from None
+    except OSError as exc:
+        raise TrajectoryFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _json_kind(data: object) -> str:
-    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean",
-            type(None): "null"}.get(type(data), type(data).__name__)
+def trajectory_from_json(data: object, path: str | Path) -> Trajectory:
+    """A decoded trajectory file as a ``Trajectory``, or ``TrajectoryFileError`` naming the
+    file and the first bad field."""
+    if not isinstance(data, dict):
+        raise TrajectoryFileError(f"{path}: not a trajectory file: its JSON is {kind_of(data)}, not an object")
+    try:
+        return Trajectory.from_dict(data)
+    except FieldError as exc:
+        raise TrajectoryFileError(f"{path}: {exc}") from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:     # a field check missed it
+        raise TrajectoryFileError(f"{path}: not a trajectory file, a missing or bad field: {exc}") from None
 
 
 # --- no overwritten trajectories ---------------------------------------------------------
@@ -166,12 +179,25 @@ class TrajectoryBusyError(StoreError):
     """Another icplay process has this trajectory open."""
 
 
+class StoreWriteError(StoreError):
+    """A save failed (a full disk, a read-only home): the episode cannot go on, and the file
+    keeps its last complete save (the write is atomic). One sentence for the user."""
+
+    def __init__(self, path: Path, exc: OSError, saved_turns: int):
+        kept = (f"its {saved_turns} turn(s) saved before are kept" if saved_turns
+                else "nothing of it was saved before")
+        super().__init__(f"cannot save {path}: {exc.strerror or exc}; the episode is stopped and {kept} "
+                         "(free some space or make the folder writable, then play the task again to resume)")
+        self.path, self.saved_turns = path, saved_turns
+
+
 @dataclass
 class _Claim:
     path: Path
     fd: int
     store: "TrajectoryStore"
     trajectory: Trajectory | None = None
+    saved_turns: int = 0      # turns in the file as last saved
 
 
 _claims: dict[Path, _Claim] = {}
@@ -252,6 +278,74 @@ def stop_open_trajectories(error: str = "icplay was stopped") -> list[Path]:
     return stopped
 
 
+LEFT_RUNNING = ("icplay ended without closing this episode (pid {pid}: a full disk, a crash or a kill); "
+                "found running and marked stopped when its folder was next opened")
+
+
+def stop_abandoned(root: Path) -> list[Path]:
+    """Mark ``stopped`` every episode under ``root`` last saved ``running`` whose process is
+    gone; returns their files.
+
+    A process that dies (SIGKILL, a full disk that stops it before its final save) leaves its
+    claim's lock file behind, unlocked; a live one holds the lock. So only the files with a
+    lock file are looked at, and one is fixed only while this process holds its lock: a
+    live episode is never touched. A file that cannot be read or written stays as it is
+    (a read-only home is fixed when it is writable again)."""
+    locks = root / ".locks"
+    if not locks.is_dir():
+        return []
+    fixed = []
+    for lock in sorted(locks.glob("*/*.json.lock")):
+        path = root / lock.parent.name / lock.name.removesuffix(".lock")
+        with _claims_lock:
+            if path.resolve() in _claims:
+                continue           # this process's own open episode
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue           # held: its process is alive
+            try:
+                if os.fstat(fd).st_ino != os.stat(lock).st_ino:
+                    continue       # released and replaced as we opened it: a new claim, not ours
+            except FileNotFoundError:
+                continue
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            outcome = _mark_stopped(path, LEFT_RUNNING.format(pid=pid))
+            if outcome == "failed":
+                continue           # still cannot write: the lock stays, for the next start to try
+            if outcome == "fixed":
+                fixed.append(path)
+            try:
+                os.unlink(lock)
+            except OSError:
+                pass
+        finally:
+            os.close(fd)
+    return fixed
+
+
+def _mark_stopped(path: Path, note: str) -> str:
+    """One of: fixed (saved ``stopped`` with ``note``), failed (it could not be written) or
+    left (gone, unreadable, or already final: nothing to fix)."""
+    try:
+        traj = load_trajectory(path)
+    except TrajectoryFileError:
+        return "left"
+    if traj.status in FINAL_STATUSES:
+        return "left"
+    traj.status, traj.error = "stopped", note
+    try:
+        save_trajectory(traj, path)
+    except OSError:
+        return "failed"
+    return "fixed"
+
+
 class TrajectoryStore:
     """A folder of trajectories, one file per task (``<set>/<id>.json``), never overwritten
     by another episode and never written by two processes (see the comment above).
@@ -263,6 +357,11 @@ class TrajectoryStore:
     def __init__(self, root: str | Path, attempts: str | Path | None = None):
         self.root = Path(root)
         self.attempts_root = Path(attempts) if attempts is not None else self.root.parent / ".attempts" / self.root.name
+
+    def stop_abandoned(self) -> list[Path]:
+        """Episodes left ``running`` by a process that is gone, marked ``stopped`` with a note
+        (``stop_abandoned``); a front end calls this as it opens the store."""
+        return stop_abandoned(self.root)
 
     def path_for(self, trajectory: Trajectory) -> Path:
         task = trajectory.task
@@ -296,7 +395,11 @@ class TrajectoryStore:
                     self._archive_if_other(path, trajectory.id)
                 claim.trajectory = trajectory
                 claim.store = self
-        save_trajectory(trajectory, path)
+        try:
+            save_trajectory(trajectory, path)
+        except OSError as exc:
+            raise StoreWriteError(path, exc, claim.saved_turns) from None
+        claim.saved_turns = len(trajectory.turns)
         if trajectory.status in FINAL_STATUSES:
             _release(path)
 

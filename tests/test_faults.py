@@ -82,15 +82,18 @@ def test_a_read_only_home_is_one_line_and_doctor_says_so(bwrap_ready, tmp_path):
     assert f"ok  icplay home: {tmp_path / 'rw-home'} is writable" in writable.stdout
 
 
-@pytest.mark.parametrize("text", ["[1, 2]", "\"text\"", "null", "{\"turns\": 5, \"task\": 1}"])
-def test_report_on_json_that_is_not_a_trajectory_object_names_the_file(tmp_path, text):
+@pytest.mark.parametrize("text,reason", [("[1, 2]", "not a trajectory file: its JSON is a list, not an object"),
+                                         ("\"text\"", "not a trajectory file: its JSON is a string, not an object"),
+                                         ("null", "not a trajectory file: its JSON is null, not an object"),
+                                         ("{\"turns\": 5, \"task\": 1}", "env is missing")])
+def test_report_on_json_that_is_not_a_trajectory_object_names_the_file(tmp_path, text, reason):
     file = tmp_path / "odd.json"
     file.write_text(text)
     folder = tmp_path / "folder"
     folder.mkdir()
-    (folder / "odd.json").write_text("{\"turns\": 5, \"task\": {\"id\": 1}}")
-    for target in (file, folder):
-        done = icplay("report", str(target), timeout=30)
+    (folder / "odd.json").write_text("{\"turns\": 5, \"task\": {\"id\": 1}, \"env\": \"sql\", \"sandbox\": \"x\"}")
+    for target, why in ((file, reason), (folder / "odd.json", "turns is a number, not a list")):
+        done = icplay("report", str(target.parent if target.parent == folder else target), timeout=30)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 1 and len(lines) == 1, done.stderr
-        assert lines[0].startswith("icplay: ") and "odd.json: not a trajectory file" in lines[0]
+        assert lines[0] == f"icplay: no trajectory to report; 1 file skipped: {target} ({why})"

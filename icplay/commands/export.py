@@ -4,7 +4,9 @@ FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations 
 ``icplay run --demos``), ``preference`` (chosen/rejected pairs from human edits and
 rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
 ``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line, icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or
-InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md.
+InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md. A file
+that cannot be read is left out and named with its bad field on stderr (``2 files skipped:
+...``); the others are exported.
 
 ``icplay export harbor --tasks SET --out DIR`` writes task sets (not episodes) as Harbor task
 folders, one per task (icplay/harbor/export.py).
@@ -53,6 +55,7 @@ def run(args) -> int:
     from icplay.agents.strategies import strategy_name
     from icplay.cli import UserError
     from icplay.formats import load_logs
+    from icplay.formats.native import Skipped, skipped_note
     from icplay.formats.export import ExportError, render, select
     from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
 
@@ -67,18 +70,22 @@ def run(args) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     trajs = []
+    skipped: list[Skipped] = []
     for path in args.paths:
         try:
-            trajs.extend(load_logs(path)[0])
-        except TrajectoryFileError as exc:
-            raise UserError(str(exc)) from None
+            trajs.extend(load_logs(path, skipped)[0])
+        except TrajectoryFileError as exc:     # this path as a whole: the others are still exported
+            skipped.append(Skipped.of(path, exc))
+    if not trajs:
+        raise UserError(f"no episode to export; {skipped_note(skipped)}")
     chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward,
                     solved=args.solved)
     if not chosen:
         unjudged = sum(1 for t in trajs if t.strictly_solved is None)
         why = (f" ({unjudged} of them have no strict verdict: their env gives none, or they were recorded "
                "before strict verdicts existed)" if args.solved == "strict" and unjudged else "")
-        raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}")
+        raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}"
+                        + (f"; {skipped_note(skipped)}" if skipped else ""))
     try:
         if args.format == "atif":
             from icplay.formats.atif import atif_lines
@@ -101,6 +108,8 @@ def run(args) -> int:
             raise UserError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
           + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
+    if skipped:
+        print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)
     return 0
 
 

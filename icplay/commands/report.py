@@ -4,11 +4,14 @@ Each LOG is a run folder (``icplay run --out``), a folder of human trajectories,
 trajectory file, or an InterCode results or per-episode log file (or a folder of
 them); each becomes one column of the table, followed by the success-by-turn curve.
 Episodes of several envs or sets get one table each. ``--json`` prints the figures for scripts.
+A file that cannot be read is left out and named, with the field that is wrong, in one line
+on stderr after the tables (``2 files skipped: ...``); the rest is reported.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 
@@ -27,18 +30,25 @@ def run(args) -> int:
     from icplay.cli import UserError
     from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
                                summarize)
+    from icplay.formats.native import Skipped, skipped_note
     from icplay.store import TrajectoryFileError
 
     if args.label and len(args.label) != len(args.logs):
         raise UserError(f"give one --label per log ({len(args.logs)} logs, {len(args.label)} labels)")
     logs = []       # (label, path, {(env, set): trajectories})
+    skipped: list[Skipped] = []
     for i, log in enumerate(args.logs):
         try:
-            trajs, meta = load_logs(log)
-        except TrajectoryFileError as exc:
-            raise UserError(str(exc)) from None
+            trajs, meta = load_logs(log, skipped)
+        except TrajectoryFileError as exc:      # this LOG as a whole: the others are still reported
+            skipped.append(Skipped.of(log, exc))
+            continue
+        if not trajs:
+            continue                            # every file of it was skipped (and named)
         label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
         logs.append((label, str(log), group_by_set(trajs)))
+    if not logs:
+        raise UserError(f"no trajectory to report; {skipped_note(skipped)}")
     keys: list[tuple[str, str]] = []
     for _, _, groups in logs:
         keys += [k for k in groups if k not in keys]
@@ -58,7 +68,8 @@ def run(args) -> int:
         for (env, set_name), summaries in tables:
             for s in summaries:
                 runs.append({**s.to_dict(), **({"env": env, "set": set_name} if split else {})})
-        print(json.dumps({"runs": runs}, indent=1))
+        print(json.dumps({"runs": runs, "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+        say_skipped(skipped)
         return 0
     for n, ((env, set_name), summaries) in enumerate(tables):
         if n:
@@ -69,4 +80,14 @@ def run(args) -> int:
         if not args.no_curve:
             print()
             print(render_curve(summaries))
+    say_skipped(skipped)
     return 0
+
+
+def say_skipped(skipped) -> None:
+    """The files left out, once, on stderr after the tables (so they are the last thing read)."""
+    from icplay.formats.native import skipped_note
+
+    if skipped:
+        sys.stdout.flush()
+        print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages import intercode_turn
+from icplay.store import StoreWriteError
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
                             Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
@@ -117,6 +118,7 @@ class Driver:
             list(on_event) if isinstance(on_event, list) else [on_event] if on_event else [])
         self.on_turn = on_turn
         self.on_failure = on_failure
+        self.save_failure: Exception | None = None     # the StoreWriteError that ended the episode
         self.max_turns = self.limits.max_turns
         cap = getattr(policy, "max_turns", None)
         if cap:
@@ -518,6 +520,15 @@ class Driver:
         try:
             while self.step():
                 pass
+        except StoreWriteError as exc:
+            # a full disk or a read-only home: no save can work now, so none is tried; the file
+            # keeps its last complete save, and the next start marks it stopped (icplay/store.py)
+            self.save_failure = exc
+            self.trajectory.status, self.trajectory.error = "stopped", str(exc)
+            self._emit(ERROR, message=str(exc), fatal=True)
+            self._end()
+            if self.on_failure == "raise":
+                raise
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             self.stop_episode("error", message)

@@ -256,6 +256,8 @@ class LineLoop:
                     thread.wait()
                 except KeyboardInterrupt:
                     self.driver.interrupt()
+        if self.driver.save_failure is not None:     # a full disk or a read-only home: one line, exit 1
+            raise self.driver.save_failure
         traj = self.driver.trajectory
         if self.outcome is None:
             self.outcome = SUBMITTED if traj.status == "submitted" else QUIT
@@ -649,11 +651,16 @@ def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Calla
     line loop each; ``make_driver(episode)`` builds the driver. ``first`` / ``total``: the
     first task's number in its set, and the set's size. Returns the exit code."""
     total = total or len(tasks)
+    for path in getattr(session, "stopped_abandoned", []):
+        print(f"icplay: {path} was left running by an icplay that ended; it is marked stopped (and resumes)",
+              file=sys.stderr)
     for number, task in enumerate(tasks, start=first):
         write(f"\n=== task {task.set}/{task.id} ({number} of {total})"
               + (f" [{task.hardness}]" if task.hardness else "") + " ===")
         write(display(task.query))
         episode, replayed = session.open_episode(env, task, policy=policy_info)
+        while session.set_aside:
+            print(f"icplay: {session.set_aside.pop(0)}", file=sys.stderr)
         if replayed:
             write(f"(resumed: {replayed} saved turn(s) replayed)")
         outcome = LineLoop(make_driver(episode), read_line, write).run()

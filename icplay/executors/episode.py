@@ -8,6 +8,7 @@ from icplay.agents.protocols import Budget, play
 from icplay.episode import Policy, Trajectory
 from icplay.executors.specs import RunSpec
 from icplay.sandbox.base import SandboxError
+from icplay.store import StoreWriteError
 from icplay.tasks.model import Task
 
 
@@ -54,6 +55,8 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
     except Exception as exc:
         message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
         traj = holder.get("traj")
+        if isinstance(exc, StoreWriteError):     # a full disk: saving again cannot work; stop the run
+            raise FatalEpisodeError(str(exc), None) from exc
         if (isinstance(exc, AgentError) and exc.fatal) or (isinstance(exc, SandboxError) and traj is None):
             raise FatalEpisodeError(message, traj) from exc
         if traj is None:           # failed before the first save (e.g. in reset): record it
@@ -61,7 +64,10 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
                               sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
         if traj.status != "error" or not traj.error:   # the driver's own account stands
             traj.status, traj.error = "error", message
-        keep(traj)
+        try:
+            keep(traj)
+        except StoreWriteError as failed:     # the failure was the full disk itself (a reset writing a file)
+            raise FatalEpisodeError(str(failed), None) from exc
         return traj
     finally:
         if factory is not None:

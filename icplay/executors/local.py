@@ -370,6 +370,10 @@ class Runner:
 
     def run(self) -> RunResult:
         started = time.monotonic()
+        try:
+            self.store.stop_abandoned()      # episodes an earlier run left running when it died
+        except OSError:
+            pass
         results, resumed, pending = self.split_finished()
         todo: "queue.Queue[tuple[int, Task]]" = queue.Queue()
         for item in pending:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import AGENT, Trajectory, Turn
+from icplay.json_shape import JsonFileError, read_json_text
 from icplay.tasks.model import TaskFileError
 
 # Observations InterCode's policy wrote when a reply held no code: nothing was executed.
@@ -170,17 +171,23 @@ def parse(data: Any, where: str, stem: str) -> list[RecordedEpisode]:
 
 
 def load_json_or_jsonl(path: Path) -> Any:
+    """A JSON or JSON Lines file, refused early when huge or deeply nested (``read_json_text``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TaskFileError(path, f"cannot read: {exc}") from None
+        text = read_json_text(path, "a trajectory or results file")
+    except JsonFileError as exc:
+        raise TaskFileError(path, exc.reason) from None
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise TaskFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as whole:
         try:
             return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(path, f"not JSON or JSONL: {exc.msg}") from None
+        except json.JSONDecodeError:
+            raise TaskFileError(path, f"not JSON or JSONL: {whole.msg} at line {whole.lineno} column "
+                                      f"{whole.colno}") from None
 
 
 def read_results(path: str | Path) -> list[RecordedEpisode]:

@@ -14,12 +14,14 @@ InterCode file or folder (``icplay.formats.intercode``) — as trajectories.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icplay.episode import Trajectory
 from icplay.formats import intercode
-from icplay.store import TrajectoryFileError, load_trajectory
+from icplay.json_shape import kind_of
+from icplay.store import TrajectoryFileError, trajectory_from_json
 from icplay.tasks.model import TaskFileError
 
 RUN_FILE = "run.json"
@@ -70,39 +72,91 @@ def read_run_meta(folder: Path) -> dict[str, Any]:
     return {}
 
 
-def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
+@dataclass(frozen=True)
+class Skipped:
+    """A file a reader could not use, and why (one sentence, without the file)."""
+
+    path: str
+    reason: str
+
+    @classmethod
+    def of(cls, path: str | Path, exc: Exception) -> "Skipped":
+        """From an error whose message starts with the file (TrajectoryFileError, TaskFileError)."""
+        text, name = str(exc), str(path)
+        if text.startswith(name):
+            text = text[len(name):].lstrip(":, ")
+        return cls(name, text)
+
+
+def skipped_note(skipped: list[Skipped]) -> str:
+    """``2 files skipped: a.json (why); b.json (why)``: said once, after a reader's work."""
+    files = "file" if len(skipped) == 1 else "files"
+    return f"{len(skipped)} {files} skipped: " + "; ".join(f"{s.path} ({s.reason})" for s in skipped)
+
+
+NOT_A_LOG = "neither an icplay trajectory nor an InterCode results or log file"
+TRAJECTORY_KEYS = ("turns", "task", "env", "sandbox", "policy")
+
+
+def file_trajectory(data: Any, file: Path) -> Trajectory:
+    """A decoded file that is not InterCode's as an icplay trajectory; ``TrajectoryFileError``
+    naming the file and its first bad field (a file with none of a trajectory's fields:
+    that it is neither format)."""
+    if isinstance(data, dict) and any(k in data for k in TRAJECTORY_KEYS):
+        return trajectory_from_json(data, file)
+    raise TrajectoryFileError(f"{file}: {kind_of(data)}, {NOT_A_LOG}" if not isinstance(data, dict)
+                              else f"{file}: an object with no trajectory field, {NOT_A_LOG}")
+
+
+def _file_trajectories(file: Path) -> list[Trajectory]:
+    """The episodes of one file in a folder; ``TrajectoryFileError`` naming the file and field."""
+    try:
+        data = intercode.load_json_or_jsonl(file)
+    except TaskFileError as exc:
+        raise TrajectoryFileError(str(exc)) from None
+    if intercode.is_intercode(data) and not is_trajectory(data):
+        return _intercode_trajectories(data, file)
+    return [file_trajectory(data, file)]
+
+
+def _folder_files(path: Path) -> list[Path]:
+    """The JSON and JSONL files under a folder, leaving out run.json and dot folders (locks)."""
+    files = sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl"))
+    return [f for f in files if f.name != RUN_FILE
+            and not any(part.startswith(".") for part in f.relative_to(path).parts)]
+
+
+def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[list[Trajectory], dict[str, Any]]:
     """Trajectories from a run folder, a trajectory file or an InterCode results or log file
-    (or a folder of them), plus the run's description (``run.json``) when there is one."""
+    (or a folder of them), plus the run's description (``run.json``) when there is one.
+
+    A file in a folder that cannot be used is appended to ``skipped`` (file and why) and the
+    others are read (a folder of only such files gives no trajectory); without ``skipped``
+    it raises ``TrajectoryFileError`` naming it."""
     path = Path(path)
     if path.is_dir():
         meta = read_run_meta(path)
         trajs: list[Trajectory] = []
-        for file in sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl")):
-            if file.name == RUN_FILE:
-                continue
+        before = len(skipped) if skipped is not None else 0
+        for file in _folder_files(path):
             try:
-                data = intercode.load_json_or_jsonl(file)
-            except TaskFileError:
-                continue
-            if is_trajectory(data):
-                try:
-                    trajs.append(Trajectory.from_dict(data))
-                except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                    raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
-            elif intercode.is_intercode(data):
-                trajs.extend(_intercode_trajectories(data, file))
-        if not trajs:
-            raise TrajectoryFileError(f"{path}: holds no trajectory files")
+                trajs.extend(_file_trajectories(file))
+            except TrajectoryFileError as exc:
+                if skipped is None:
+                    raise
+                skipped.append(Skipped.of(file, exc))
+        if not trajs and (skipped is None or len(skipped) == before):
+            raise TrajectoryFileError(f"{path}: holds no trajectory files")    # (not when its files are named)
         return trajs, meta
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file or folder")
     try:
         data = intercode.load_json_or_jsonl(path)
-    except TaskFileError:
-        raise TrajectoryFileError(f"{path}: not a trajectory or InterCode results file (not JSON)") from None
+    except TaskFileError as exc:
+        raise TrajectoryFileError(str(exc)) from None
     if intercode.is_intercode(data):
         return _intercode_trajectories(data, path), {"label": path.stem}
-    return [load_trajectory(path)], {}
+    return [trajectory_from_json(data, path)], {}
 
 
 def run_label(meta: dict[str, Any], fallback: str) -> str:

@@ -23,11 +23,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 from icplay.episode import HUMAN, Trajectory
 from icplay.formats import intercode
-from icplay.formats.native import RUN_FILE, is_trajectory, load_logs, trajectory_folders
+from icplay.formats.native import RUN_FILE, Skipped, file_trajectory, is_trajectory, load_logs, trajectory_folders
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
-INDEX_VERSION = 3    # 3: the strict verdict
+INDEX_VERSION = 4    # 3: the strict verdict; 4: why a file was skipped
 MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
 
 
@@ -147,24 +147,16 @@ def _files(root: Path) -> Iterable[tuple[str, str, os.stat_result]]:
                 continue
 
 
-def _read(path: Path, source: str) -> list[EpisodeSummary]:
-    """The summaries of one file (none if it holds no episode)."""
+def _read(path: Path, source: str) -> tuple[list[EpisodeSummary], str | None]:
+    """The summaries of one file, and why it cannot be used (None when it can)."""
     try:
         data = intercode.load_json_or_jsonl(path)
-    except (TaskFileError, OSError):
-        return []
-    if is_trajectory(data):
-        try:
-            return [summarize(Trajectory.from_dict(data), str(path), source)]
-        except (KeyError, TypeError, AttributeError, ValueError):
-            return []
-    if intercode.is_intercode(data):
-        try:
+        if intercode.is_intercode(data) and not is_trajectory(data):
             trajs, _ = load_logs(path)
-        except (TrajectoryFileError, TaskFileError):
-            return []
-        return [summarize(t, f"{path}#{n}", source) for n, t in enumerate(trajs)]
-    return []
+            return [summarize(t, f"{path}#{n}", source) for n, t in enumerate(trajs)], None
+        return [summarize(file_trajectory(data, path), str(path), source)], None
+    except (TrajectoryFileError, TaskFileError) as exc:
+        return [], Skipped.of(path, exc).reason
 
 
 class SummaryIndex:
@@ -182,13 +174,19 @@ class SummaryIndex:
             except (OSError, ValueError, AttributeError):
                 self.entries = {}
 
-    def summaries(self, key: str, source: str, st: os.stat_result) -> list[EpisodeSummary]:
+    def summaries(self, key: str, source: str, st: os.stat_result,
+                  skipped: list[Skipped] | None = None) -> list[EpisodeSummary]:
+        """The file's summaries; a file that cannot be used is added to ``skipped`` (its reason
+        is kept in the index too, so a warm scan still names it)."""
         entry = self.entries.get(key)
         if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
-            return [EpisodeSummary(*row) for row in entry[2]]
-        out = _read(Path(key), source)
-        self.entries[key] = [st.st_mtime_ns, st.st_size, [[getattr(s, f) for f in FIELDS] for s in out]]
-        self.changed = True
+            out, reason = [EpisodeSummary(*row) for row in entry[2]], entry[3]
+        else:
+            out, reason = _read(Path(key), source)
+            self.entries[key] = [st.st_mtime_ns, st.st_size, [[getattr(s, f) for f in FIELDS] for s in out], reason]
+            self.changed = True
+        if reason is not None and skipped is not None:
+            skipped.append(Skipped(key, reason))
         return out
 
     def save(self, seen: set[str] | None = None) -> None:
@@ -210,19 +208,21 @@ def index_path(home: str | Path | None = None) -> Path:
 
 
 def scan(paths: Iterable[str | Path] | None = None, home: str | Path | None = None,
-         cache: str | Path | None | bool = True) -> list[EpisodeSummary]:
+         cache: str | Path | None | bool = True, skipped: list[Skipped] | None = None) -> list[EpisodeSummary]:
     """Every episode under ``paths`` (default ``default_paths(home)``), newest first.
 
     ``cache``: True for the home's index file, a path for another, False for none.
-    A path that does not exist raises ``TrajectoryFileError`` (one line)."""
-    out = [s for batch in scan_batches(paths, home, cache) for s in batch]
+    A path that does not exist raises ``TrajectoryFileError`` (one line); a file that
+    cannot be used is added to ``skipped`` (file and why) and the others are read."""
+    out = [s for batch in scan_batches(paths, home, cache, skipped=skipped) for s in batch]
     out.sort(key=lambda s: s.date, reverse=True)
     return out
 
 
 def scan_batches(paths: Iterable[str | Path] | None = None, home: str | Path | None = None,
                  cache: str | Path | None | bool = True, every: float = 0.2,
-                 clock: Callable[[], float] = time.monotonic) -> Iterator[list[EpisodeSummary]]:
+                 clock: Callable[[], float] = time.monotonic,
+                 skipped: list[Skipped] | None = None) -> Iterator[list[EpisodeSummary]]:
     """``scan``'s episodes in batches as the files are read (in no order): a batch every
     ``every`` seconds of reading, and the rest at the end — so that a first scan of thousands
     of new files (each parsed) shows rows while it goes on; a warm index comes in one batch.
@@ -240,7 +240,7 @@ def scan_batches(paths: Iterable[str | Path] | None = None, home: str | Path | N
             if key in seen:
                 continue
             seen.add(key)
-            batch.extend(index.summaries(key, source, st))
+            batch.extend(index.summaries(key, source, st, skipped))
             if batch and clock() >= due:
                 yield batch
                 batch, due = [], clock() + every

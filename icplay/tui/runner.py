@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from icplay.envs.base import SubmitResult
 from icplay.episode import HUMAN, Episode, Trajectory, Turn
+from icplay.store import StoreError
 from icplay.tasks.model import Task
 from icplay.tui.sandbox import Lease, SandboxPool
 
@@ -253,7 +254,7 @@ class EpisodeRunner:
         if save and self.episode is not None and self.episode.trajectory.status == "running":
             try:
                 self.episode.save()
-            except OSError:
+            except (OSError, StoreError):    # a full disk: the file keeps its last save
                 pass
         with self._lock:
             self._closing = True

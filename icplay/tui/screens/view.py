@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from icplay.formats.native import Skipped, skipped_note
 from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
 from icplay.tui.app import PlayApp
@@ -171,8 +172,9 @@ class ViewScreen(Screen):
 
         def work() -> None:
             first = True
+            skipped: list[Skipped] = []
             try:
-                batches = scan_batches(paths, home=home)
+                batches = scan_batches(paths, home=home, skipped=skipped)
                 batch = next(batches)
                 for following in batches:          # one ahead: the last batch says it is the last
                     if generation != self._generation:
@@ -180,6 +182,9 @@ class ViewScreen(Screen):
                     self.post_message(self.Batch(generation, batch, first, done=False))
                     batch, first = following, False
                 self.post_message(self.Batch(generation, batch, first, done=True))
+                if skipped:     # named once, when the scan is done; the others are shown
+                    self.app.call_from_thread(self.notify, skipped_note(skipped), title="Files skipped",
+                                              severity="warning", timeout=30)
             except Exception as exc:     # shown, not raised: the browser stays usable
                 self.post_message(self.Failed(generation, f"{type(exc).__name__}: {exc}"))
 

@@ -1,0 +1,140 @@
+"""Reading a JSON file that may be anything: refused early when huge or deeply nested, and
+checked field by field, so that a bad file costs one sentence naming the field, not a
+traceback from deep inside a reader.
+
+Why before parsing: ``json.loads`` of a 10 000-deep list raises ``RecursionError`` (or, with
+a raised recursion limit, crashes the interpreter) and a 2 GB file is read whole into
+memory; every later step (``asdict``, ``json.dumps``, a table) recurses again. So a file is
+refused when larger than ``max_file_bytes()`` (``ICPLAY_MAX_FILE_MB``, default 32) or nested
+deeper than ``MAX_DEPTH``, and the sentence names the limit.
+
+``check_fields`` checks a decoded object against a small table of field -> allowed types,
+and ``FieldError`` names the field by its path (``turns[3].reward``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, Mapping
+
+MAX_DEPTH = 100            # a trajectory nests about 6 deep (turn -> info -> rows -> row)
+DEFAULT_MAX_FILE_MB = 32   # a long SQL episode with its saved rows is a few MB
+
+
+class JsonFileError(ValueError):
+    """A file refused before parsing; the message names the file and why (``reason``: why alone)."""
+
+    def __init__(self, path: str | Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = str(path), reason
+
+
+class FieldError(ValueError):
+    """A field of the wrong type or missing; ``path`` is where (``turns[3].reward``)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path} {message}")
+        self.path = path
+
+
+def max_file_bytes() -> int:
+    """The size limit of a file icplay reads as a trajectory or a results file."""
+    raw = os.environ.get("ICPLAY_MAX_FILE_MB", "")
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_FILE_MB
+    except ValueError:
+        mb = DEFAULT_MAX_FILE_MB
+    return int(mb * 1024 * 1024)
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
+
+
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def nesting_depth(raw: bytes, limit: int | None = None) -> int:
+    """How deep the JSON text ``raw`` nests its arrays and objects (brackets inside strings
+    do not count). With a ``limit``: counted up to ``limit`` + 1, and 0 when the file has
+    too few brackets to be deeper than the limit.
+
+    No recursion and no per-character Python: escapes and everything but brackets and
+    quotes are dropped with bytes methods, strings are cut out by splitting on quotes,
+    then each pass removes the innermost ``[]`` and ``{}`` pairs: the passes are the depth.
+    About half the time ``json.loads`` takes over the same text, and nothing for a file
+    with fewer brackets than the limit."""
+    if limit is not None and raw.count(b"[") + raw.count(b"{") <= limit:
+        return 0                                 # cannot be deeper than the limit: not counted
+    kept = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    brackets = b"".join(kept.split(b'"')[::2])
+    depth = 0
+    while brackets and (limit is None or depth <= limit):
+        shorter = _INNERMOST.sub(b"", brackets)
+        if len(shorter) == len(brackets):       # unbalanced (not JSON): what is left nests this deep at most
+            return depth + max(0, *accumulate(1 if c in b"[{" else -1 for c in shorter))
+        brackets, depth = shorter, depth + 1
+    return depth
+
+
+def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
+    """The text of ``path`` if it is small enough and not nested too deep to parse safely;
+    ``JsonFileError`` (one sentence naming the limit) if not. OSError and
+    UnicodeDecodeError pass through for the caller to word."""
+    path = Path(path)
+    limit = max_file_bytes()
+    size = path.stat().st_size
+    if size > limit:
+        raise JsonFileError(path, f"{_mb(size)}, over the {_mb(limit)} limit for {what} "
+                                  "that ICPLAY_MAX_FILE_MB sets")
+    raw = path.read_bytes()
+    depth = nesting_depth(raw, MAX_DEPTH)
+    if depth > MAX_DEPTH:
+        raise JsonFileError(path, f"nested more than {MAX_DEPTH} levels deep, over the limit for {what}")
+    return raw.decode("utf-8")
+
+
+# -- field by field ---------------------------------------------------------------------------
+
+NUMBER = (int, float)
+_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+          bool: "true or false", type(None): "null"}
+
+
+def kind_of(value: Any) -> str:
+    """What a JSON value is, in words ("a string", "null")."""
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def _allowed(types: frozenset[type]) -> str:
+    names: list[str] = []
+    for t in (dict, list, str, int, float, bool, type(None)):
+        if t in types and _NAMES[t] not in names:
+            names.append(_NAMES[t])
+    return " or ".join(names)
+
+
+FieldTypes = Mapping[str, frozenset]
+
+
+def field_types(spec: Mapping[str, tuple[type, ...]]) -> dict[str, frozenset]:
+    """A field table for ``check_fields``: each field's allowed JSON types as a set of exact
+    types (``type(v) in allowed``: fast, and true/false is never taken for a number)."""
+    return {name: frozenset(types) for name, types in spec.items()}
+
+
+def check_fields(data: Any, types: FieldTypes, required: tuple[str, ...] = (), where: str = "") -> None:
+    """Raise ``FieldError`` for the first field of ``data`` that is missing (``required``) or
+    not of its allowed types; fields not in ``types`` are not looked at."""
+    if type(data) is not dict:
+        raise FieldError(where or "the file", f"is {kind_of(data)}, not an object")
+    for name in required:
+        if name not in data:
+            raise FieldError(f"{where}.{name}" if where else name, "is missing")
+    for name, allowed in types.items():
+        if name in data and type(data[name]) not in allowed:
+            raise FieldError(f"{where}.{name}" if where else name, f"is {kind_of(data[name])}, not {_allowed(allowed)}")

@@ -10,6 +10,7 @@ InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md
 from __future__ import annotations
 
 import sys
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -42,7 +43,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from icplay.agents.strategies import strategy_name
-    from icplay.cli import UserError
     from icplay.formats import load_logs
     from icplay.formats.export import ExportError, render, select
     from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates

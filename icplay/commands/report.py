@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -24,7 +25,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.cli import UserError
     from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
                                summarize)
     from icplay.store import TrajectoryFileError

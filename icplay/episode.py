@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
-from icplay.envs.base import Env, SubmitResult, parse_submit
+from icplay.envs.base import Env, SubmitResult
 from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
 

@@ -270,7 +270,7 @@ class WorkerClient:
                 self.stop()
                 raise WorkerLost("the statement did not stop at its timeout, so its database process was "
                                  "stopped") from None
-            except (pickle.UnpicklingError, WorkerLost, ValueError, EOFError) as exc:
+            except (pickle.UnpicklingError, WorkerLost, ValueError) as exc:
                 self.stop()
                 raise WorkerLost(f"the database process sent a reply icplay does not accept ({exc})") from None
         finally:

@@ -20,6 +20,8 @@ from icplay.tasks.model import TaskFileError
 
 USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, StoreError, TrajectoryFileError)
 
+ONE_LINE_ERRORS: tuple[type[BaseException], ...] = (UserError, *USER_ERRORS)
+
 __all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "main"]   # the first two kept here for old callers
 
 
@@ -108,7 +110,7 @@ def _run(args, shutdown: Shutdown) -> int:
     try:
         code = int(args.func(args) or 0)
         return shutdown.exit_code() if shutdown.signal else code
-    except (UserError, *USER_ERRORS) as exc:
+    except ONE_LINE_ERRORS as exc:
         print(f"icplay: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

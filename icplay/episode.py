@@ -87,7 +87,7 @@ class Turn:
     info: dict[str, Any] = field(default_factory=dict)
     reasoning: str | None = None     # what the model thought before its reply (never executed)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # a policy's reasoning travels in its proposal's info; on the turn it is a field of its own
         if self.reasoning is None and isinstance(self.info.get("reasoning"), str):
             self.info = dict(self.info)
@@ -275,7 +275,7 @@ class Decision:
     action: str | None = None
     comment: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in DECISION_KINDS:
             raise ValueError(f"unknown decision {self.kind!r} (one of: {', '.join(DECISION_KINDS)})")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from icplay.store import stop_open_trajectories
 
@@ -38,7 +38,7 @@ class Shutdown:
     def __init__(self):
         self.signal: str | None = None
         self.deliver: Callable[[], bool] | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}   # what signal.signal gave back, put back on exit
 
     def __enter__(self) -> "Shutdown":
         if threading.current_thread() is threading.main_thread():

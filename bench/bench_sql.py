@@ -194,7 +194,7 @@ def main() -> None:
         ratio = statistics.median(m) / statistics.median(s) if s and statistics.median(s) else float("nan")
         print(f"{key:28} {ms(s):>28} {ms(m):>28} {ratio:12.1f}x")
     before = bench_in_process(args.source, args.n, args.episodes)
-    print(f"\nSQLite in its worker process against SQLite in icplay's process (before the worker)")
+    print("\nSQLite in its worker process against SQLite in icplay's process (before the worker)")
     for key, samples in before.items():
         worker = measured["sqlite"][key]
         print(f"{key:28} {ms(worker):>28} {ms(samples):>28} "

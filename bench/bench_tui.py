@@ -83,7 +83,7 @@ async def bench_bash(sandbox: str, keys: int, home: Path) -> list[str]:
     lines = []
     app = PlayApp(env="bash", tasks="bash", task="b001", sandbox=sandbox, home=home, config=Config(history=False))
     try:
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40)):
             await wait_until(lambda: any(isinstance(s, PlayScreen) and s.state == "ready" for s in app.screen_stack))
             screen = screen_of(app)
             command = screen.query_one("#command")
@@ -103,7 +103,7 @@ async def bench_bash(sandbox: str, keys: int, home: Path) -> list[str]:
                 while screen.state == "running" or time.perf_counter() - started < 3.0:
                     samples.append(await probe_key(app, command))
                     await asyncio.sleep(0.05)
-                await wait_until(lambda: screen.state == "ready" and len(screen.episode.trajectory.turns) > turns, 60)
+                await wait_until(lambda turns=turns: screen.state == "ready" and len(screen.episode.trajectory.turns) > turns, 60)
                 ran = screen.episode.trajectory.turns[-1].duration
                 turn = screen.episode.trajectory.turns[-1]
                 output = screen.query_one("#output")
@@ -129,7 +129,7 @@ async def bench_sql(keys: int, home: Path) -> list[str]:
     catalog = Catalog.from_sets([TaskSet("bench", "sql", folder / "tasks.json", "bench", databases=folder / "databases")])
     lines = []
     app = PlayApp(env="sql", catalog=catalog, task="1", home=home, config=Config(history=False))
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 40)):
         await wait_until(lambda: any(isinstance(s, PlayScreen) and s.state == "ready" for s in app.screen_stack))
         screen = screen_of(app)
         editor = screen.query_one("#editor")

@@ -11,20 +11,18 @@ import argparse
 import importlib
 import os
 import pkgutil
-import signal
 import sys
-from typing import Callable
-
 from icplay import __version__
 from icplay.sandbox.base import SandboxError
-from icplay.store import StoreError, TrajectoryFileError, stop_open_trajectories
+from icplay.process import Shutdown, UserError
+from icplay.store import StoreError, TrajectoryFileError
 from icplay.tasks.model import TaskFileError
 
 USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, StoreError, TrajectoryFileError)
 
+ONE_LINE_ERRORS: tuple[type[BaseException], ...] = (UserError, *USER_ERRORS)
 
-class UserError(RuntimeError):
-    """Something the user can fix; printed as one line without a traceback."""
+__all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "main"]   # the first two kept here for old callers
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,64 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
         if register is not None:
             register(sub)
     return parser
-
-
-# --- orderly shutdown on signals -------------------------------------------------------
-#
-# SIGTERM and SIGHUP take the path Ctrl+C (SIGINT) takes: KeyboardInterrupt in the main
-# thread. Every command already unwinds that way: running commands are interrupted,
-# envs closed (their containers removed; ``atexit`` removes any container still tracked),
-# and the runner stops its episodes. Afterwards every episode this process still has open
-# is saved as ``stopped`` (``stop_open_trajectories``). A second SIGTERM/SIGHUP during
-# that cleanup is ignored so it can finish; SIGKILL is the way to cut it short.
-
-_SHUTDOWN_SIGNALS = ("SIGTERM", "SIGHUP")
-
-
-class Shutdown:
-    """The shutdown signals' handler while ``main`` runs; remembers which signal came.
-
-    An event loop that must not be unwound by an exception (the Textual app) sets
-    ``Shutdown.deliver`` around its run: a function that asks it to quit in order and
-    returns True (False: raise KeyboardInterrupt after all)."""
-
-    current: "Shutdown | None" = None
-
-    def __init__(self):
-        self.signal: str | None = None
-        self.deliver: Callable[[], bool] | None = None
-        self._previous: dict[int, object] = {}
-
-    def __enter__(self) -> "Shutdown":
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            for name in _SHUTDOWN_SIGNALS:
-                sig = getattr(signal, name, None)
-                if sig is not None:
-                    self._previous[sig] = signal.signal(sig, self._on_signal)
-            Shutdown.current = self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        if Shutdown.current is self:
-            Shutdown.current = None
-
-    def _on_signal(self, signum: int, frame) -> None:
-        if self.signal is None:
-            self.signal = signal.Signals(signum).name
-            if self.deliver is not None and self.deliver():
-                return
-            raise KeyboardInterrupt(self.signal)
-
-    def exit_code(self) -> int:
-        return 128 + int(getattr(signal, self.signal)) if self.signal else 130
-
-    def stop_open_episodes(self) -> None:
-        why = f"icplay was stopped ({self.signal})" if self.signal else "icplay was interrupted"
-        stop_open_trajectories(why)
 
 
 def tolerant_text_streams() -> None:
@@ -170,7 +110,7 @@ def _run(args, shutdown: Shutdown) -> int:
     try:
         code = int(args.func(args) or 0)
         return shutdown.exit_code() if shutdown.signal else code
-    except (UserError, *USER_ERRORS) as exc:
+    except ONE_LINE_ERRORS as exc:
         print(f"icplay: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

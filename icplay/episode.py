@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
-from icplay.envs.base import Env, SubmitResult, parse_submit
+from icplay.envs.base import Env, SubmitResult
 from icplay.json_shape import NUMBER, check_fields, field_types
 from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
@@ -36,6 +36,9 @@ TURN_KINDS = (KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_REJECTED, KIND_INVALID)
 # which is never shown as either.
 STRICT_MARKS = {True: "✓", False: "✗", None: "–"}
 
+# the keys of a policy block that say which policy it is (a resumed episode with other values changed hands)
+POLICY_IDENTITY = ("kind", "model", "strategy", "source", "actions")
+
 
 def strict_mark(verdict: bool | None) -> str:
     return STRICT_MARKS[verdict]
@@ -45,6 +48,26 @@ def usage_tokens(usage: dict[str, Any] | None) -> int:
     """Prompt plus completion tokens of a usage dict (one call's or a sum)."""
     usage = usage or {}
     return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+
+
+def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """Sum usage dicts (one call's, or sums); calls whose figure is unknown (None) are
+    counted in ``prompt_tokens_unknown`` / ``completion_tokens_unknown`` / ``cost_unknown``."""
+    out = dict(total)
+    for key in ("prompt_tokens", "completion_tokens", "cost"):
+        value, unknown = part.get(key), part.get(f"{key}_unknown")
+        if value is None and unknown is None:
+            unknown = part.get("calls") or 0
+        if value is not None:
+            out[key] = out.get(key, 0) + value
+        if unknown:
+            out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
+    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
+        if part.get(key) is not None:
+            out[key] = out.get(key, 0) + part[key]
+    if part.get("latency") is not None:
+        out["latency"] = round(out.get("latency", 0) + part["latency"], 3)
+    return out
 
 
 @dataclass
@@ -65,7 +88,7 @@ class Turn:
     info: dict[str, Any] = field(default_factory=dict)
     reasoning: str | None = None     # what the model thought before its reply (never executed)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # a policy's reasoning travels in its proposal's info; on the turn it is a field of its own
         if self.reasoning is None and isinstance(self.info.get("reasoning"), str):
             self.info = dict(self.info)
@@ -184,6 +207,16 @@ class Trajectory:
             return False
         return any(t.kind in (KIND_EDITED, KIND_HUMAN, KIND_REJECTED) for t in self.turns)
 
+    def adopt_policy(self, info: dict[str, Any]) -> None:
+        """A resumed episode goes on with this policy: its block says so, the earlier one is kept
+        under ``previous`` (with the usage summed over both)."""
+        old = self.policy or {}
+        if all(old.get(k) == info.get(k) for k in POLICY_IDENTITY):
+            return
+        earlier = list(old.get("previous") or [])
+        earlier.append({k: v for k, v in old.items() if k not in ("previous", "usage")})
+        self.policy = {**info, "usage": dict(old.get("usage") or {}), "previous": earlier}
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -244,6 +277,14 @@ class Cancelled(Exception):
     """A policy's ``propose`` gave up because its cancel event was set (no turn is recorded)."""
 
 
+class AgentError(RuntimeError):
+    """A model call that failed; ``fatal`` means no other episode will do better (bad key, no server)."""
+
+    def __init__(self, message: str, fatal: bool = True):
+        super().__init__(message)
+        self.fatal = fatal
+
+
 class Policy(Protocol):
     def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None) -> Proposal:
         """The next proposal. When ``cancel`` is set the policy stops (also mid-request) and
@@ -273,7 +314,7 @@ class Decision:
     action: str | None = None
     comment: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in DECISION_KINDS:
             raise ValueError(f"unknown decision {self.kind!r} (one of: {', '.join(DECISION_KINDS)})")
 

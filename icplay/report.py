@@ -134,7 +134,7 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
     s.mean_turns = sum(turns) / len(turns) if turns else 0.0
     rewards = [t.best_reward if t.best_reward is not None else (t.reward or 0.0) for t in done]
     s.mean_reward = sum(rewards) / len(rewards) if rewards else 0.0
-    declared = [int(t.policy.get("max_turns")) for t in done if t.policy.get("max_turns")]
+    declared = [int(t.policy["max_turns"]) for t in done if t.policy.get("max_turns")]
     s.max_turns = max_turns or (max(declared) if declared else (max(turns) if turns else 0))
     at = [solved_at(t) for t in done]
     s.by_turn = [sum(1 for a in at if a is not None and a <= k) / len(done) if done else 0.0

@@ -75,7 +75,6 @@ def test_the_defaults_are_in_force(tmp_path, bwrap_ready):
 @pytest.mark.bwrap
 def test_rlimits_alone_contain_the_bombs(tmp_path, bwrap_ready):
     """ICPLAY_BWRAP_LIMITS=rlimits: what a host without cgroups gets."""
-    import os
 
     bomb = "python3 -c 'x = []\nwhile True: x.append(bytearray(16 * 2**20))' 2>&1 | tail -1"
     forker = ("python3 -c 'import os, time\nkids = []\nwhile len(kids) < 300:\n    try: pid = os.fork()\n"

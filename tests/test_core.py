@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from icplay.episode import Episode, Trajectory, Turn
-from icplay.store import TrajectoryFileError, TrajectoryStore, load_trajectory, save_trajectory
+from icplay.episode import Trajectory, Turn
+from icplay.store import TrajectoryFileError, load_trajectory, save_trajectory
 from icplay.tasks.loaders import load_task_file
 from icplay.tasks.model import TaskFileError
 from icplay.tasks.registry import find_set, load_tasks, task_sets

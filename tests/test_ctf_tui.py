@@ -16,7 +16,7 @@ from icplay.tui.screens.modals import ConfirmScreen, ScoreScreen  # noqa: E402
 pytestmark = [pytest.mark.usefixtures("bwrap_ready"), pytest.mark.bwrap]
 
 
-async def test_find_the_flag_and_submit_it_in_the_flag_field(make_app, home):
+async def test_find_the_flag_and_submit_it_in_the_flag_field(make_app, home):  # noqa: F811 (fixtures imported above)
     app = make_app(env="ctf", tasks="ctf", task="base64-note")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 
 from fake_openai_server import ByTask, FakeOpenAIServer, fenced  # noqa: E402
 
-from icplay.driver import ACTION, CONFIRM, PROPOSAL, SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits  # noqa: E402
+from icplay.driver import ACTION, CONFIRM, PROPOSAL, Broker, Decision, Driver, Limits  # noqa: E402
 from icplay.driver.driver import REQUEST  # noqa: E402
 from icplay.languages import make_env  # noqa: E402
 from icplay.episode import Proposal  # noqa: E402

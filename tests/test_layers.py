@@ -1,5 +1,6 @@
 """The import-linter contracts of pyproject.toml hold (layers; only icplay.tui imports
-textual), and they do catch a break."""
+textual), they see every module (a folder without ``__init__.py`` is invisible to
+import-linter, a module in no layer is unchecked), and they do catch a break."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pathlib import Path
 
 import pytest
 from ci_rules import unavailable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +47,11 @@ def test_contracts_are_kept():
     ("icplay/formats/intercode.py", "import icplay.rescore",
      "icplay.formats.intercode is not allowed to import icplay.rescore"),
     ("icplay/python/reward.py", "import icplay.envs.base", "icplay.python is not allowed to import icplay.envs"),
+    # the screens and widgets, once invisible to import-linter (no __init__.py)
+    ("icplay/tui/screens/watch.py", "import icplay.commands.watch",
+     "icplay.tui is not allowed to import icplay.commands"),
+    ("icplay/tui/widgets/panes.py", "import icplay.cli", "icplay.tui is not allowed to import icplay.cli"),
+    ("icplay/bash/compat.py", "import icplay.episode", "icplay.bash.compat is not allowed to import icplay.episode"),
 ])
 def test_a_break_is_caught(tmp_path, module, line, broken):
     tool = lint_imports()
@@ -51,3 +62,34 @@ def test_a_break_is_caught(tmp_path, module, line, broken):
     done = run(tool, tmp_path)
     assert done.returncode != 0
     assert broken in done.stdout.replace("\n", " ") or broken in done.stdout
+
+
+def modules() -> list[str]:
+    """Every module of icplay by its dotted name (packages by their own name)."""
+    found = []
+    for path in sorted((ROOT / "icplay").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return found
+
+
+def test_every_folder_of_code_is_a_package():
+    missing = sorted(str(d.relative_to(ROOT)) for d in (ROOT / "icplay").rglob("*")
+                     if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))
+                     and not (d / "__init__.py").exists())
+    assert missing == [], f"folders of code that import-linter cannot see (no __init__.py): {missing}"
+
+
+def test_every_module_is_in_a_layer():
+    """A module in no layer may import anything; a new package must be placed (pyproject)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["type"] == "layers")["layers"]
+    placed = [name.strip() for layer in layers for name in layer.replace(":", "|").split("|")]
+    unplaced = []
+    for module in modules():
+        inside = any(module == p or module.startswith(p + ".") for p in placed)
+        # a package whose children are placed one by one (icplay, icplay.formats) is only its __init__
+        holder = any(p.startswith(module + ".") for p in placed)
+        if not inside and not holder:
+            unplaced.append(module)
+    assert unplaced == [], f"modules in no layer of pyproject's [tool.importlinter]: {unplaced}"

@@ -64,7 +64,7 @@ def finish(proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str]:
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-        raise AssertionError(f"icplay did not stop within {timeout} s: {err[-2000:]}")
+        raise AssertionError(f"icplay did not stop within {timeout} s: {err[-2000:]}") from None
     return proc.returncode, err
 
 

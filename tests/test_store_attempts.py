@@ -7,7 +7,6 @@ process (``python -c``) for the cross-process claim.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -99,8 +99,9 @@ def test_filters_sort_and_families(tmp_path):
 
 
 def test_view_without_a_terminal_or_with_a_missing_path_is_one_line(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "icplay.cli", "view", *a], capture_output=True, text=True,
-                                    timeout=60, stdin=subprocess.DEVNULL)
+    def run(*a: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "icplay.cli", "view", *a], capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
     missing = run(str(tmp_path / "nope"))
     assert missing.returncode == 1 and "no such file or folder" in missing.stderr and "Traceback" not in missing.stderr
     no_tty = run(str(tmp_path))

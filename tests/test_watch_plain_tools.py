@@ -4,7 +4,6 @@ over), on SQLite with the real openai client against the scripted server's tool 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

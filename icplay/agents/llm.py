@@ -46,16 +46,8 @@ from icplay.agents.replies import MalformedReply, ReplyReader, usage_numbers
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
 from icplay.agents.tools import TOOLS, action_protocol, pending_call, reply_proposal, tool_schemas
-from icplay.episode import Cancelled, Proposal, Trajectory
+from icplay.episode import AgentError, Cancelled, Proposal, Trajectory, add_usage
 from icplay.tasks.model import Task
-
-
-class AgentError(RuntimeError):
-    """A model call that failed; ``fatal`` means no other episode will do better (bad key, no server)."""
-
-    def __init__(self, message: str, fatal: bool = True):
-        super().__init__(message)
-        self.fatal = fatal
 
 
 class ContextTooLong(AgentError):
@@ -105,26 +97,6 @@ class Completion:
                           "reasoning_tokens": self.reasoning_tokens, "cached_tokens": self.cached_tokens},
                 "latency": round(self.latency, 3), "ttft": None if self.ttft is None else round(self.ttft, 3),
                 "cost": self.cost, "attempts": self.attempts}
-
-
-def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
-    """Sum usage dicts (one call's, or sums); calls whose figure is unknown (None) are
-    counted in ``prompt_tokens_unknown`` / ``completion_tokens_unknown`` / ``cost_unknown``."""
-    out = dict(total)
-    for key in ("prompt_tokens", "completion_tokens", "cost"):
-        value, unknown = part.get(key), part.get(f"{key}_unknown")
-        if value is None and unknown is None:
-            unknown = part.get("calls") or 0
-        if value is not None:
-            out[key] = out.get(key, 0) + value
-        if unknown:
-            out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
-    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
-        if part.get(key) is not None:
-            out[key] = out.get(key, 0) + part[key]
-    if part.get("latency") is not None:
-        out["latency"] = round(out.get("latency", 0) + part["latency"], 3)
-    return out
 
 
 def _describe_endpoint(base_url: str | None) -> str:

@@ -32,7 +32,6 @@ for every task, which leaks state in git-ignored folders from task to task: not 
 from __future__ import annotations
 
 import codecs
-import math
 import shlex
 import threading
 import time

@@ -15,6 +15,7 @@ folders, one per task (icplay/harbor/export.py).
 from __future__ import annotations
 
 import sys
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -53,7 +54,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from icplay.agents.strategies import strategy_name
-    from icplay.cli import UserError
     from icplay.formats import load_logs
     from icplay.formats.native import Skipped, skipped_note
     from icplay.formats.export import ExportError, render, select

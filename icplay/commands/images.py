@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from icplay.process import UserError
 
 NL2BASH = "nl2bash"
 
@@ -30,7 +31,6 @@ def _say(line: str) -> None:
 
 
 def run_build(args) -> int:
-    from icplay.cli import UserError
     from icplay.languages import all_specs
     from icplay.sandbox.images import IMAGES, build_image, docker_client
 
@@ -54,7 +54,6 @@ def run_build(args) -> int:
 
 def _build_nl2bash(client, args) -> None:
     from icplay.bash.intercode_images import IntercodeSourceError, build_nl2bash_images
-    from icplay.cli import UserError
     from icplay.paths import intercode_dir
 
     source = args.from_intercode or intercode_dir()

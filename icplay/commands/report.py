@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -27,7 +28,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.cli import UserError
     from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
                                summarize)
     from icplay.formats.native import Skipped, skipped_note

@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -56,13 +57,9 @@ def run(args) -> int:
     if task_set.env == "ctf":
         return run_ctf(args, task_set)
     if task_set.env != "sql":
-        from icplay.cli import UserError
-
         raise UserError(f"rescore replays SQL, Bash, Python and CTF sets; {task_set.name!r} is a {task_set.env} set")
     args.sandbox = args.sandbox or "mysql"
     if args.sandbox not in ("mysql", "sqlite"):
-        from icplay.cli import UserError
-
         raise UserError(f"SQL episodes replay on mysql or sqlite, not {args.sandbox!r}")
     tasks = task_set.load()
     databases = args.databases or (None if task_set.databases else guess_databases(Path(task_set.path)))
@@ -102,7 +99,6 @@ def run(args) -> int:
 
 def run_python(args, task_set) -> int:
     """Replay recorded Python episodes in fresh interpreters (``icplay.rescore.python``)."""
-    from icplay.cli import UserError
     from icplay.formats.intercode import read_results
     from icplay.languages import default_sandbox, make_env
     from icplay.rescore.python import rescore
@@ -123,7 +119,6 @@ def run_python(args, task_set) -> int:
 def run_ctf(args, task_set) -> int:
     """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``
     (``icplay.rescore.ctf``); ``none`` scores the submits without replaying anything."""
-    from icplay.cli import UserError
     from icplay.formats.intercode import read_results
     from icplay.rescore.ctf import rescore
 
@@ -154,7 +149,6 @@ def run_ctf(args, task_set) -> int:
 def run_bash(args) -> int:
     """Replay recorded Bash episodes on their image (``icplay.rescore.bash``)."""
     from icplay.rescore.bash import rescore
-    from icplay.cli import UserError
     from icplay.languages import make_env
     from icplay.formats.intercode import read_results
     from icplay.tasks.registry import find_set

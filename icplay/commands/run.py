@@ -15,6 +15,7 @@ from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
 from icplay.languages import names
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -79,7 +80,6 @@ def register(sub) -> None:
 def run(args) -> int:
     from icplay.agents.llm import AgentError
     from icplay.agents.pricing import PriceTableError
-    from icplay.cli import UserError
     from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
     from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
 
@@ -168,7 +168,6 @@ def build(args) -> dict:
     from icplay.agents.pricing import PriceTable, parse_price_option
     from icplay.agents.replay import GoldPolicy
     from icplay.agents.strategies import strategy_name
-    from icplay.cli import UserError
     from icplay.languages import default_sandbox, sandboxes
     from icplay.tasks.registry import find_set
 
@@ -240,7 +239,6 @@ def build(args) -> dict:
 def configured_model_options(args) -> dict:
     """The request's parameters: the options over config.toml's ``[agent]`` (one sentence when bad)."""
     from icplay.agents.families import model_options_of
-    from icplay.cli import UserError
     from icplay.tui.config import ConfigError, config_path, load_config
 
     try:
@@ -252,8 +250,6 @@ def configured_model_options(args) -> dict:
 def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
     """The tasks without a reason to be skipped (``extra["skip"]``: CTF tasks that need a
     server or whose files are absent), saying on stderr which were left out and why."""
-    from icplay.cli import UserError
-
     kept = [t for t in tasks if not t.extra.get("skip") or (include_remote and t.extra.get("remote"))]
     left = [t for t in tasks if t not in kept]
     if left and not quiet:
@@ -270,7 +266,6 @@ def load_replay(path, tasks: list, none_of: str, mismatch: str):
     """The replay policy of a recording and the tasks it covers; one sentence when it covers
     none of ``tasks`` (``none_of`` says where) or does not match them (``mismatch``)."""
     from icplay.agents.replay import ReplayPolicy
-    from icplay.cli import UserError
     from icplay.store import TrajectoryFileError
 
     try:

@@ -8,6 +8,8 @@ docs/library.md.
 
 from __future__ import annotations
 
+from icplay.process import UserError
+
 
 def register(sub) -> None:
     p = sub.add_parser("serve-env", help="serve a language's tasks as an OpenEnv environment (HTTP and WebSocket)",
@@ -28,8 +30,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.cli import UserError
-
     if args.max_envs < 1:
         raise UserError("--max-envs must be at least 1")
     try:

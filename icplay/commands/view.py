@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -43,7 +44,6 @@ def register(sub) -> None:
 def fork_request(args):
     """(source trajectory, K, agent goes on, AgentChoice or None) from --fork's options, checked
     before the screen is taken over (a bad request is one line)."""
-    from icplay.cli import UserError
     from icplay.formats.summary import load_episode
     from icplay.tui.config import AgentChoice
 
@@ -116,8 +116,6 @@ def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = Non
     from icplay.languages import names
 
     if traj.env not in names():
-        from icplay.cli import UserError
-
         raise UserError(f"{ref}: no environment {traj.env!r} here to re-execute it on ({', '.join(names())})")
     print(f"re-executing {traj.task.get('set')}/{traj.task.get('id')} ({len(traj.turns)} turns, episode {traj.id})",
           flush=True)

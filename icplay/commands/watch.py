@@ -20,6 +20,7 @@ from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
 from icplay.languages import names
+from icplay.process import UserError
 
 
 def register(sub) -> None:
@@ -64,7 +65,6 @@ def build_policy(args, tasks: list) -> tuple[object, dict, list]:
     from icplay.agents.llm import AgentError, ChatModel, LLMPolicy
     from icplay.agents.replay import GoldPolicy
     from icplay.agents.strategies import strategy_name
-    from icplay.cli import UserError
 
     spec = args.policy or ("llm" if args.model else None)
     if spec is None:
@@ -102,7 +102,6 @@ def actions_of(args) -> str:
     """--actions, else config.toml's ``[agent] actions``, else text."""
     if args.actions:
         return args.actions
-    from icplay.cli import UserError
     from icplay.tui.config import ConfigError, load_config
 
     try:
@@ -112,7 +111,6 @@ def actions_of(args) -> str:
 
 
 def run(args) -> int:
-    from icplay.cli import UserError
     from icplay.commands.play import env_from_tasks, open_session, select_tasks
 
     env_from_tasks(args, "watch")
@@ -148,7 +146,7 @@ def run(args) -> int:
     broker = Broker(args.mode)   # one broker for the session: the mode carries over from task to task
 
     def make_driver(episode):
-        adopt_policy(episode.trajectory, info)
+        episode.trajectory.adopt_policy(info)
         return Driver(episode, policy, args.protocol, Limits(max_turns=args.turns), broker=broker,
                       on_failure="ask", track_time=True)
 
@@ -157,16 +155,3 @@ def run(args) -> int:
     finally:
         env.close()
 
-
-IDENTITY = ("kind", "model", "strategy", "source", "actions")
-
-
-def adopt_policy(trajectory, info: dict) -> None:
-    """A resumed episode goes on with this policy: its block says so, the earlier one is kept
-    under ``previous`` (with the usage summed over both)."""
-    old = trajectory.policy or {}
-    if all(old.get(k) == info.get(k) for k in IDENTITY):
-        return
-    earlier = list(old.get("previous") or [])
-    earlier.append({k: v for k, v in old.items() if k not in ("previous", "usage")})
-    trajectory.policy = {**info, "usage": dict(old.get("usage") or {}), "previous": earlier}

@@ -29,7 +29,8 @@ from icplay.languages import intercode_turn
 from icplay.store import StoreWriteError
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
-                            Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
+                            AgentError, Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn,
+                            add_usage, usage_tokens)
 
 PROTOCOLS = ("intercode", "agent")
 
@@ -257,8 +258,6 @@ class Driver:
     # -- the steps ----------------------------------------------------------------------
     def propose(self) -> Proposal | None:
         """Ask the policy (cancellable); None when the call was cancelled. Usage is summed."""
-        from icplay.agents.llm import add_usage
-
         if self.policy is None:
             raise RuntimeError("this driver has no policy: the human is the only source of actions")
         cancel = threading.Event()
@@ -496,8 +495,6 @@ class Driver:
         except Cancelled:
             return True
         except Exception as exc:
-            from icplay.agents.llm import AgentError
-
             if self.on_failure == "raise" or not isinstance(exc, AgentError):
                 raise
             self._emit(ERROR, message=str(exc), fatal=exc.fatal)

@@ -56,7 +56,7 @@ class Admission:
         self._slots.acquire()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._slots.release()
 
 

@@ -201,7 +201,8 @@ def bash_reward(
     p2 = PART_WEIGHT if checked == 0 else round(PART_WEIGHT * (len(same_content) / checked), 2)
 
     both_observed = agent_observation is not None and gold_observation is not None
-    vector_cosine = tfidf_cosine(agent_observation, gold_observation) if both_observed else None
+    vector_cosine = (tfidf_cosine(agent_observation, gold_observation)
+                     if agent_observation is not None and gold_observation is not None else None)
     empty_vocabulary = both_observed and vector_cosine is None
     if vector_cosine is None:
         # InterCode's fallback when the vectorizer raises (see tfidf.answer_similarity).

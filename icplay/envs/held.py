@@ -20,7 +20,7 @@ class HeldSandbox:
         self.lazy = lazy
         self.pool: SandboxPool | None = None
         self._sandbox: Sandbox | None = None
-        self._pending: Future | None = None
+        self._pending: Future[Sandbox] | None = None
         self._taker: ThreadPoolExecutor | None = None
 
     def take(self, pool: SandboxPool, take: Callable[[SandboxPool], Sandbox] | None = None) -> None:
@@ -28,7 +28,10 @@ class HeldSandbox:
         says how, e.g. taking it and copying files in; default ``pool.take()``)."""
         self.release()
         self.pool = pool
-        taking = (lambda: take(pool)) if take is not None else pool.take
+
+        def taking() -> Sandbox:
+            return take(pool) if take is not None else pool.take()
+
         if self.lazy:
             # A thread that lives as long as the env: bwrap dies with the thread that
             # started it (--die-with-parent follows the thread, not the process).

@@ -151,7 +151,7 @@ def check_golds(tasks: list[Task], backend: SqlBackend,
 
 
 def make_sql_env(sandbox: str, image: str | None = None, timeout: float | None = None,
-                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> SqlEnv:
+                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> SqlEnv:
     """An SQL env on a SQLite or MariaDB backend (the language spec's ``env``)."""
     from icplay.sql import make_sql_backend
 

@@ -160,7 +160,7 @@ def kendall_tau_b_with_work(x: Sequence[Hashable], y: Sequence[Hashable]) -> tup
     return min(1.0, max(-1.0, tau)), work
 
 
-def _dense_ranks(values: Sequence[Hashable]) -> list[int]:
+def _dense_ranks(values: Sequence[Any]) -> list[int]:
     """Rank 0 for the smallest distinct value, 1 for the next, and so on."""
     rank_of = {value: rank for rank, value in enumerate(sorted(set(values)))}
     return [rank_of[value] for value in values]

@@ -20,7 +20,7 @@ trajectories back as a results file (``icplay export intercode``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 

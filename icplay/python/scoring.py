@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from icplay.python.calls import Split
 from icplay.python.interpreter import Interpreter, PyResult, run_judge

@@ -33,6 +33,10 @@ import socket
 import sys
 import tempfile
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # at run time this file follows values.py's text in one program (interpreter.py)
+    from icplay.python.values import Opaque, decode_value, encode_value
 
 NAMESPACE = {"__name__": "__main__", "__builtins__": __builtins__}
 SERVER_PID = [os.getpid()]

@@ -110,7 +110,7 @@ def decode_value(text):
     try:
         data = json.loads(text)
     except Exception:
-        raise ValueError("an encoded value is not JSON")
+        raise ValueError("an encoded value is not JSON") from None
     nodes = [0]
 
     def items(x, depth):
@@ -163,7 +163,7 @@ def decode_value(text):
             try:
                 return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](made)
             except TypeError:
-                raise ValueError("a set holds an unhashable item")
+                raise ValueError("a set holds an unhashable item") from None
         if tag == "deque":
             if rest[1] is not None and (type(rest[1]) is not int or rest[1] < 0):
                 raise ValueError("a deque's maxlen is not a count")
@@ -181,7 +181,7 @@ def decode_value(text):
                 for k, v in made:
                     mapping[k] = v
             except TypeError:
-                raise ValueError("a mapping has an unhashable key")
+                raise ValueError("a mapping has an unhashable key") from None
             return mapping
         if tag == "range":
             return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
@@ -191,15 +191,15 @@ def decode_value(text):
             try:
                 return decimal.Decimal(rest[0])
             except Exception:
-                raise ValueError("a Decimal field is not a number")
+                raise ValueError("a Decimal field is not a number") from None
         if tag == "Fraction":
             try:
                 return fractions.Fraction(_int(rest[0]), _int(rest[1]))
             except ZeroDivisionError:
-                raise ValueError("a Fraction has a zero denominator")
+                raise ValueError("a Fraction has a zero denominator") from None
         raise ValueError("unknown tag %r" % tag[:40])
 
     try:
         return dec(data, 0)
     except (RecursionError, OverflowError, MemoryError):
-        raise ValueError("an encoded value cannot be rebuilt")
+        raise ValueError("an encoded value cannot be rebuilt") from None

@@ -63,7 +63,9 @@ class Summary:
     disagreeing_episodes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        pct = lambda a, b: f"{100 * a / b:.1f}%" if b else "-"
+        def pct(a: int, b: int) -> str:
+            return f"{100 * a / b:.1f}%" if b else "-"
+
         return [
             f"turns agreeing within {AGREE_WITHIN}: {self.turns_agreeing} / {self.turns_compared} "
             f"({pct(self.turns_agreeing, self.turns_compared)}); executed turns: "

@@ -46,7 +46,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import errno
 import fcntl
 import itertools
 import os
@@ -429,7 +428,7 @@ def _can_mount_tmpfs() -> bool:
 def isolation_report(limits: Limits | None = None) -> list[tuple[str, bool, str]]:
     """(what, ok, detail) lines on how bwrap sandboxes are confined here, for ``icplay doctor``."""
     limits = limits or Limits.from_env()
-    size = lambda n: f"{n / limits_mod.GIB:g} GiB" if n >= limits_mod.GIB else f"{n // limits_mod.MIB} MiB"
+    size = limits_mod.size_text
     lines = []
     features = _features()
     if running_as_root():

@@ -318,21 +318,25 @@ def inside_args(limits: Limits) -> list[str]:
     return ["prlimit", f"--nproc={limits.pids}:{limits.pids}", "--"]
 
 
+def size_text(n: int) -> str:
+    """A byte count as doctor shows it: GiB from one GiB up, MiB below."""
+    return f"{n / GIB:g} GiB" if n >= GIB else f"{n // MIB} MiB"
+
+
 def describe(limits: Limits) -> tuple[bool, str]:
     """(whole-sandbox limits in force, one sentence) for ``icplay doctor``."""
     chosen = mechanism()
-    size = lambda n: f"{n / GIB:g} GiB" if n >= GIB else f"{n // MIB} MiB"
     parts = []
     if chosen.bounds:
         bounded = ", ".join(sorted(chosen.bounds))
-        parts.append(f"{chosen.name} bounds {bounded} (memory {size(limits.memory)}, {limits.pids} pids, "
+        parts.append(f"{chosen.name} bounds {bounded} (memory {size_text(limits.memory)}, {limits.pids} pids, "
                      f"{limits.cpus:g} CPU)")
     else:
         parts.append(f"no cgroup here (none delegated, no systemd scope, not root on cgroup v1): rlimits only, "
-                     f"per process: data {size(limits.memory)}, {RLIMIT_CPU_SECONDS} CPU s")
+                     f"per process: data {size_text(limits.memory)}, {RLIMIT_CPU_SECONDS} CPU s")
     if shutil.which("prlimit") is None:
         parts.append("prlimit is missing (util-linux), so no file-size or process-count rlimit")
     else:
-        parts.append(f"files up to {size(limits.disk)}, {limits.pids} processes (RLIMIT_NPROC in the sandbox's "
+        parts.append(f"files up to {size_text(limits.disk)}, {limits.pids} processes (RLIMIT_NPROC in the sandbox's "
                      "user namespace)")
     return bool(chosen.bounds), "; ".join(parts)

@@ -6,6 +6,8 @@ protocol is in ``icplay.sql.base``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from icplay.sql.base import QueryResult, SqlBackend, SqlBackendError
 
 BACKENDS = ("sqlite", "mysql")
@@ -13,7 +15,7 @@ BACKENDS = ("sqlite", "mysql")
 __all__ = ["make_sql_backend", "SqlBackend", "QueryResult", "SqlBackendError", "BACKENDS"]
 
 
-def make_sql_backend(kind: str, **options) -> SqlBackend:
+def make_sql_backend(kind: str, **options: Any) -> SqlBackend:
     """A backend by name. Options: ``timeout``, ``max_rows``, ``progress``, and for mysql
     ``image`` (default ``icplay-sql:latest``; any MariaDB/MySQL image works, see docs/sql.md)."""
     if kind == "sqlite":

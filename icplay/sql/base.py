@@ -54,7 +54,7 @@ class QueryResult:
     """
 
     columns: list[str] | None = None
-    rows: list[tuple] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     error: str | None = None
     truncated: bool = False
     rowcount: int = -1
@@ -162,7 +162,7 @@ class CappedRows:
     max_rows: int | None
     cap: int = OUTPUT_CAP
     rows_cap: int = ROWS_CAP
-    rows: list[tuple] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     truncated: bool = False
     dropped: int = 0
@@ -171,7 +171,7 @@ class CappedRows:
     _rows_used: int = 0
     _full: bool = False
 
-    def add(self, row: tuple) -> bool:
+    def add(self, row: tuple[Any, ...]) -> bool:
         """Take one row; False once the row cap is reached (the row is not kept)."""
         if self.max_rows is not None and len(self.keys) >= self.max_rows:
             self.truncated = True
@@ -200,7 +200,7 @@ class CappedRows:
             self.keys.append(digest_token(key))
         return True
 
-    def read(self, fetch: Callable[[int], list]) -> "CappedRows":
+    def read(self, fetch: Callable[[int], list[Any]]) -> "CappedRows":
         """Fetch batches with ``fetch(n)`` until the cursor is exhausted or the row cap.
 
         A batch holds about ``BATCH_BYTES`` of rows at most, judged by the largest row so

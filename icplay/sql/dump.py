@@ -20,6 +20,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from icplay.sql.base import SqlBackendError
 
@@ -102,8 +103,9 @@ def parse_dump(text: str, source: Path) -> dict[str, DumpDatabase]:
     for statement in split_statements(text):
         created = _CREATE_DB.match(statement)
         used = _USE_DB.match(statement)
-        if created or used:
-            name = (created or used).group(1)
+        named = created or used
+        if named:
+            name = named.group(1)
             current = databases.setdefault(name.lower(), DumpDatabase(name))
             if created:
                 current.create = statement
@@ -148,7 +150,7 @@ def read_catalog(path: str | Path) -> Catalog:
     return Catalog(path.resolve(), digest.hexdigest()[:16], databases)
 
 
-_cache: dict[tuple, Catalog] = {}
+_cache: dict[tuple[str, tuple[Any, ...]], Catalog] = {}
 _lock = threading.Lock()
 
 
@@ -159,7 +161,7 @@ def load_catalog(path: str | Path) -> Catalog:
         stat = path.stat()
     except OSError:
         raise SqlBackendError(f"no such database file or folder: {path}") from None
-    stamp = (stat.st_mtime_ns, stat.st_size)
+    stamp: tuple[Any, ...] = (stat.st_mtime_ns, stat.st_size)
     if path.is_dir():
         stamp += tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in sorted(path.glob("*.sql")))
     key = (str(path), stamp)

@@ -84,7 +84,7 @@ class MysqlBackend:
 
     def __init__(self, image: str | None = None, timeout: float | None = None, max_rows: int | None = None,
                  progress: Progress | None = None, host: str | None = None, port: int = 3306,
-                 root_password: str | None = None, memory: str = "1g", **_ignored):
+                 root_password: str | None = None, memory: str = "1g", **_ignored: Any) -> None:
         self.image = image or DEFAULT_IMAGE
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
@@ -102,7 +102,7 @@ class MysqlBackend:
         self._started = False
         self._global_timeout = self.timeout
         self._loaded: dict[str, tuple[str, DumpDatabase]] = {}   # lower name -> (catalog digest, text)
-        self._fingerprint: dict[str, tuple] = {}
+        self._fingerprint: dict[str, tuple[Any, ...]] = {}
         self._catalog: Catalog | None = None
         self._db: str | None = None           # the episode's database
         self._current: str | None = None      # the agent session's current database
@@ -331,7 +331,7 @@ class MysqlBackend:
             cursor.close()
         self._granted = name.lower()
 
-    def _fingerprints(self) -> dict[str, tuple]:
+    def _fingerprints(self) -> dict[str, tuple[Any, ...]]:
         with self._admin_lock:
             cursor = self._admin.cursor(buffered=True)
             cursor.execute(_FINGERPRINT)

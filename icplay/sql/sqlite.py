@@ -23,6 +23,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from icplay.paths import home_dir
 from icplay.sql.base import (
@@ -55,7 +56,7 @@ class SqliteBackend:
 
     def __init__(self, timeout: float | None = None, max_rows: int | None = None,
                  progress: Progress | None = None, cache: str | Path | None = None,
-                 gold_dialect: str = "mysql", **_ignored):
+                 gold_dialect: str = "mysql", **_ignored: Any) -> None:
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
         self.progress = progress
@@ -202,7 +203,7 @@ class SqliteBackend:
         result.duration = time.monotonic() - started
         return result
 
-    def _call(self, message: dict, timeout: float | None) -> dict:
+    def _call(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """One request to the worker. If the worker is lost, a new one starts on a pristine
         copy of the current database and the reply is an error saying so."""
         try:

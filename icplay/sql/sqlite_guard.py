@@ -22,7 +22,7 @@ import datetime
 import decimal
 import sqlite3
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from icplay.sql.base import QueryResult
 
@@ -41,9 +41,9 @@ OUT_OF_MEMORY = (f"out of memory: the episode's databases and statements may use
 # where the declared column type tells; computed values (AVG over integers is a DECIMAL
 # in MySQL, a float here) still differ, see docs/sql.md.
 
-def _converter(parse, invalid: type[Exception] = ValueError):
+def _converter(parse: Callable[[str], Any], invalid: type[Exception] = ValueError) -> Callable[[bytes], Any]:
     """A converter of a declared type: the column's text parsed, or kept as text when it does not parse."""
-    def convert(raw: bytes):
+    def convert(raw: bytes) -> Any:
         text = raw.decode("utf-8", "replace")
         try:
             return parse(text)
@@ -52,7 +52,7 @@ def _converter(parse, invalid: type[Exception] = ValueError):
     return convert
 
 
-def _decimal_converter(scale: int):
+def _decimal_converter(scale: int) -> Callable[[bytes], Any]:
     quantum = decimal.Decimal(1).scaleb(-scale)
     return _converter(lambda text: decimal.Decimal(text).quantize(quantum, rounding=decimal.ROUND_HALF_UP),
                       decimal.InvalidOperation)
@@ -146,7 +146,7 @@ class Guard:
         self.refused = sentence
         return sqlite3.SQLITE_DENY
 
-    def __call__(self, action: int, arg1, arg2, _db, _trigger) -> int:
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             return self._deny("ATTACH, DETACH and VACUUM INTO are refused: an episode works on its own "
                               "databases only, never on other files or other episodes' databases")
@@ -157,7 +157,7 @@ class Guard:
             return self._pragma(str(arg1).lower(), arg2)
         return sqlite3.SQLITE_OK
 
-    def _pragma(self, name: str, value) -> int:
+    def _pragma(self, name: str, value: str | None) -> int:
         if name in LOCAL_PRAGMAS:
             return sqlite3.SQLITE_OK
         if name in READ_ONLY_PRAGMAS:
@@ -175,7 +175,7 @@ class Guard:
 class Deadline:
     """The progress handler's state: abort when past the deadline or interrupted."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.deadline = float("inf")
         self.interrupted = False
         self.timed_out = False

@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import IO, Any
 
 from icplay.sql.sqlite_guard import HEAP_BYTES, OUT_OF_MEMORY   # light: the worker never imports sqlglot
 
@@ -65,6 +65,12 @@ class _PlainUnpickler(pickle.Unpickler):
         if (module, name) in _ALLOWED:
             return getattr({"decimal": decimal, "datetime": datetime}[module], name)
         raise pickle.UnpicklingError(f"the SQLite worker sent a {module}.{name}, which is not plain data")
+
+
+def _fd(pipe: IO[bytes] | None) -> int:
+    """The descriptor of one of the worker's pipes (always made: stdin and stdout are PIPE)."""
+    assert pipe is not None
+    return pipe.fileno()
 
 
 def _send(fd: int, message: Any) -> None:
@@ -117,7 +123,7 @@ class _Worker:
         self.control.execute(f"PRAGMA hard_heap_limit = {HEAP_BYTES}")
         self.settings = self._settings()
 
-    def _settings(self) -> tuple:
+    def _settings(self) -> tuple[Any, ...]:
         """SQLite's process-wide settings a statement could have moved (heap limits, folders)."""
         return tuple(self.control.execute(f"PRAGMA {name}").fetchall()
                      for name in ("hard_heap_limit", "soft_heap_limit", "temp_store_directory", "data_store_directory"))
@@ -126,7 +132,7 @@ class _Worker:
         """Are the process-wide SQLite settings still icplay's?"""
         return self._settings() == self.settings
 
-    def handle(self, request: dict) -> dict:
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         if op == "image":
             self.images[request["key"]] = request["data"]
@@ -147,11 +153,12 @@ class _Worker:
         if op == "schema":
             return {"tables": self.schema()}
         if op == "table_info":
+            assert self.current is not None
             conn = self.conns[self.current]
             return {"info": conn.execute(f'PRAGMA table_info("{request["table"]}")').fetchall()}
         raise ValueError(f"unknown request {op!r}")
 
-    def open(self, key: str) -> dict:
+    def open(self, key: str) -> dict[str, Any]:
         """Make ``key``'s copy the current database (a fresh copy of its image if new)."""
         from icplay.sql.sqlite_guard import confine, episode_connection
 
@@ -167,9 +174,11 @@ class _Worker:
         self.current = key
         return {}
 
-    def execute(self, sql: str, timeout: float | None, max_rows: int | None) -> dict:
+    def execute(self, sql: str, timeout: float | None, max_rows: int | None) -> dict[str, Any]:
         from icplay.sql.base import CappedRows
         from icplay.sql.sqlite_guard import run_statement
+
+        assert self.current is not None
 
         result = run_statement(self.conns[self.current], sql, self.deadline, timeout, self.guards[self.current],
                                lambda cursor, result: CappedRows(max_rows).read(cursor.fetchmany).fill(result))
@@ -224,7 +233,7 @@ class WorkerClient:
     """icplay's handle on one worker process: requests with a deadline, interrupts."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.images: set[str] = set()
         self._signal_lock = threading.Lock()
         self._in_flight = False
@@ -235,7 +244,7 @@ class WorkerClient:
             stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
         self.images = set()
         try:
-            ready = _receive(self.proc.stdout.fileno(), time.monotonic() + START_TIMEOUT, plain=True)
+            ready = _receive(_fd(self.proc.stdout), time.monotonic() + START_TIMEOUT, plain=True)
         except (EOFError, TimeoutError, WorkerLost, pickle.UnpicklingError) as exc:
             self.stop()
             raise WorkerLost(f"the SQLite worker process did not start ({type(exc).__name__})") from None
@@ -247,7 +256,7 @@ class WorkerClient:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def request(self, message: dict, timeout: float | None = None) -> dict:
+    def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply (at most ``timeout`` seconds)."""
         if not self.alive:
             self.start()
@@ -257,8 +266,8 @@ class WorkerClient:
             self._in_flight = True
         try:
             try:
-                _send(self.proc.stdin.fileno(), message)
-                reply = _receive(self.proc.stdout.fileno(), deadline, plain=True)
+                _send(_fd(self.proc.stdin), message)
+                reply = _receive(_fd(self.proc.stdout), deadline, plain=True)
             except (BrokenPipeError, EOFError):
                 try:   # the pipe closes as the process dies: wait the moment until it is reaped
                     code = self.proc.wait(timeout=5)
@@ -270,7 +279,7 @@ class WorkerClient:
                 self.stop()
                 raise WorkerLost("the statement did not stop at its timeout, so its database process was "
                                  "stopped") from None
-            except (pickle.UnpicklingError, WorkerLost, ValueError, EOFError) as exc:
+            except (pickle.UnpicklingError, WorkerLost, ValueError) as exc:
                 self.stop()
                 raise WorkerLost(f"the database process sent a reply icplay does not accept ({exc})") from None
         finally:
@@ -308,7 +317,8 @@ class WorkerClient:
         proc.wait()
         for pipe in (proc.stdin, proc.stdout):
             try:
-                pipe.close()
+                if pipe is not None:
+                    pipe.close()
             except OSError:
                 pass
 

@@ -50,7 +50,8 @@ def setup_of(task: Task) -> str | None:
 def remote_reason(query: str, setup: str | None) -> str | None:
     """Why a task needs the network, in a few words, or None when it can be solved offline."""
     if setup and _DOWNLOAD.search(setup):
-        return f"its setup downloads its files ({_URL.search(setup).group(0)})"
+        url = _URL.search(setup)
+        return f"its setup downloads its files ({url.group(0) if url else 'a URL'})"
     for pattern in (_NC, _CONNECT):
         found = pattern.search(query)
         if found:
@@ -88,9 +89,8 @@ def mark(task: Task, assets: Path | None, tools: frozenset[str] = frozenset()) -
         extra["remote"] = reason
         extra["skip"] = f"needs a remote server: {reason}"
         network = True
-    elif "assets" not in extra and _FILE_NAME.search(task.query):
-        missing = _FILE_NAME.search(task.query).group(0)
-        extra["skip"] = f"its files are not here ({missing})"
+    elif "assets" not in extra and (missing := _FILE_NAME.search(task.query)):
+        extra["skip"] = f"its files are not here ({missing.group(0)})"
     return dataclasses.replace(task, extra=extra, network=network)
 
 

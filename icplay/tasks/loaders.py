@@ -31,10 +31,10 @@ def read_records(path: Path) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            listed: list[Any] = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TaskFileError(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-        return data
+        return listed
     if stripped.startswith("{") and path.suffix == ".json":
         try:
             data = json.loads(text)
@@ -42,7 +42,8 @@ def read_records(path: Path) -> list[Any]:
             pass  # may still be JSONL with a .json suffix
         else:
             if isinstance(data, dict) and isinstance(data.get("tasks"), list):
-                return data["tasks"]
+                tasks: list[Any] = data["tasks"]
+                return tasks
             raise TaskFileError(path, "expected a list of task objects (or JSONL, one object per line)")
     records = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -55,7 +56,8 @@ def read_records(path: Path) -> list[Any]:
     return records
 
 
-def _field(path: Path, index: int, record: dict, name: str, kind: type | tuple, required: bool = False):
+def _field(path: Path, index: int, record: dict[str, Any], name: str, kind: type | tuple[type, ...],
+           required: bool = False) -> Any:
     if name not in record or record[name] is None:
         if required:
             raise TaskFileError(path, "missing required field", record=index, field=name)

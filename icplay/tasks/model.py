@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,7 +10,7 @@ from typing import Any
 class TaskFileError(ValueError):
     """A task file that cannot be used; the message names file, record and field."""
 
-    def __init__(self, path: str, message: str, record: int | None = None, field: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], message: str, record: int | None = None, field: str | None = None):
         where = str(path)
         if record is not None:
             where += f", record {record}"

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import sys
 
+from icplay.process import Shutdown, UserError
 from icplay.tasks.model import TaskFileError
 
 
@@ -22,8 +23,6 @@ def check_terminal() -> None:
     missing = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
                if stream is None or not _isatty(stream)]
     if missing:
-        from icplay.cli import UserError
-
         raise UserError(f"the playground needs a terminal ({' and '.join(missing)} "
                         f"{'is' if len(missing) == 1 else 'are'} not one): use `icplay play bash --plain` "
                         "or `icplay play sql --plain` for line mode")
@@ -33,8 +32,6 @@ def check_terminal() -> None:
 def quit_on_shutdown_signal(app):
     """SIGTERM/SIGHUP quit the app as its quit key does (screens save, the terminal is
     given back), instead of an exception raised into Textual's event loop."""
-    from icplay.cli import Shutdown
-
     shutdown = Shutdown.current
 
     def deliver() -> bool:

@@ -39,7 +39,7 @@ def test_filling_a_writable_root_stops_at_the_limit(small_disk, root):
 
 
 def test_many_small_files_and_one_big_file_are_bounded(small_disk):
-    result = small_disk.run("for i in $(seq 200); do head -c 1M /dev/zero > /testbed/f$i || break; done; "
+    small_disk.run("for i in $(seq 200); do head -c 1M /dev/zero > /testbed/f$i || break; done; "
                             "ls /testbed | grep -c '^f'")
     assert used(small_disk, "/testbed") <= LIMIT
     # a file beyond the limit anywhere (also Docker's bind-mounted /etc files) is refused

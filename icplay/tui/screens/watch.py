@@ -20,7 +20,6 @@ from textual.message import Message
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Event, Limits)
 from icplay.driver import driver as events
-from icplay.commands.watch import adopt_policy
 from icplay.tasks.model import Task
 from icplay.tui.config import AgentChoice
 from icplay.tui.keys import bindings
@@ -138,8 +137,8 @@ class WatchScreen(PlayScreen):
             policy = None
         else:
             policy, info = self.prebuilt
-            adopt_policy(episode.trajectory, {**info, "protocol": self.agent.protocol, "ui": "tui-watch",
-                                              "user": user_name()})
+            episode.trajectory.adopt_policy({**info, "protocol": self.agent.protocol, "ui": "tui-watch",
+                                             "user": user_name()})
         self.driver = Driver(episode, policy, protocol=self.agent.protocol, limits=self.limits, broker=self.broker,
                              on_event=self._from_driver, on_failure="ask")
         self._show_usage()

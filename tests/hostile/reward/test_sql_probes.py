@@ -24,11 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests/hostile: 
 
 from sql_helpers import BACKENDS, record, sql_episode  # noqa: E402
 
-from icplay.envs.sql import SqlEnv  # noqa: E402
 from icplay.sql.base import OUTPUT_CAP, is_read_only, leading_verb, mysql_code  # noqa: E402
 from icplay.store import load_trajectory  # noqa: E402
 from icplay.tasks.model import Task  # noqa: E402
-from test_sql_support import BUNDLED, new_backend  # noqa: E402
+from test_sql_support import BUNDLED  # noqa: E402
 
 MB = 1024 * 1024
 ICPLAY_BOUND_MB = 64        # icplay's own growth for one hostile turn: a few output caps and noise

@@ -43,10 +43,12 @@ from typing import Any, Callable
 import shlex
 import time
 
-from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
+                                 ShellResult)
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
                                    SCORING_SCRATCH, SHELL_PID_FILE, freeze_and_kill)
 from icplay.sandbox import faithful as faithful_mode
+from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 
 LABEL = "icplay"
@@ -284,6 +286,7 @@ class DockerSandbox:
     """One episode at a time in its own container of an icplay (or user-named) image."""
 
     kind = "docker"
+    capabilities = SandboxCapabilities(runs_images=True, recyclable=True, replaces_dead=True)
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
@@ -331,6 +334,10 @@ class DockerSandbox:
         # episode puts its files back (CTF's task files, its setup)
         self.on_replaced: Callable[[], None] | None = None
 
+    def engine_ulimits(self) -> list[Any]:
+        """Resource limits every container of this engine is given (none: Docker's defaults)."""
+        return []
+
     def _new_shell(self) -> PersistentShell:
         # a faithful shell first hands out the pids its exec's threads did not take, so that
         # every container's first action is numbered alike (faithful.py)
@@ -350,8 +357,10 @@ class DockerSandbox:
         reap_once(self.client)
         import docker.errors
 
-        labels = container_labels("bash")
+        labels = container_labels(self.kind)
         options: dict[str, Any] = dict(self.limits)
+        if self.engine_ulimits():
+            options["ulimits"] = self.engine_ulimits()
         tree = b""
         try:
             self.bounded = self.disk_limit is not None and icplay_image(self.client, self.image)
@@ -362,7 +371,7 @@ class DockerSandbox:
                 roots, tree = image_tree(self.client, self.image)
                 options.update(
                     read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
-                    ulimits=[docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
+                    ulimits=[*self.engine_ulimits(), docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
                     log_config=docker.types.LogConfig(type="none"),
                     mem_limit=size_bytes(options["mem_limit"]) + limit,
                     memswap_limit=size_bytes(options["memswap_limit"]) + limit)
@@ -718,6 +727,56 @@ class DockerSandbox:
         if exec_id is None:
             return False
         return bool(self.client.api.exec_inspect(exec_id).get("Running"))
+
+
+class ImageKind:
+    """A kind whose sandboxes are containers of Docker images, driven through a Docker API
+    client (docker-py): the Docker daemon's here; Podman's service in ``podman.py``."""
+
+    name = "docker"
+    capabilities = DockerSandbox.capabilities
+    sandbox_class: type[DockerSandbox] = DockerSandbox
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    def connect(self) -> Any:
+        """A new connected client, or a SandboxError saying what to do."""
+        from icplay.sandbox.images import docker_client
+
+        return docker_client()
+
+    def client(self) -> Any:
+        """This process's client of the engine (connected on first use)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = self.connect()
+            return self._client
+
+    def available(self) -> bool:
+        try:
+            self.connect()
+            return True
+        except SandboxError:
+            return False
+
+    def factory(self, request: SandboxRequest) -> Callable[[], DockerSandbox]:
+        from icplay.sandbox.images import ensure_known_image
+
+        client = self.client()
+        ensure_known_image(client, request.image, request.progress)   # icplay's or a plug-in's: built if missing
+        cls, r = self.sandbox_class, request
+        return lambda: cls(client, r.image, network=r.network, timeout=r.timeout, recycle=r.recycle,
+                           trusted=r.trusted, workdir=r.workdir)
+
+    def close(self) -> None:
+        """Nothing to stop: the Docker daemon is the user's."""
+
+
+@register_sandbox("docker")
+class DockerKind(ImageKind):
+    """Docker: a container per episode of icplay's images or a task's own."""
 
 
 def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, workdir: str | None = None,

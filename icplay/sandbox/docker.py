@@ -113,11 +113,14 @@ def size_bytes(size: str | int) -> int:
         raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
     return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
 
-_created: set[str] = set()
+# container id -> the client of the engine that made it (None: the Docker daemon's)
+_created: dict[str, Any] = {}
 _created_lock = threading.Condition()
 _in_flight = 0          # container creations under way (see ``creating``)
 _exiting = False        # set by the exit hook: no new container from now on
-_reaped = False
+_reaped: set[str] = set()   # the engines (API addresses) reaped so far
+_engines: dict[str, Any] = {}   # API address -> a client of each engine this process used
+_after_removal: list[Callable[[], None]] = []
 
 
 def container_labels(kind: str) -> dict[str, str]:
@@ -125,10 +128,17 @@ def container_labels(kind: str) -> dict[str, str]:
     return {LABEL: "1", "icplay.pid": str(os.getpid()), "icplay.host": socket.gethostname(), "icplay.kind": kind}
 
 
-def track(container_id: str) -> None:
-    """Remember a container this process made, for removal at exit."""
+def track(container_id: str, client: Any = None) -> None:
+    """Remember a container this process made (through ``client``: an engine other than
+    the Docker daemon), for removal at exit."""
     with _created_lock:
-        _created.add(container_id)
+        _created[container_id] = client
+
+
+def after_removal(step: Callable[[], None]) -> None:
+    """Run ``step`` at exit once this process's containers are removed (stop an engine's service)."""
+    with _created_lock:
+        _after_removal.append(step)
 
 
 @contextlib.contextmanager
@@ -150,14 +160,17 @@ def creating():
 
 
 def reap_once(client: Any) -> None:
-    """Reap leftovers the first time this process talks to Docker."""
-    global _reaped
-    if not _reaped:
-        _reaped = True
-        try:
-            reap_leftovers(client)
-        except Exception:
-            pass
+    """Reap leftovers the first time this process talks to an engine (Docker, Podman)."""
+    address = str(getattr(getattr(client, "api", None), "base_url", ""))
+    with _created_lock:
+        _engines.setdefault(address, client)
+        if address in _reaped:
+            return
+        _reaped.add(address)
+    try:
+        reap_leftovers(client)
+    except Exception:
+        pass
 
 
 def remove_container(client: Any, container_id: str) -> None:
@@ -171,7 +184,7 @@ def _remove_quietly(client: Any, container_id: str) -> None:
     except Exception:
         pass  # already gone (another process reaped it) or the daemon went away
     with _created_lock:
-        _created.discard(container_id)
+        _created.pop(container_id, None)
 
 
 def reap_leftovers(client: Any) -> int:
@@ -209,23 +222,45 @@ def _remove_ours() -> None:
         busy = _in_flight > 0
         # a creation under way returns within Docker's API timeout; its container is then ours
         _created_lock.wait_for(lambda: _in_flight == 0, timeout=30)
-        ids = list(_created)
-    if not ids and not busy:
-        return
+        made = dict(_created)
+        engines = [c for c in _engines.values() if c is not None]
+        steps = list(_after_removal)
+    if made or busy:
+        _remove_made(made, engines, busy)
+    for step in steps:
+        try:
+            step()
+        except Exception:
+            pass
+
+
+def _remove_made(made: dict[str, Any], engines: list[Any], busy: bool) -> None:
+    """Remove the containers this process made, each through its own engine's client."""
     try:
         import docker
 
-        client = docker.from_env()
-        if busy:   # also what a creation made but did not get to track
-            mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
-            ids += [c["Id"] for c in client.api.containers(all=True, filters={"label": sorted(mine)})]
+        default = docker.from_env()
+    except Exception:
+        default = None
+    by_client: dict[int, tuple[Any, list[str]]] = {}
+    for cid, client in made.items():
+        chosen = client if client is not None else default
+        if chosen is not None:
+            by_client.setdefault(id(chosen), (chosen, []))[1].append(cid)
+    if busy:   # also what a creation made but did not get to track
+        mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
+        for client in [c for c in (default, *engines) if c is not None]:
+            try:
+                found = client.api.containers(all=True, filters={"label": sorted(mine)})
+            except Exception:
+                continue
+            by_client.setdefault(id(client), (client, []))[1].extend(c["Id"] for c in found)
+    for client, ids in by_client.values():
         for cid in dict.fromkeys(ids):
             try:
                 client.api.remove_container(cid, force=True)
             except Exception:
                 pass
-    except Exception:
-        pass
 
 
 _trees: dict[str, tuple[list[str], bytes]] = {}
@@ -243,7 +278,7 @@ def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS)
             return _trees[image_id]
         with creating():
             created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
-            track(created)
+            track(created, client)
         try:
             out = io.BytesIO()
             found: list[str] = []
@@ -383,7 +418,7 @@ class DockerSandbox:
                         self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
                         network_mode=None if self.network else "none", privileged=False,
                         security_opt=["no-new-privileges"], hostname="icplay", **options)
-                    track(self.container.id)
+                    track(self.container.id, self.client)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
@@ -418,7 +453,7 @@ class DockerSandbox:
                 security_opt=["no-new-privileges", "seccomp=" + json.dumps(faithful_mode.SECCOMP)],
                 log_config=docker.types.LogConfig(type="none"),
                 hostname=faithful_mode.hostname(image["Id"]), **options)
-            track(self.container.id)
+            track(self.container.id, self.client)
         # attached before the start, so that the ready notice cannot be missed
         self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
             self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))

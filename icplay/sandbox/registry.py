@@ -25,6 +25,7 @@ ENTRY_POINT_GROUP = "icplay.sandboxes"
 BUILTIN = {
     "docker": "icplay.sandbox.docker",
     "bwrap": "icplay.sandbox.bwrap",
+    "podman": "icplay.sandbox.podman",
 }
 
 # the kinds a shell language runs on when none is named: the first that is available
@@ -81,6 +82,14 @@ class SandboxKind(Protocol):
 
     def close(self) -> None:
         """Release what the kind started for this process (a service), if anything."""
+        ...
+
+
+class ImageEngine(SandboxKind, Protocol):
+    """A kind that runs images through a Docker-API client (Docker, Podman): ``icplay images`` builds with it."""
+
+    def client(self) -> Any:
+        """This process's connected client of the engine (a SandboxError saying what to do, else)."""
         ...
 
 
@@ -171,6 +180,14 @@ def image_kinds() -> list[str]:
         except SandboxError:
             continue
     return found
+
+
+def image_engine(name: str) -> ImageEngine:
+    """The kind ``name`` as an image engine, or UnknownSandbox when it runs no images."""
+    kind = get(name)
+    if not kind.capabilities.runs_images or not callable(getattr(kind, "client", None)):
+        raise UnknownSandbox(f"the {name!r} sandbox runs no images (ones that do: {', '.join(image_kinds())})")
+    return kind  # type: ignore[return-value]
 
 
 def capabilities(name: str) -> SandboxCapabilities:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Provision what icplay's Docker and bwrap sandboxes need on a Debian/Ubuntu machine:
-#   1. apt packages (docker.io, bubblewrap, debootstrap, tmux, git, ca-certificates, and the
-#      host tools the bundled Bash tasks use on bwrap: tree gawk jq file hashdeep procps), if missing;
+# Provision what icplay's Docker, Podman and bwrap sandboxes need on a Debian/Ubuntu machine:
+#   1. apt packages (docker.io, podman, bubblewrap, debootstrap, tmux, git, ca-certificates, and
+#      the host tools the bundled Bash tasks use on bwrap: tree gawk jq file hashdeep procps), if missing;
 #   2. a Docker daemon: `dockerd` started in the background when `docker info` fails;
 #   3. the base image debian:bookworm-slim: pulled if possible, else built locally with
-#      debootstrap (for machines without access to a container registry).
+#      debootstrap (for machines without access to a container registry);
+#   4. the same base image in Podman's storage, copied from Docker's (`docker save | podman
+#      load`: no registry needed). Podman needs no daemon: icplay starts its API service.
 # Idempotent: run it as often as you like; it only does what is missing and says what it did.
 #
 # Settings (environment):
@@ -40,14 +42,14 @@ export PATH="$PATH:/usr/sbin:/sbin"
 # package -> a command that proves it is installed (empty: ask dpkg). Probing commands
 # rather than packages leaves a docker-ce or hand-installed daemon alone.
 declare -A PROBE=(
-    [docker.io]=dockerd [bubblewrap]=bwrap [debootstrap]=debootstrap
+    [docker.io]=dockerd [podman]=podman [bubblewrap]=bwrap [debootstrap]=debootstrap
     [tmux]=tmux [git]=git [ca-certificates]=
     [tree]=tree [gawk]=gawk [jq]=jq [file]=file [hashdeep]=md5deep [procps]=ps
 )
 missing=()
 # The tools after ca-certificates are what the bundled Bash tasks use: on the bwrap sandbox
 # they come from the host's /usr.
-for pkg in docker.io bubblewrap debootstrap tmux git ca-certificates tree gawk jq file hashdeep procps; do
+for pkg in docker.io podman bubblewrap debootstrap tmux git ca-certificates tree gawk jq file hashdeep procps; do
     probe=${PROBE[$pkg]}
     if [ -n "$probe" ]; then
         command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
@@ -182,8 +184,17 @@ else
     did "built $BASE_IMAGE locally with debootstrap in $((SECONDS - start))s ($size)"
 fi
 
+# ---------------------------------------------------------------- 4. the base image for Podman
+if "${SUDO[@]}" podman image exists "$BASE_IMAGE" 2>/dev/null; then
+    log "image $BASE_IMAGE present in Podman"
+else
+    "${SUDO[@]}" docker save "$BASE_IMAGE" | "${SUDO[@]}" podman load -q >/dev/null \
+        || die "could not copy $BASE_IMAGE from Docker to Podman (docker save | podman load)"
+    did "copied $BASE_IMAGE from Docker to Podman"
+fi
+
 if [ ${#DID[@]} -eq 0 ]; then
-    echo "provision-docker: nothing to do; Docker and $BASE_IMAGE are ready"
+    echo "provision-docker: nothing to do; Docker, Podman and $BASE_IMAGE are ready"
 else
     echo "provision-docker: done:"
     printf '  - %s\n' "${DID[@]}"

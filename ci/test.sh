@@ -51,6 +51,8 @@ fi
 step "images: build (cached layers make an unchanged image instant)"
 .venv/bin/icplay images build
 docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E '^(icplay-|debian:bookworm-slim)' || true
+# the same Dockerfiles built for Podman (tests/test_podman.py; its API service is started by icplay)
+.venv/bin/icplay images build bash python ctf --sandbox podman
 
 if [ ! -d ../shared ]; then
     echo "note: ../shared is not beside this checkout; tests that need it will skip"

@@ -7,21 +7,26 @@ Tests that need ../shared/intercode skip when it is absent (a clone without it i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ci_rules import IN_CI, unavailable  # noqa: F401  (re-exported for older imports)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+# The engine the Docker tests drive: docker, or another that runs images through the same
+# API (ICPLAY_TEST_SANDBOX=podman runs the Docker and hostile tests on Podman).
+TEST_ENGINE = os.environ.get("ICPLAY_TEST_SANDBOX") or "docker"
 
 
 @pytest.fixture(scope="session")
 def docker_client():
     try:
-        from icplay.sandbox.images import docker_client as connect
+        from icplay.sandbox.registry import image_engine
 
-        client = connect()
+        client = image_engine(TEST_ENGINE).client()
         client.ping()
     except Exception as exc:
         unavailable(f"Docker is not available: {exc}")
@@ -46,6 +51,39 @@ def python_image(docker_client) -> str:
     get("python")   # its spec registers the image
     ensure_image(docker_client, "python", lambda line: None)
     return IMAGES["python"].name
+
+
+@pytest.fixture(scope="session")
+def image_sandbox(docker_client) -> Any:
+    """The sandbox class of the engine under test (DockerSandbox, or PodmanSandbox)."""
+    from icplay.sandbox.registry import get
+
+    return get(TEST_ENGINE).sandbox_class  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def podman_client():
+    """A client of Podman's API service (icplay starts one when none answers, and stops it at exit)."""
+    try:
+        from icplay.sandbox.registry import image_engine
+
+        client = image_engine("podman").client()
+    except Exception as exc:
+        unavailable(f"Podman is not available: {exc}")
+    return client
+
+
+@pytest.fixture(scope="session")
+def podman_images(podman_client) -> dict[str, str]:
+    """icplay's Bash, Python and CTF images in Podman's storage, built if missing
+    (``icplay images build --sandbox podman``); key -> tag."""
+    from icplay.languages import all_specs
+    from icplay.sandbox.images import IMAGES, ensure_image
+
+    all_specs()   # the specs register their images
+    for key in ("bash", "python", "ctf"):
+        ensure_image(podman_client, key, lambda line: None)
+    return {key: IMAGES[key].name for key in ("bash", "python", "ctf")}
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from icplay.tasks.model import Task
 
 def test_builtin_languages_are_registered_with_their_sandboxes():
     assert names()[:2] == ["bash", "sql"]
-    assert get("bash").sandboxes == ("docker", "bwrap")
+    assert get("bash").sandbox_names() == ("docker", "bwrap", "podman")
     assert get("sql").sandboxes == ("sqlite", "mysql")
     assert get("sql").pick_sandbox() == "sqlite"
 

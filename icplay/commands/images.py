@@ -20,10 +20,26 @@ def register(sub) -> None:
     build.add_argument("--base", metavar="IMAGE",
                        help="nl2bash: the base image to build on (default: the Dockerfile's ubuntu:latest if "
                             "present, else a local Debian or Ubuntu)")
+    _add_engine_argument(build)
     build.set_defaults(func=run_build)
     listing = actions.add_parser("list", help="show which images exist")
+    _add_engine_argument(listing)
     listing.set_defaults(func=run_list)
     p.set_defaults(func=run_list)
+
+
+def _add_engine_argument(parser) -> None:
+    from icplay.sandbox.registry import image_kinds
+
+    parser.add_argument("--sandbox", default="docker", choices=image_kinds(),
+                        help="whose images: the sandbox that runs them (default docker)")
+
+
+def _client(args):
+    """The API client of the engine ``--sandbox`` names (docker, podman, a plug-in's)."""
+    from icplay.sandbox.registry import image_engine
+
+    return image_engine(getattr(args, "sandbox", None) or "docker").client()
 
 
 def _say(line: str) -> None:
@@ -32,7 +48,7 @@ def _say(line: str) -> None:
 
 def run_build(args) -> int:
     from icplay.languages import all_specs
-    from icplay.sandbox.images import IMAGES, build_image, docker_client
+    from icplay.sandbox.images import IMAGES, build_image
 
     all_specs()   # each language's spec registers its images
     names = args.env or list(IMAGES)
@@ -41,7 +57,7 @@ def run_build(args) -> int:
             raise UserError(f"no image {name!r} (known: {', '.join([*IMAGES, NL2BASH])})")
     if (args.from_intercode or args.base) and NL2BASH not in names:
         raise UserError("--from-intercode and --base are for `icplay images build nl2bash`")
-    client = docker_client()
+    client = _client(args)
     for name in names:
         if name == NL2BASH:
             _build_nl2bash(client, args)
@@ -71,12 +87,14 @@ def _build_nl2bash(client, args) -> None:
 def run_list(args) -> int:
     from icplay.bash.intercode_images import VERSIONS, image_name
     from icplay.languages import all_specs
-    from icplay.sandbox.images import IMAGES, docker_client, image_exists
+    from icplay.sandbox.images import IMAGES, image_exists
 
     all_specs()
-    client = docker_client()
+    client = _client(args)
     for name, spec in IMAGES.items():
-        print(f"{name:<7} {spec.name:<24} {'present' if image_exists(client, spec.name) else 'missing (icplay images build ' + name + ')'}")
+        engine = "" if args.sandbox == "docker" else f" --sandbox {args.sandbox}"
+        state = "present" if image_exists(client, spec.name) else f"missing (icplay images build {name}{engine})"
+        print(f"{name:<7} {spec.name:<24} {state}")
     for version in VERSIONS:
         tag = image_name(version)
         state = "present" if image_exists(client, tag) else "missing (icplay images build nl2bash --from-intercode PATH)"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from icplay.driver.lines import HUMAN_HELP as REPL_HELP  # noqa: F401  (kept for importers)
 from icplay.driver.lines import describe_reward, format_table  # noqa: F401
-from icplay.languages import make_env, names
+from icplay.languages import add_sandbox_argument, make_env, names
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import find_set
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
     p.add_argument("--task", help="start at this task id")
-    p.add_argument("--sandbox", help="bash, python, ctf: docker or bwrap; sql: sqlite or mysql")
+    add_sandbox_argument(p)
     p.add_argument("--image", help="Docker image to run the tasks on (e.g. InterCode's, for nl2bash sets)")
     p.add_argument("--compat", choices=["intercode"], default=None,
                    help="bash, --plain: InterCode's own execution semantics (see docs/rewards.md)")

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from icplay.process import UserError
 
+from icplay.languages import shell_sandboxes
+
 
 def register(sub) -> None:
     p = sub.add_parser("rescore", help="replay InterCode's recorded SQL, Bash, Python or CTF episodes and recompute their rewards",
@@ -26,10 +28,11 @@ def register(sub) -> None:
     p.add_argument("--databases", help="the databases' MySQL dump (default: the set's, or the .sql beside the task file)")
     p.add_argument("--env", choices=("sql", "bash", "python", "ctf"), default=None,
                    help="the environment (default: the task set's; sql for a task file)")
-    p.add_argument("--sandbox", choices=("mysql", "sqlite", "docker", "bwrap", "none"), default=None,
+    shell = " or ".join(shell_sandboxes())
+    p.add_argument("--sandbox", choices=("mysql", "sqlite", *shell_sandboxes(), "none"), default=None,
                    help="SQL: database backend (default mysql: InterCode recorded on MySQL); "
-                        "Python: docker or bwrap (default docker when a daemon answers); CTF: docker or "
-                        "bwrap, or none to score the submits without replaying the other actions")
+                        f"Python: {shell} (default docker when a daemon answers); CTF: {shell}, "
+                        "or none to score the submits without replaying the other actions")
     p.add_argument("--image", help="SQL: server image for --sandbox mysql (default icplay-sql:latest); "
                                    "Bash: the task image (e.g. intercode-nl2bash-fs1)")
     p.add_argument("--compat", choices=("intercode",), default=None,
@@ -104,8 +107,8 @@ def run_python(args, task_set) -> int:
     from icplay.rescore.python import rescore
 
     sandbox = args.sandbox or default_sandbox("python")
-    if sandbox not in ("docker", "bwrap"):
-        raise UserError(f"Python episodes replay on docker or bwrap, not {sandbox!r}")
+    if sandbox not in shell_sandboxes():
+        raise UserError(f"Python episodes replay on {' or '.join(shell_sandboxes())}, not {sandbox!r}")
     tasks = task_set.load()
     episodes = read_results(args.results)
     if args.limit:
@@ -123,8 +126,9 @@ def run_ctf(args, task_set) -> int:
     from icplay.rescore.ctf import rescore
 
     sandbox = args.sandbox
-    if sandbox not in (None, "docker", "bwrap", "none"):
-        raise UserError(f"ctf rescores on docker, bwrap or none (score the submits only), not {sandbox!r}")
+    if sandbox not in (None, *shell_sandboxes(), "none"):
+        raise UserError(f"ctf rescores on {', '.join(shell_sandboxes())} or none (score the submits only), "
+                        f"not {sandbox!r}")
     tasks = task_set.load()
     episodes = read_results(args.results)
     if args.limit:

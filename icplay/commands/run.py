@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
-from icplay.languages import names
+from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
 
 
@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("-j", "--jobs", type=int, default=1, help="episodes in parallel (default 1)")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks")
     p.add_argument("--task-id", action="append", default=None, help="only this task (repeatable)")
-    p.add_argument("--sandbox", default=None, help="bash, python, ctf: docker or bwrap; sql: sqlite or mysql")
+    add_sandbox_argument(p)
     p.add_argument("--image", default=None, help="Docker image for the tasks (e.g. InterCode's)")
     p.add_argument("--compat", choices=["intercode"], default=None,
                    help="bash: InterCode's own execution semantics (per-action bash -c, cd emulation, git "

@@ -8,6 +8,7 @@ docs/library.md.
 
 from __future__ import annotations
 
+from icplay.languages import add_sandbox_argument
 from icplay.process import UserError
 
 
@@ -15,7 +16,7 @@ def register(sub) -> None:
     p = sub.add_parser("serve-env", help="serve a language's tasks as an OpenEnv environment (HTTP and WebSocket)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--env", required=True, help="the language: bash, sql, python, ctf or a plug-in's")
-    p.add_argument("--sandbox", help="the sandbox (default: the language's)")
+    add_sandbox_argument(p)
     p.add_argument("--tasks", help="the task set or file episodes reset to (default: the language's bundled set)")
     p.add_argument("--image", help="a task image to run (Bash, Python, CTF on Docker)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

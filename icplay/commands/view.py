@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from icplay.process import UserError
 
+from icplay.languages import add_sandbox_argument
+
 
 def register(sub) -> None:
     p = sub.add_parser("view", help="browse, compare, re-execute and fork saved episodes")
@@ -23,7 +25,7 @@ def register(sub) -> None:
                    help="run or session folders, trajectory files, InterCode files (default: all of $ICPLAY_HOME)")
     p.add_argument("--reexecute", metavar="FILE",
                    help="replay this saved episode in a fresh sandbox and flag the turns that now differ")
-    p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql (re-execution and forks)")
+    add_sandbox_argument(p, " (re-execution and forks)")
     p.add_argument("--image", help="Docker image for Bash episodes (re-execution and forks)")
     p.add_argument("--session", default="forks", help="session forks are saved in (default: forks)")
     fork = p.add_argument_group("forking from the command line (one PATH: a trajectory file, or FILE#N in an "

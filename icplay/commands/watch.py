@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
-from icplay.languages import names
+from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
 
 
@@ -49,7 +49,7 @@ def register(sub) -> None:
                    help="confirm: each proposal waits for you (default); auto: proposals run; human: you act")
     p.add_argument("--limit", type=int, default=None, help="only the first K tasks (from where it starts)")
     p.add_argument("--turns", type=int, default=20, help="turns per episode, yours included (default 20)")
-    p.add_argument("--sandbox", help="bash: docker or bwrap; sql: sqlite or mysql")
+    add_sandbox_argument(p)
     p.add_argument("--image", help="Docker image for Bash tasks (e.g. InterCode's, for nl2bash sets)")
     p.add_argument("--session", default=None, help="session name (default: watch)")
     p.add_argument("--out", type=Path, help="folder for the session's trajectories")

@@ -245,7 +245,8 @@ class IntercodeEnv:
 
 
 class BashEnv(IntercodeEnv):
-    """InterCode-Bash on icplay: Docker (``sandbox="docker"``) or bubblewrap (``"bwrap"``).
+    """InterCode-Bash on icplay: Docker (``sandbox="docker"``), bubblewrap (``"bwrap"``), Podman
+    (``"podman"``) or any kind of icplay.sandbox.registry.
 
     ``image_name``: an ``icplay-*`` name (or ``intercode-bash``) means icplay's own image
     and testbed; any other name (e.g. ``intercode-nl2bash``) is run as the task image, as
@@ -300,7 +301,8 @@ class SqlEnv(IntercodeEnv):
 
 class PythonEnv(IntercodeEnv):
     """InterCode-Python (MBPP) on icplay: a persistent interpreter in Docker (``sandbox=
-    "docker"``, image ``icplay-python``) or bubblewrap (``"bwrap"``).
+    "docker"``, image ``icplay-python``), bubblewrap (``"bwrap"``), Podman (``"podman"``) or
+    any kind of icplay.sandbox.registry.
 
     The observation is InterCode's ``{"output": ..., "error": ...}``; ``submit NAME`` binds
     the gold function's name to ``NAME`` and compares each test's outcome with the gold's.

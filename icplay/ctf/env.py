@@ -19,7 +19,9 @@ from icplay.ctf.reward import flag_reward
 from icplay.tasks.ctf import CTF_ROOT, HIDDEN_FOLDERS, assets_dir, mount_path, setup_of
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.held import PooledShellEnv, SharedSandboxesFactory
+from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
+from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
 
@@ -47,36 +49,32 @@ class CtfSandboxes:
 
     def __init__(self, kind: str = "docker", image: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  progress: Callable[[str], None] | None = None, spares: int = 1, recycle: bool = True):
-        if kind not in ("docker", "bwrap"):
-            raise SandboxError(f"unknown sandbox {kind!r} for ctf (docker or bwrap)")
+        sandbox_kinds.get(kind)   # UnknownSandbox names the known ones
         self.kind, self.image, self.timeout, self.progress = kind, image, timeout, progress
         self.spares, self.recycle = spares, recycle
         self._pools = PoolsByKey()
-        self._client = None
         self._template: Path | None = None
 
     def image_for(self, task: Task) -> str:
         return self.image or task.image or DEFAULT_IMAGE
 
     def _factory(self, task: Task) -> Callable[[], Sandbox]:
-        if self.kind == "docker":
-            from icplay.sandbox.docker import DockerSandbox
-            from icplay.sandbox.images import docker_client, ensure_image
+        image = self.image_for(task)
+        if image == DEFAULT_IMAGE:
+            from icplay.languages import get
 
-            if self._client is None:
-                self._client = docker_client()
-            image = self.image_for(task)
-            if image == DEFAULT_IMAGE:
-                from icplay.languages import get
+            get("ctf")   # the spec registers its image (an env made without the spec, too)
+        request = SandboxRequest("ctf", image, HostRoot(self._host_root, workdir=CTF_ROOT, binds=(("ctf", CTF_ROOT),)),
+                                 network=task.network, timeout=self.timeout, recycle=self.recycle,
+                                 progress=self.progress,
+                                 own_image="a CTF task that needs its own image" if self.image or task.image else "")
+        return sandbox_kinds.sandbox_factory(self.kind, request)
 
-                get("ctf")   # the spec registers its image (an env made without the spec, too)
-                ensure_image(self._client, "ctf", self.progress or (lambda line: None))
-            client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
-            return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle)
-        from icplay.sandbox.bwrap import BwrapSandbox, template_folder
+    def _host_root(self) -> Path:
+        """An empty /ctf, /testbed and /root as a folder tree (made once), for kinds that run
+        the host's tools over one (bwrap), which may lack some of the tasks' tools."""
+        from icplay.sandbox.bwrap import template_folder
 
-        if self.image or task.image:
-            raise SandboxError("a CTF task that needs its own image runs only on Docker: use --sandbox docker")
         if self._template is None:
             missing = missing_host_tools()
             if missing and self.progress is not None:
@@ -87,9 +85,7 @@ class CtfSandboxes:
                 (template / folder).mkdir(parents=True)
             (template / "root" / ".keep").write_text("")
             self._template = template
-        template, timeout, network = self._template, self.timeout, task.network
-        return lambda: BwrapSandbox(template, workdir=CTF_ROOT, timeout=timeout, network=network,
-                                    binds=(("ctf", CTF_ROOT),))
+        return self._template
 
     def pool(self, task: Task) -> SandboxPool:
         return self._pools.get(f"{self.image_for(task)}|{task.network}",
@@ -101,7 +97,7 @@ class CtfSandboxes:
         source = assets_dir(task)
         if source is not None and not source.is_dir():
             raise SandboxError(f"task {task.key}: its files folder {source} is not there")
-        sandbox.put_files(source, mount_path(task), skip=HIDDEN_FOLDERS)   # type: ignore[attr-defined]
+        sandbox.put_files(source, mount_path(task), skip=HIDDEN_FOLDERS)
 
     def stats(self) -> dict[str, int]:
         return self._pools.stats()
@@ -140,7 +136,7 @@ class CtfEnv(PooledShellEnv):
         except BaseException:
             pool.discard(sandbox)
             raise
-        if hasattr(sandbox, "on_replaced"):
+        if sandbox.capabilities.replaces_dead:
             # a new container in place of a dead one gets the files and setup before the
             # next command runs in it (recycled for another episode: that one's prepare)
             sandbox.on_replaced = lambda: self._prepare(sandbox, task)
@@ -149,9 +145,8 @@ class CtfEnv(PooledShellEnv):
     def _prepare(self, sandbox: Sandbox, task: Task) -> None:
         self.sandboxes.place_files(sandbox, task)
         where = shlex.quote(mount_path(task))
-        shell = getattr(sandbox, "shell", None)
-        if shell is not None:   # a shell restarted mid-episode starts in the task's folder too
-            shell.init_script = f"{shell.init_script}\ncd {where} 2>/dev/null"
+        shell = sandbox.shell   # a shell restarted mid-episode starts in the task's folder too
+        shell.init_script = f"{shell.init_script}\ncd {where} 2>/dev/null"
         result = sandbox.run(f"cd {where}")
         if result.exit_code != 0:
             raise SandboxError(f"task {task.key}: cannot enter {mount_path(task)}: {result.output.strip()[-200:]}")
@@ -190,7 +185,7 @@ class CtfEnvFactory(SharedSandboxesFactory):
     def __init__(self, sandbox: str = "docker", image: str | None = None, timeout: float | None = None,
                  progress: Callable[[str], None] | None = None, recycle: bool = True, **_options):
         self.sandbox = sandbox
-        spares = 0 if recycle and sandbox == "docker" else 1
+        spares = 0 if recycle and sandbox_kinds.capabilities(sandbox).recyclable else 1
         self._shared = CtfSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress,
                                     recycle=recycle, spares=spares)
 

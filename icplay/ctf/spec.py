@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from icplay.languages.spec import Image, LanguageSpec, Prompts
+from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 from icplay.tasks.model import Task
 
-
-def default_sandbox() -> str:
-    from icplay.envs import docker_available
-
-    return "docker" if docker_available() else "bwrap"
 
 
 def score_rows(b: dict) -> list[tuple[str, str]]:
@@ -52,9 +47,9 @@ PROMPTS = Prompts(
 )
 
 SPEC = LanguageSpec(
-    name="ctf", title="CTF", sandboxes=("docker", "bwrap"),
+    name="ctf", title="CTF", sandboxes=SHELL_SANDBOXES,
     env="icplay.ctf.env:make_ctf_env", env_factory="icplay.ctf.env:CtfEnvFactory",
-    default_sandbox=default_sandbox, prompts=PROMPTS,
+    prompts=PROMPTS,
     pane="icplay.tui.widgets.ctf:CtfPane", keys_scope="bash",
     score_rows=score_rows, gold_actions=gold_actions, uses_image=True,
     images=(Image("ctf", "icplay-ctf:latest", "docker/ctf.Dockerfile",

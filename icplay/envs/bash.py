@@ -26,7 +26,9 @@ from icplay.envs.bash_reward import bash_reward, paths_to_hash
 from icplay.paths import data_dir
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.faithful import advance_pids
+from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
+from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-bash:latest"
@@ -110,7 +112,7 @@ SECOND_RUN_GAP = 1.05
 
 def last_pid(sandbox: Sandbox) -> int:
     """The sandbox's pid namespace's last pid as its shell last saw it (0: unknown)."""
-    return getattr(getattr(sandbox, "shell", None), "last_pid", 0) or 0
+    return sandbox.shell.last_pid or 0
 
 
 def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> GoldRun:
@@ -139,7 +141,7 @@ def gold_facts(sandbox: Sandbox, result, before: int, after: int) -> GoldRun:
         raise SandboxError(f"the gold's changes could not be listed in the {sandbox.kind} sandbox: {facts.errors[0]}")
     return GoldRun(result.output, result.exit_code, tuple(facts.changes), facts.hashes,
                    strict_changes=tuple(facts.strict_changes), strict_hashes=facts.strict_hashes,
-                   start_pid=before, end_pid=after, shell_pid=getattr(getattr(sandbox, "shell", None), "pid", 0) or 0)
+                   start_pid=before, end_pid=after, shell_pid=sandbox.shell.pid or 0)
 
 
 class BashSandboxes:
@@ -153,8 +155,7 @@ class BashSandboxes:
 
     def __init__(self, kind: str = "docker", image: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  progress: Callable[[str], None] | None = None, spares: int = 1, recycle: bool = True):
-        if kind not in ("docker", "bwrap"):
-            raise SandboxError(f"unknown sandbox {kind!r} for bash (docker or bwrap)")
+        self.capabilities = sandbox_kinds.capabilities(kind)   # UnknownSandbox names the known ones
         self.kind = kind
         self.image = image
         self.timeout = timeout
@@ -163,7 +164,6 @@ class BashSandboxes:
         self.recycle = recycle
         self._pools = PoolsByKey()
         self._lock = threading.Lock()
-        self._client = None
         self._template: Path | None = None
         self._gold_runs: dict[tuple[str, str, str], GoldRun] = {}
         self._first_runs: dict[tuple[str, str, str], GoldRun] = {}   # while the second run waits
@@ -208,7 +208,7 @@ class BashSandboxes:
         with self._gold_slots:
             box = pool.take()
             try:
-                faithful = getattr(box, "faithful", False)
+                faithful = box.faithful
                 if faithful and start_pid and last_pid(box) > start_pid:
                     start_pid = 0     # already past the agent's numbering: it cannot go back
                 return run_gold(box, task.gold, isolated=not faithful, start_pid=start_pid if faithful else 0)
@@ -219,12 +219,12 @@ class BashSandboxes:
         """Whether an action of this task runs between two gold runs (``bracket``): when its
         gold is known to be nondeterministic, or not known yet on a faithful (not recycled)
         sandbox; a recycled one would need a third container for it."""
-        if self.kind != "docker":
+        if not self.capabilities.runs_images:
             return False
         gold = self._gold_runs.get(self._gold_key(task))
         if gold is not None:
             return gold.nondeterministic
-        return getattr(sandbox, "faithful", False)   # only Docker sandboxes have the mode
+        return sandbox.faithful
 
     def bracket(self, task: Task, action: Callable[[], object]) -> tuple[object, list[GoldRun]]:
         """Run ``action`` between two gold runs in ready pristine sandboxes, one just before
@@ -233,7 +233,7 @@ class BashSandboxes:
         pool = self.pool(task, role="gold")
         boxes = [pool.take(), pool.take()]
         try:
-            isolated = not getattr(boxes[0], "faithful", False)
+            isolated = not boxes[0].faithful
             # the gold's commands as close to the action as they can be; their changes are
             # read afterwards (the reading takes longer than a `date`'s second allows)
             before = gold_command(boxes[0], task.gold, isolated)
@@ -267,32 +267,25 @@ class BashSandboxes:
         return self.image or task.image or DEFAULT_IMAGE
 
     def _make_factory(self, task: Task, role: str) -> Callable[[], Sandbox]:
-        if self.kind == "docker":
-            from icplay.sandbox.docker import DockerSandbox
-            from icplay.sandbox.images import docker_client, ensure_known_image
+        request = SandboxRequest(
+            "bash", self._image_for(task), HostRoot(self._host_root), network=task.network, timeout=self.timeout,
+            recycle=self.recycle, trusted=role == "gold", progress=self.progress,
+            own_image="a task that needs its own image" if self.image or task.image else "")
+        return sandbox_kinds.sandbox_factory(self.kind, request)
 
-            if self._client is None:
-                self._client = docker_client()
-            image = self._image_for(task)
-            ensure_known_image(self._client, image, self.progress)   # icplay's or a plug-in's: built if missing
-            client, timeout, network, recycle = self._client, self.timeout, task.network, self.recycle
-            trusted = role == "gold"
-            return lambda: DockerSandbox(client, image, network=network, timeout=timeout, recycle=recycle,
-                                         trusted=trusted)
-        from icplay.sandbox.bwrap import BwrapSandbox, make_root_template, template_folder
+    def _host_root(self) -> Path:
+        """The testbed as a folder tree (made once), for kinds that run over one (bwrap)."""
+        from icplay.sandbox.bwrap import make_root_template, template_folder
 
-        if self.image or task.image:
-            raise SandboxError("a task that needs its own image runs only on Docker: use --sandbox docker")
         if self._template is None:
             folder = template_folder()   # reaped with this process's bwrap folder if icplay is killed
             self._template = make_root_template(data_dir() / "bash" / "testbed", data_dir() / "bash" / "setup.sh", folder)
-        template, timeout, network = self._template, self.timeout, task.network
-        return lambda: BwrapSandbox(template, timeout=timeout, network=network)
+        return self._template
 
     def pool(self, task: Task, role: str = "agent") -> SandboxPool:
         """The pool of sandboxes for the task's image and network; ``role`` agent or gold."""
         spares = 0 if role == "gold" and self.recycle else self.spares
-        if role == "gold" and self.kind == "docker" and self._image_for(task) != DEFAULT_IMAGE:
+        if role == "gold" and self.capabilities.runs_images and self._image_for(task) != DEFAULT_IMAGE:
             spares = 2   # faithful containers are not recycled: keep two ready (``bracket``)
         return self._pools.get(f"{role}|{self._image_for(task)}|{task.network}",
                                lambda: SandboxPool(self._make_factory(task, role), spares=spares,
@@ -346,7 +339,7 @@ class BashEnv(PooledShellEnv):
             raise RuntimeError("reset() the environment before step()")
         sandbox = self.sandbox
         self._last_start_pid = last_pid(sandbox)
-        self._shell_pid = getattr(getattr(sandbox, "shell", None), "pid", 0) or 0
+        self._shell_pid = sandbox.shell.pid or 0
         # A gold that may print the time runs just before and just after the action, each
         # in its own pristine sandbox: one of the two saw the agent's moment.
         self._bracket = []
@@ -461,7 +454,7 @@ class SharedBashEnvs:
                  progress: Callable[[str], None] | None = None, recycle: bool = True, **options):
         # No spare when containers are recycled: a used one comes back after every
         # episode, and a lazy env takes it while its policy thinks.
-        spares = 0 if recycle and sandbox == "docker" else 1
+        spares = 0 if recycle and sandbox_kinds.capabilities(sandbox).recyclable else 1
         self.compat = options.get("compat")
         self.sandbox, self.image, self.timeout = sandbox, image, timeout
         self.sandboxes = None if self.compat == "intercode" else \

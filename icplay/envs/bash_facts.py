@@ -213,12 +213,12 @@ def gather(sandbox: Sandbox) -> Facts:
     entries count only below them; none known, none count). ``scoring_scratch``: a folder
     for the call's private git folder (None: mktemp's)."""
     nonce = "icplay-facts-" + secrets.token_hex(8)
-    pristine = getattr(sandbox, "pristine_git", None) or {}
+    pristine = sandbox.pristine_git or {}
     index = pristine.get("index")
     argv = ["/usr/bin/env", "-i", f"PATH={TOOL_PATH}", "/bin/bash", "--noprofile", "--norc", "-c", FACTS_SCRIPT,
             "icplay-facts", nonce, base64.b64encode(index).decode() if index else "-",
             hashlib.md5(index).hexdigest() if index else "-", pristine.get("head") or "-",
-            getattr(sandbox, "scoring_scratch", None) or "-", "/".join(pristine.get("roots") or ())]
+            sandbox.scoring_scratch or "-", "/".join(pristine.get("roots") or ())]
     code, output = sandbox.exec(argv, timeout=150)
     found = _sections(output, nonce)
     if "end" not in found:

@@ -92,8 +92,7 @@ class PooledShellEnv:
 
     @property
     def cwd(self) -> str | None:
-        shell = getattr(self.held.ready, "shell", None)
-        return shell.cwd if shell is not None else None
+        return self.held.ready.shell.cwd if self.held.ready is not None else None
 
     def interrupt(self) -> None:
         if self.held.ready is not None:

@@ -25,7 +25,9 @@ from icplay.python.calls import Split, split_test
 from icplay.python.interpreter import Interpreter
 from icplay.python.reward import Outcome, Scored, gold_function_name, python_reward
 from icplay.python.scoring import CallResult, judge, run_calls
+from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
+from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
 
 DEFAULT_IMAGE = "icplay-python:latest"
@@ -70,27 +72,19 @@ class PythonSandboxes(BashSandboxes):
         return self.image or DEFAULT_IMAGE
 
     def _make_factory(self, task: Task, role: str) -> Callable[[], Sandbox]:
-        if self.kind == "docker":
-            from icplay.sandbox.docker import DockerSandbox
-            from icplay.sandbox.images import docker_client, ensure_image
+        request = SandboxRequest("python", self._image_for(task), HostRoot(self._host_root), network=False,
+                                 timeout=self.timeout, recycle=False, trusted=role == "gold", workdir="/root",
+                                 progress=self.progress, own_image="--image" if self.image else "")
+        return sandbox_kinds.sandbox_factory(self.kind, request)
 
-            if self._client is None:
-                self._client = docker_client()
-            image = self._image_for(task)
-            if image == DEFAULT_IMAGE:
-                ensure_image(self._client, "python", self.progress or (lambda line: None))
-            client, timeout = self._client, self.timeout
-            return lambda: DockerSandbox(client, image, network=False, timeout=timeout, recycle=False,
-                                         trusted=role == "gold", workdir="/root")
-        from icplay.sandbox.bwrap import BwrapSandbox, make_root_template, template_folder
+    def _host_root(self) -> Path:
+        """An empty testbed as a folder tree (made once), for kinds that run over one (bwrap)."""
+        from icplay.sandbox.bwrap import make_root_template, template_folder
 
-        if self.image:
-            raise SandboxError("--image applies to Docker only: use --sandbox docker")
         if self._template is None:
             self._empty = tempfile.TemporaryDirectory(prefix="icplay-python-")
             self._template = make_root_template(Path(self._empty.name), None, template_folder())
-        template, timeout = self._template, self.timeout
-        return lambda: BwrapSandbox(template, timeout=timeout, network=False)
+        return self._template
 
     def _gold_sandbox(self, task: Task) -> Sandbox:
         """The kept gold sandbox (call with ``_gold_lock`` held): golds and judges only, never the solver's code."""

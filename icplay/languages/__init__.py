@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from icplay.envs.base import Env
 from icplay.languages.registry import ENTRY_POINT_GROUP, UnknownLanguage, all_specs, find, get, known, names
-from icplay.languages.spec import Image, LanguageSpec, Prompts, resolve
+from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts, resolve
 from icplay.languages.turns import RUN_THEN_SUBMIT, TurnPlan, TurnRule
 
 __all__ = ["LanguageSpec", "Prompts", "Image", "resolve", "get", "find", "names", "known", "all_specs", "make_env",
@@ -28,7 +28,34 @@ def intercode_turn(env_name: str) -> TurnRule:
 
 
 def sandboxes(env_name: str) -> tuple[str, ...]:
-    return get(env_name).sandboxes
+    return get(env_name).sandbox_names()
+
+
+def sandbox_choices() -> list[str]:
+    """Every sandbox some language runs on (the CLI's ``--sandbox`` choices): the shell
+    sandboxes of the registry first, then the others (SQL's sqlite, mysql)."""
+    from icplay.sandbox import registry
+
+    found = list(registry.names())
+    for spec in all_specs():
+        found += [name for name in spec.sandbox_names() if name not in found]
+    return found
+
+
+def shell_sandboxes() -> list[str]:
+    """The registry's shell sandboxes (Bash, Python, CTF run on each)."""
+    from icplay.sandbox import registry
+
+    return registry.names()
+
+
+def add_sandbox_argument(parser: Any, purpose: str = "") -> None:
+    """``--sandbox``, its choices and help read from the registries (``purpose``: a note after the help)."""
+    shell = " or ".join(shell_sandboxes())
+    others = "; ".join(f"{spec.name}: {' or '.join(spec.sandbox_names())}" for spec in all_specs()
+                       if spec.sandboxes != SHELL_SANDBOXES)
+    parser.add_argument("--sandbox", default=None, choices=sandbox_choices(), metavar="SANDBOX",
+                        help=f"bash, python, ctf: {shell}; {others}{purpose} (default: the language's)")
 
 
 def default_sandbox(env_name: str) -> str:
@@ -45,8 +72,8 @@ def checked_sandbox(env_name: str, sandbox: str | None) -> str:
     except UnknownLanguage as exc:
         raise SandboxError(str(exc)) from None
     sandbox = sandbox or spec.pick_sandbox()
-    if sandbox not in spec.sandboxes:
-        raise SandboxError(f"{env_name} runs on {' or '.join(spec.sandboxes)}, not {sandbox!r}")
+    if sandbox not in spec.sandbox_names():
+        raise SandboxError(f"{env_name} runs on {' or '.join(spec.sandbox_names())}, not {sandbox!r}")
     return sandbox
 
 

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from icplay.languages.spec import Image, LanguageSpec, Prompts
+from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 
-
-def default_sandbox() -> str:
-    from icplay.envs import docker_available
-
-    return "docker" if docker_available() else "bwrap"
 
 
 def score_rows(b: dict) -> list[tuple[str, str]]:
@@ -45,9 +40,9 @@ PROMPTS = Prompts(
 )
 
 SPEC = LanguageSpec(
-    name="bash", title="Bash", sandboxes=("docker", "bwrap"),
+    name="bash", title="Bash", sandboxes=SHELL_SANDBOXES,
     env="icplay.envs.bash:make_bash_env", env_factory="icplay.envs.bash:SharedBashEnvs",
-    default_sandbox=default_sandbox, prompts=PROMPTS,
+    prompts=PROMPTS,
     pane="icplay.tui.widgets.panes:BashPane", keys_scope="bash",
     score_rows=score_rows, uses_image=True,
     images=(Image("bash", "icplay-bash:latest", "docker/bash.Dockerfile",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.languages.spec import Image, LanguageSpec, Prompts
+from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 from icplay.languages.turns import TurnPlan, TurnRule
 from icplay.tasks.model import Task
 
@@ -15,11 +15,6 @@ from icplay.tasks.model import Task
 INTERCODE_DEF = re.compile(r"def (\w+)\(")
 INTERCODE_RETRY = "Test case did not pass. Please try again."
 
-
-def default_sandbox() -> str:
-    from icplay.envs import docker_available
-
-    return "docker" if docker_available() else "bwrap"
 
 
 def score_rows(b: dict) -> list[tuple[str, str]]:
@@ -92,9 +87,9 @@ PROMPTS = Prompts(
 )
 
 SPEC = LanguageSpec(
-    name="python", title="Python", sandboxes=("docker", "bwrap"),
+    name="python", title="Python", sandboxes=SHELL_SANDBOXES,
     env="icplay.envs.python:make_python_env", env_factory="icplay.envs.python:SharedPythonEnvs",
-    default_sandbox=default_sandbox, prompts=PROMPTS,
+    prompts=PROMPTS,
     pane="icplay.tui.widgets.python_pane:PythonPane", keys_scope="python",
     score_rows=score_rows, gold_actions=gold_actions, uses_image=True,
     images=(Image("python", "icplay-python:latest", "docker/python.Dockerfile",

@@ -17,6 +17,10 @@ from icplay.tasks.model import Task
 
 Ref = Union[str, Callable[..., Any]]
 
+# A shell language's ``sandboxes``: every kind the sandbox registry knows (Docker, bwrap,
+# Podman, a plug-in's), the default the first available of docker, bwrap.
+SHELL_SANDBOXES: tuple[str, ...] = ("<shell sandboxes>",)
+
 
 def resolve(ref: Ref) -> Any:
     """The object a reference names: itself when it is not a string, else ``module:attr``."""
@@ -111,6 +115,7 @@ class LanguageSpec:
 
     name: str
     title: str
+    # the sandboxes it runs on; SHELL_SANDBOXES: every kind of icplay.sandbox.registry
     sandboxes: tuple[str, ...]
     env: Ref
     prompts: Prompts
@@ -129,8 +134,22 @@ class LanguageSpec:
     prompt: str | None = None
     intercode_turn: TurnRule = RUN_THEN_SUBMIT
 
+    def sandbox_names(self) -> tuple[str, ...]:
+        """The sandboxes it runs on, a shell language's read from the sandbox registry now."""
+        if self.sandboxes == SHELL_SANDBOXES:
+            from icplay.sandbox import registry
+
+            return tuple(registry.names())
+        return self.sandboxes
+
     def pick_sandbox(self) -> str:
-        return resolve(self.default_sandbox)() if self.default_sandbox is not None else self.sandboxes[0]
+        if self.default_sandbox is not None:
+            return resolve(self.default_sandbox)()
+        if self.sandboxes == SHELL_SANDBOXES:
+            from icplay.sandbox import registry
+
+            return registry.default_name()
+        return self.sandboxes[0]
 
     def make_env(self, sandbox: str, **options) -> Any:
         return resolve(self.env)(sandbox, **options)

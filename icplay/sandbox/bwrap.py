@@ -57,10 +57,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from icplay.sandbox import limits as limits_mod
-from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
+                                 ShellResult)
 from icplay.sandbox.limits import Limits
+from icplay.sandbox.registry import SandboxRequest, image_kinds, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
 
 INSIDE_UID = 1000
@@ -461,6 +464,8 @@ class BwrapSandbox:
     """One episode in bubblewrap, over a private copy of a root template."""
 
     kind = "bwrap"
+    capabilities = SandboxCapabilities(runs_images=False, recyclable=False, replaces_dead=False)
+    faithful = False      # no image of its own to be faithful to
 
     def __init__(self, root_template: Path, workdir: str = "/testbed", timeout: float = DEFAULT_TIMEOUT,
                  output_cap: int = DEFAULT_OUTPUT_CAP, network: bool = False, limits: Limits | None = None,
@@ -482,8 +487,10 @@ class BwrapSandbox:
         self._proc_lock = threading.Lock()
         # the strict verdict's facts (envs/bash_facts.py): the root folder's .git is out of
         # the action's reach, so its own index is the pristine one
-        self.pristine_git = {"index": None, "head": None, "roots": ["testbed", "root", *(f for f, _i in self.binds)]}
-        self.scoring_scratch = None
+        self.pristine_git: dict[str, Any] | None = {
+            "index": None, "head": None, "roots": ["testbed", "root", *(f for f, _i in self.binds)]}
+        self.scoring_scratch: str | None = None
+        self.on_replaced: Callable[[], None] | None = None   # never called: a bwrap folder is not replaced
         self.shell = PersistentShell(
             ShellControl(open=self._open, kill_command=self._kill_command, kill_shell=self._kill_shell,
                          is_alive=self._is_alive),
@@ -590,6 +597,10 @@ class BwrapSandbox:
             copy_into(Path(source), target, skip)
         if self.host_uid is not None:
             subprocess.run(["chown", "-R", "-h", f"{self.host_uid}:{self.host_uid}", str(target)], check=True)
+
+    def recycle(self) -> bool:
+        """A bwrap folder is never reused: a new copy of the template is as quick."""
+        return False
 
     def close(self) -> None:
         self.shell.close()
@@ -785,6 +796,29 @@ def _empty_cgroups(enforcement: limits_mod.Enforcement, wait: float = 2.0) -> No
         if all(limits_mod.remove_cgroup(d) for d in enforcement.cleanup_dirs) or time.monotonic() > deadline:
             return
         time.sleep(0.02)
+
+
+@register_sandbox("bwrap")
+class BwrapKind:
+    """bubblewrap: the host's tools over a private copy of a folder tree; no images."""
+
+    name = "bwrap"
+    capabilities = BwrapSandbox.capabilities
+
+    def available(self) -> bool:
+        return bwrap_path() is not None
+
+    def factory(self, request: SandboxRequest) -> Callable[[], BwrapSandbox]:
+        if request.own_image:
+            raise SandboxError(f"{request.own_image} runs only on Docker or another sandbox that runs images "
+                               f"({', '.join(image_kinds())}): use --sandbox docker")
+        host, timeout, network = request.host, request.timeout, request.network
+        template = host.make()
+        return lambda: BwrapSandbox(template, workdir=host.workdir, timeout=timeout, network=network,
+                                    binds=host.binds)
+
+    def close(self) -> None:
+        """Nothing to stop: each sandbox removes its own folder."""
 
 
 class _PipeTransport:

@@ -43,10 +43,12 @@ from typing import Any, Callable
 import shlex
 import time
 
-from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
+                                 ShellResult)
 from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
                                    SCORING_SCRATCH, SHELL_PID_FILE, freeze_and_kill)
 from icplay.sandbox import faithful as faithful_mode
+from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 
 LABEL = "icplay"
@@ -111,11 +113,14 @@ def size_bytes(size: str | int) -> int:
         raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
     return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
 
-_created: set[str] = set()
+# container id -> the client of the engine that made it (None: the Docker daemon's)
+_created: dict[str, Any] = {}
 _created_lock = threading.Condition()
 _in_flight = 0          # container creations under way (see ``creating``)
 _exiting = False        # set by the exit hook: no new container from now on
-_reaped = False
+_reaped: set[str] = set()   # the engines (API addresses) reaped so far
+_engines: dict[str, Any] = {}   # API address -> a client of each engine this process used
+_after_removal: list[Callable[[], None]] = []
 
 
 def container_labels(kind: str) -> dict[str, str]:
@@ -123,10 +128,17 @@ def container_labels(kind: str) -> dict[str, str]:
     return {LABEL: "1", "icplay.pid": str(os.getpid()), "icplay.host": socket.gethostname(), "icplay.kind": kind}
 
 
-def track(container_id: str) -> None:
-    """Remember a container this process made, for removal at exit."""
+def track(container_id: str, client: Any = None) -> None:
+    """Remember a container this process made (through ``client``: an engine other than
+    the Docker daemon), for removal at exit."""
     with _created_lock:
-        _created.add(container_id)
+        _created[container_id] = client
+
+
+def after_removal(step: Callable[[], None]) -> None:
+    """Run ``step`` at exit once this process's containers are removed (stop an engine's service)."""
+    with _created_lock:
+        _after_removal.append(step)
 
 
 @contextlib.contextmanager
@@ -148,14 +160,17 @@ def creating():
 
 
 def reap_once(client: Any) -> None:
-    """Reap leftovers the first time this process talks to Docker."""
-    global _reaped
-    if not _reaped:
-        _reaped = True
-        try:
-            reap_leftovers(client)
-        except Exception:
-            pass
+    """Reap leftovers the first time this process talks to an engine (Docker, Podman)."""
+    address = str(getattr(getattr(client, "api", None), "base_url", ""))
+    with _created_lock:
+        _engines.setdefault(address, client)
+        if address in _reaped:
+            return
+        _reaped.add(address)
+    try:
+        reap_leftovers(client)
+    except Exception:
+        pass
 
 
 def remove_container(client: Any, container_id: str) -> None:
@@ -169,7 +184,7 @@ def _remove_quietly(client: Any, container_id: str) -> None:
     except Exception:
         pass  # already gone (another process reaped it) or the daemon went away
     with _created_lock:
-        _created.discard(container_id)
+        _created.pop(container_id, None)
 
 
 def reap_leftovers(client: Any) -> int:
@@ -207,23 +222,45 @@ def _remove_ours() -> None:
         busy = _in_flight > 0
         # a creation under way returns within Docker's API timeout; its container is then ours
         _created_lock.wait_for(lambda: _in_flight == 0, timeout=30)
-        ids = list(_created)
-    if not ids and not busy:
-        return
+        made = dict(_created)
+        engines = [c for c in _engines.values() if c is not None]
+        steps = list(_after_removal)
+    if made or busy:
+        _remove_made(made, engines, busy)
+    for step in steps:
+        try:
+            step()
+        except Exception:
+            pass
+
+
+def _remove_made(made: dict[str, Any], engines: list[Any], busy: bool) -> None:
+    """Remove the containers this process made, each through its own engine's client."""
     try:
         import docker
 
-        client = docker.from_env()
-        if busy:   # also what a creation made but did not get to track
-            mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
-            ids += [c["Id"] for c in client.api.containers(all=True, filters={"label": sorted(mine)})]
+        default = docker.from_env()
+    except Exception:
+        default = None
+    by_client: dict[int, tuple[Any, list[str]]] = {}
+    for cid, client in made.items():
+        chosen = client if client is not None else default
+        if chosen is not None:
+            by_client.setdefault(id(chosen), (chosen, []))[1].append(cid)
+    if busy:   # also what a creation made but did not get to track
+        mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
+        for client in [c for c in (default, *engines) if c is not None]:
+            try:
+                found = client.api.containers(all=True, filters={"label": sorted(mine)})
+            except Exception:
+                continue
+            by_client.setdefault(id(client), (client, []))[1].extend(c["Id"] for c in found)
+    for client, ids in by_client.values():
         for cid in dict.fromkeys(ids):
             try:
                 client.api.remove_container(cid, force=True)
             except Exception:
                 pass
-    except Exception:
-        pass
 
 
 _trees: dict[str, tuple[list[str], bytes]] = {}
@@ -241,7 +278,7 @@ def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS)
             return _trees[image_id]
         with creating():
             created = client.api.create_container(image_id, command=["true"], labels=container_labels("probe"))["Id"]
-            track(created)
+            track(created, client)
         try:
             out = io.BytesIO()
             found: list[str] = []
@@ -284,6 +321,7 @@ class DockerSandbox:
     """One episode at a time in its own container of an icplay (or user-named) image."""
 
     kind = "docker"
+    capabilities = SandboxCapabilities(runs_images=True, recyclable=True, replaces_dead=True)
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
@@ -331,6 +369,10 @@ class DockerSandbox:
         # episode puts its files back (CTF's task files, its setup)
         self.on_replaced: Callable[[], None] | None = None
 
+    def engine_ulimits(self) -> list[Any]:
+        """Resource limits every container of this engine is given (none: Docker's defaults)."""
+        return []
+
     def _new_shell(self) -> PersistentShell:
         # a faithful shell first hands out the pids its exec's threads did not take, so that
         # every container's first action is numbered alike (faithful.py)
@@ -350,8 +392,10 @@ class DockerSandbox:
         reap_once(self.client)
         import docker.errors
 
-        labels = container_labels("bash")
+        labels = container_labels(self.kind)
         options: dict[str, Any] = dict(self.limits)
+        if self.engine_ulimits():
+            options["ulimits"] = self.engine_ulimits()
         tree = b""
         try:
             self.bounded = self.disk_limit is not None and icplay_image(self.client, self.image)
@@ -362,7 +406,7 @@ class DockerSandbox:
                 roots, tree = image_tree(self.client, self.image)
                 options.update(
                     read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
-                    ulimits=[docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
+                    ulimits=[*self.engine_ulimits(), docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
                     log_config=docker.types.LogConfig(type="none"),
                     mem_limit=size_bytes(options["mem_limit"]) + limit,
                     memswap_limit=size_bytes(options["memswap_limit"]) + limit)
@@ -374,7 +418,7 @@ class DockerSandbox:
                         self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
                         network_mode=None if self.network else "none", privileged=False,
                         security_opt=["no-new-privileges"], hostname="icplay", **options)
-                    track(self.container.id)
+                    track(self.container.id, self.client)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
@@ -409,7 +453,7 @@ class DockerSandbox:
                 security_opt=["no-new-privileges", "seccomp=" + json.dumps(faithful_mode.SECCOMP)],
                 log_config=docker.types.LogConfig(type="none"),
                 hostname=faithful_mode.hostname(image["Id"]), **options)
-            track(self.container.id)
+            track(self.container.id, self.client)
         # attached before the start, so that the ready notice cannot be missed
         self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
             self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
@@ -718,6 +762,56 @@ class DockerSandbox:
         if exec_id is None:
             return False
         return bool(self.client.api.exec_inspect(exec_id).get("Running"))
+
+
+class ImageKind:
+    """A kind whose sandboxes are containers of Docker images, driven through a Docker API
+    client (docker-py): the Docker daemon's here; Podman's service in ``podman.py``."""
+
+    name = "docker"
+    capabilities = DockerSandbox.capabilities
+    sandbox_class: type[DockerSandbox] = DockerSandbox
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    def connect(self) -> Any:
+        """A new connected client, or a SandboxError saying what to do."""
+        from icplay.sandbox.images import docker_client
+
+        return docker_client()
+
+    def client(self) -> Any:
+        """This process's client of the engine (connected on first use)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = self.connect()
+            return self._client
+
+    def available(self) -> bool:
+        try:
+            self.connect()
+            return True
+        except SandboxError:
+            return False
+
+    def factory(self, request: SandboxRequest) -> Callable[[], DockerSandbox]:
+        from icplay.sandbox.images import ensure_known_image
+
+        client = self.client()
+        ensure_known_image(client, request.image, request.progress)   # icplay's or a plug-in's: built if missing
+        cls, r = self.sandbox_class, request
+        return lambda: cls(client, r.image, network=r.network, timeout=r.timeout, recycle=r.recycle,
+                           trusted=r.trusted, workdir=r.workdir)
+
+    def close(self) -> None:
+        """Nothing to stop: the Docker daemon is the user's."""
+
+
+@register_sandbox("docker")
+class DockerKind(ImageKind):
+    """Docker: a container per episode of icplay's images or a task's own."""
 
 
 def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, workdir: str | None = None,

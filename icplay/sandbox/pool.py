@@ -86,7 +86,7 @@ class SandboxPool:
             return
         with self._lock:
             self._in_use = max(0, self._in_use - 1)
-            keep = (self._recycle and not self._closed and hasattr(sandbox, "recycle")
+            keep = (self._recycle and not self._closed and sandbox.capabilities.recyclable
                     and len(self._ready) < self._spares + self._peak)
             if keep:
                 self._ready.append(self._workers.submit(self._recycled, sandbox))
@@ -99,7 +99,7 @@ class SandboxPool:
 
     def _recycled(self, sandbox: Sandbox) -> Sandbox | None:
         try:
-            ok = sandbox.recycle()  # type: ignore[attr-defined]
+            ok = sandbox.recycle()
         except Exception:
             ok = False
         if not ok:

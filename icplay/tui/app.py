@@ -160,7 +160,7 @@ class PlayApp(App):
 
     def sandbox_for(self, kind: str) -> str | None:
         spec = find_language(kind)
-        if self.sandbox and spec is not None and self.sandbox in spec.sandboxes:
+        if self.sandbox and spec is not None and self.sandbox in spec.sandbox_names():
             return self.sandbox
         return None
 

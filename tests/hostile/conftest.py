@@ -8,6 +8,7 @@ that "every turn saved" is checked on the files a run would leave.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -123,7 +124,7 @@ class Played:
 def docker_sandboxes(docker_client, bash_image):
     from icplay.envs.bash import BashSandboxes
 
-    sandboxes = BashSandboxes("docker", timeout=HOSTILE_TIMEOUT, spares=0)
+    sandboxes = BashSandboxes(os.environ.get("ICPLAY_TEST_SANDBOX") or "docker", timeout=HOSTILE_TIMEOUT, spares=0)
     yield sandboxes
     sandboxes.close()
 

@@ -14,10 +14,9 @@ LIMIT = 64 * 1024 * 1024
 
 
 @pytest.fixture
-def small_disk(docker_client, bash_image):
-    from icplay.sandbox.docker import DockerSandbox
+def small_disk(docker_client, bash_image, image_sandbox):
 
-    box = DockerSandbox(docker_client, bash_image, disk_limit=LIMIT, timeout=20)
+    box = image_sandbox(docker_client, bash_image, disk_limit=LIMIT, timeout=20)
     box.start()
     yield box
     box.close()
@@ -62,13 +61,13 @@ def test_disk_fill_through_an_episode_saves_every_turn(play_docker):
     played.assert_all_saved()
 
 
-def test_filling_several_roots_past_the_memory_limit_leaves_a_usable_sandbox(docker_client, bash_image):
+def test_filling_several_roots_past_the_memory_limit_leaves_a_usable_sandbox(docker_client, bash_image,
+                                                                            image_sandbox):
     """tmpfs lives in the container's memory: filling several roots at once reaches the
     memory limit (processes and files together), where the OOM killer strikes. Whatever
     it kills, the next actions run: in the same container, or in a new one with a note."""
-    from icplay.sandbox.docker import DockerSandbox
 
-    box = DockerSandbox(docker_client, bash_image, disk_limit="200m", timeout=20,
+    box = image_sandbox(docker_client, bash_image, disk_limit="200m", timeout=20,
                         limits={"mem_limit": "128m", "memswap_limit": "128m"})
     box.start()
     try:
@@ -81,14 +80,14 @@ def test_filling_several_roots_past_the_memory_limit_leaves_a_usable_sandbox(doc
         box.close()
 
 
-def test_the_disk_limit_is_configurable_and_bad_sizes_are_one_line_errors(docker_client, bash_image, monkeypatch):
+def test_the_disk_limit_is_configurable_and_bad_sizes_are_one_line_errors(docker_client, bash_image, monkeypatch,
+                                                                          image_sandbox):
     from icplay.sandbox.base import SandboxError
-    from icplay.sandbox.docker import DockerSandbox
 
     monkeypatch.setenv("ICPLAY_DISK_LIMIT", "96m")
-    assert DockerSandbox(docker_client, bash_image).disk_limit == 96 * 1024 * 1024
+    assert image_sandbox(docker_client, bash_image).disk_limit == 96 * 1024 * 1024
     monkeypatch.setenv("ICPLAY_DISK_LIMIT", "off")
-    assert DockerSandbox(docker_client, bash_image).disk_limit is None
+    assert image_sandbox(docker_client, bash_image).disk_limit is None
     monkeypatch.setenv("ICPLAY_DISK_LIMIT", "lots")
     with pytest.raises(SandboxError, match="not a size: 'lots'"):
-        DockerSandbox(docker_client, bash_image)
+        image_sandbox(docker_client, bash_image)

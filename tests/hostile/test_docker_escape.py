@@ -70,10 +70,9 @@ def test_no_network_cannot_reach_a_host_loopback_listener(play_docker, listener)
     played.assert_all_saved()
 
 
-def test_a_task_with_network_cannot_reach_a_host_loopback_listener(docker_client, bash_image, listener):
-    from icplay.sandbox.docker import DockerSandbox
+def test_a_task_with_network_cannot_reach_a_host_loopback_listener(docker_client, bash_image, listener, image_sandbox):
 
-    box = DockerSandbox(docker_client, bash_image, network=True, timeout=20)
+    box = image_sandbox(docker_client, bash_image, network=True, timeout=20)
     box.start()
     try:
         result = box.run(_reach(listener.port))

@@ -35,6 +35,7 @@ PROBE_TIMEOUT = 20.0     # seconds per action: probes search whole file systems 
 # What a sandbox needs from tests/conftest.py, and its pytest marks.
 SANDBOX_NEEDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "docker": ("docker_client", ("docker",)),
+    "podman": ("podman_client", ("podman",)),
     "bwrap": ("bwrap_ready", ("bwrap",)),
     "mysql": ("docker_client", ("mysql", "docker")),
     "sqlite": (None, ()),
@@ -59,12 +60,12 @@ def language_sandbox_params() -> list:
 
 
 def require_sandbox(request, language: str, sandbox: str) -> None:
-    """Docker (with the language's image built), bwrap or MariaDB, or fail under CI."""
+    """Docker or Podman (with the language's image built), bwrap or MariaDB, or fail under CI."""
     fixture = SANDBOX_NEEDS[sandbox][0]
     if fixture is None:
         return
     client = request.getfixturevalue(fixture)
-    if fixture == "docker_client":
+    if fixture in ("docker_client", "podman_client"):
         from icplay.languages import get
         from icplay.sandbox.images import IMAGES, ensure_image
 

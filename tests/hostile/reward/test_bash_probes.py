@@ -35,7 +35,8 @@ MEMORY_BOUND = 64 * MB      # a few output caps (1 MiB each) and the interpreter
 ACTION_TIMEOUT = 30.0
 ENDLESS_LINE = "timeout 4 yes | tr -d '\\n'"      # one line, endless for four seconds
 
-SANDBOXES = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("bwrap", marks=pytest.mark.bwrap)]
+SANDBOXES = [pytest.param("docker", marks=pytest.mark.docker), pytest.param("bwrap", marks=pytest.mark.bwrap),
+             pytest.param("podman", marks=pytest.mark.podman)]
 
 
 def _task(gold: str, name: str = "probe") -> Task:
@@ -85,7 +86,7 @@ def pools(request):
 
     def get(kind: str) -> BashSandboxes:
         if kind not in made:
-            request.getfixturevalue("bash_image" if kind == "docker" else "bwrap_ready")
+            request.getfixturevalue({"docker": "bash_image", "podman": "podman_images", "bwrap": "bwrap_ready"}[kind])
             made[kind] = BashSandboxes(kind, timeout=ACTION_TIMEOUT, spares=0)
         return made[kind]
 

@@ -24,12 +24,13 @@ RIGHT = "def add(a, b):\n    return a + b"
 
 
 @pytest.fixture(scope="module", params=[pytest.param("bwrap", marks=pytest.mark.bwrap),
-                                        pytest.param("docker", marks=pytest.mark.docker)])
+                                        pytest.param("docker", marks=pytest.mark.docker),
+                                        pytest.param("podman", marks=pytest.mark.podman)])
 def python_sandboxes(request):
     from icplay.envs.python import PythonSandboxes
 
     kind = request.param
-    request.getfixturevalue("bwrap_ready" if kind == "bwrap" else "python_image")
+    request.getfixturevalue({"bwrap": "bwrap_ready", "docker": "python_image", "podman": "podman_images"}[kind])
     # the default action timeout: a first action starts the interpreter, which takes
     # seconds in a Docker container on a loaded machine
     sandboxes = PythonSandboxes(kind)

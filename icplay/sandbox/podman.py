@@ -1,0 +1,169 @@
+"""The Podman sandbox: Docker's sandbox, run by Podman instead of a Docker daemon.
+
+Podman has no daemon: each container is a child of its own ``conmon``. What it has is a
+Docker-compatible API, served on demand by ``podman system service``; icplay drives that
+API with the same docker-py code as Docker (``docker.py``: the warden, the attached exec
+shells, the control shell, recycling, faithful containers, sized tmpfs roots), so the
+sandbox is the same sandbox and the images are built from the same Dockerfiles.
+
+The service: ``$ICPLAY_PODMAN_HOST`` (e.g. ``unix:///run/podman/podman.sock``) when set;
+else the system's socket when it answers; else icplay starts ``podman system service`` on
+a socket of its own for the life of the process and stops it at exit, after removing
+this process's containers.
+
+Resource limits: Podman gives every container RLIMIT_NOFILE and RLIMIT_NPROC of its own
+choosing (1048576 and the pid limit), and raising a hard limit needs CAP_SYS_RESOURCE,
+which root inside a container (a CI runner) lacks: every start then fails ("error setting
+rlimit"). icplay asks for the limits its own process has (never more), in each container
+and, through the service it starts, in every build step.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from icplay.sandbox.base import SandboxError
+from icplay.sandbox.docker import DockerSandbox, ImageKind, after_removal
+from icplay.sandbox.registry import register_sandbox
+
+HOST_ENV = "ICPLAY_PODMAN_HOST"
+SYSTEM_SOCKET = "unix:///run/podman/podman.sock"
+SERVICE_WAIT = 30.0     # seconds for a started service to answer
+
+
+def _pid_max() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def own_ulimits() -> dict[str, tuple[int, int]]:
+    """nofile and nproc as (soft, hard): this process's own, nproc at most the pid limit
+    (what Podman lowers its own to), so that the OCI runtime never has to raise one."""
+    found: dict[str, tuple[int, int]] = {}
+    for name, which, cap in (("nofile", resource.RLIMIT_NOFILE, 1 << 20),
+                             ("nproc", resource.RLIMIT_NPROC, _pid_max())):
+        soft, hard = resource.getrlimit(which)
+        hard = cap if hard == resource.RLIM_INFINITY else min(hard, cap)
+        soft = hard if soft == resource.RLIM_INFINITY else min(soft, hard)
+        found[name] = (soft, hard)
+    return found
+
+
+class PodmanSandbox(DockerSandbox):
+    """One episode in a Podman container; the Docker sandbox's code through Podman's API."""
+
+    kind = "podman"
+
+    def engine_ulimits(self) -> list[Any]:
+        import docker.types
+
+        return [docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in own_ulimits().items()]
+
+
+class PodmanService:
+    """``podman system service`` on a private socket, started by icplay and stopped at exit."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="icplay-podman-"))
+        self.url = f"unix://{self.folder / 'podman.sock'}"
+        self.log = self.folder / "service.log"
+        conf = self.folder / "containers.conf"
+        limits = ", ".join(f'"{name}={soft}:{hard}"' for name, (soft, hard) in own_ulimits().items())
+        conf.write_text(f"[containers]\ndefault_ulimits = [{limits}]\n")
+        podman = shutil.which("podman")
+        if podman is None:
+            raise SandboxError("podman is not installed: install it (apt-get install podman) or use --sandbox docker")
+        with open(self.log, "wb") as log:
+            # its own session: a Ctrl+C at the terminal reaches icplay, which stops it in order
+            self.process = subprocess.Popen([podman, "system", "service", "--time=0", self.url],
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "CONTAINERS_CONF": str(conf)}, start_new_session=True)
+
+    def wait(self, connect: Any) -> Any:
+        """A client once the service answers, or a SandboxError quoting its log."""
+        deadline = time.monotonic() + SERVICE_WAIT
+        while True:
+            if self.process.poll() is not None:
+                break
+            try:
+                return connect(self.url)
+            except Exception:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+        tail = self.log.read_text(errors="replace").strip()[-300:] if self.log.exists() else ""
+        self.stop()
+        raise SandboxError(f"podman system service did not answer within {SERVICE_WAIT:.0f}s: {tail or 'no output'}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _client(url: str, timeout: int = 60) -> Any:
+    import docker
+
+    client = docker.DockerClient(base_url=url, timeout=timeout)
+    client.ping()
+    return client
+
+
+@register_sandbox("podman")
+class PodmanKind(ImageKind):
+    """Podman: the Docker sandbox's containers with no Docker daemon (``podman system service``)."""
+
+    name = "podman"
+    capabilities = PodmanSandbox.capabilities
+    sandbox_class = PodmanSandbox
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._service: PodmanService | None = None
+        self._service_lock = threading.Lock()
+
+    def available(self) -> bool:
+        """Installed, or a service named: starting one is left to the first sandbox."""
+        return bool(os.environ.get(HOST_ENV)) or shutil.which("podman") is not None
+
+    def connect(self) -> Any:
+        named = os.environ.get(HOST_ENV)
+        if named:
+            try:
+                return _client(named)
+            except Exception as exc:
+                raise SandboxError(f"Podman does not answer at {HOST_ENV}={named}: {type(exc).__name__}: {exc}; "
+                                   "start `podman system service` there or unset it") from None
+        with self._service_lock:
+            if self._service is not None:
+                return self._service.wait(_client)
+            try:
+                return _client(SYSTEM_SOCKET)
+            except Exception:
+                pass
+            self._service = PodmanService()
+            after_removal(self.close)
+            return self._service.wait(_client)
+
+    def close(self) -> None:
+        """Stop the service icplay started (its containers were removed first, see docker.py)."""
+        with self._service_lock:
+            service, self._service = self._service, None
+        if service is not None:
+            service.stop()
+

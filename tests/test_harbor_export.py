@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from ci_rules import unavailable
 
-pytestmark = pytest.mark.docker
-
 from icplay.cli import main
 from icplay.harbor.export import export_tasks, slug
 from icplay.harbor.oracle import check
 from icplay.tasks.registry import load_tasks
+
+pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[1]
 HARBOR = Path(os.environ.get("ICPLAY_HARBOR_BIN", ROOT / ".venv-harbor/bin/harbor"))

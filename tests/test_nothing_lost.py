@@ -27,8 +27,7 @@ from icplay.episode import Trajectory, Turn
 from icplay.formats.native import Skipped, load_logs, skipped_note
 from icplay.formats.summary import scan
 from icplay.json_shape import MAX_DEPTH, nesting_depth
-from icplay.store import (StoreWriteError, TrajectoryFileError, TrajectoryStore, load_trajectory,
-                          save_trajectory)
+from icplay.store import (StoreWriteError, TrajectoryFileError, TrajectoryStore, load_trajectory)
 
 ROOT = Path(__file__).resolve().parents[1]
 

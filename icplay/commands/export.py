@@ -117,7 +117,7 @@ def run_harbor(args) -> int:
     """Task sets as Harbor task folders under --out."""
     from pathlib import Path
 
-    from icplay.cli import UserError
+    from icplay.process import UserError
     from icplay.harbor.export import ExportError, export_tasks
     from icplay.tasks.model import TaskFileError
     from icplay.tasks.registry import load_tasks

@@ -61,7 +61,7 @@ def env_from_tasks(args, command: str) -> str:
 
     args.env = args.env or implied_env(args.tasks)
     if args.env is None:
-        from icplay.cli import UserError
+        from icplay.process import UserError
 
         raise UserError(f"icplay {command}: name the environment ({', '.join(names())}), or tasks that imply it "
                         "(--tasks harbor:PATH)")

@@ -111,7 +111,8 @@ class SharedSandboxesFactory:
     _shared: Any
 
     def stats(self) -> dict[str, int]:
-        return self._shared.stats()
+        stats: dict[str, int] = self._shared.stats()
+        return stats
 
     def close(self) -> None:
         self._shared.close()

@@ -26,7 +26,7 @@ from icplay.python.interpreter import Interpreter
 from icplay.python.reward import Outcome, Scored, gold_function_name, python_reward
 from icplay.python.scoring import CallResult, judge, run_calls
 from icplay.sandbox import registry as sandbox_kinds
-from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
+from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
 

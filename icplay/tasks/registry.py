@@ -7,6 +7,7 @@ from here or a path to a task file.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 from pathlib import Path
 
 from icplay.paths import data_dir, intercode_dir
@@ -33,7 +34,8 @@ class TaskSet:
     def load(self) -> list[Task]:
         """The set's tasks; SQL tasks learn where their databases come from."""
         if self.loader is not None:
-            return _resolve(self.loader)(self.path)
+            loader: Callable[[Path], list[Task]] = _resolve(self.loader)
+            return loader(self.path)
         tasks = load_task_file(self.path, self.env, self.name)
         if self.databases is not None:
             for task in tasks:
@@ -120,7 +122,7 @@ SCHEMES: dict[str, Scheme] = {
 }
 
 
-def _resolve(ref: str):
+def _resolve(ref: str) -> Any:
     import importlib
 
     module, _, name = ref.partition(":")

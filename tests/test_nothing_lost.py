@@ -27,7 +27,7 @@ from icplay.episode import Trajectory, Turn
 from icplay.formats.native import Skipped, load_logs, skipped_note
 from icplay.formats.summary import scan
 from icplay.json_shape import MAX_DEPTH, nesting_depth
-from icplay.store import (StoreWriteError, TrajectoryFileError, TrajectoryStore, load_trajectory)
+from icplay.store import StoreWriteError, TrajectoryFileError, TrajectoryStore, load_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,8 @@ def test_a_50_mb_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
 def test_10000_levels_of_nesting_are_refused_without_recursion(tmp_path):
     assert nesting_depth(DEEP.encode()) == 10_000
     assert nesting_depth(DEEP.encode(), MAX_DEPTH) == MAX_DEPTH + 1          # counting stops past the limit
-    assert nesting_depth(b'{"a": "[[[[\\\\", "b": ["\\"]"], "c": {"d": [{}]}}') == 4   # brackets in strings do not count
+    # brackets in strings do not count
+    assert nesting_depth(b'{"a": "[[[[\\\\", "b": ["\\"]"], "c": {"d": [{}]}}') == 4
     assert nesting_depth(b"[" * 10_000 + b"}") == 10_000                     # unbalanced: still counted
     assert nesting_depth(json.dumps(episode("a", True)).encode()) == 4
     path = write(tmp_path / "deep.json", '{"task": {}, "env": "sql", "sandbox": "x", "turns": ' + DEEP + "}")
@@ -360,7 +361,8 @@ else:
     p.stdin.write(big + "\n")                      # a 1 MB observation: its save fills the disk
 p.stdin.write("SELECT 3;\n:quit\n"); p.stdin.close()
 first = {"rc": p.wait(timeout=120), "stdout": p.stdout.read(), "stderr": p.stderr.read(),
-         "file": json.loads(file.read_text()), "lock": (home / "trajectories/s/.locks/sql/bookshop-01.json.lock").exists()}
+         "file": json.loads(file.read_text()),
+         "lock": (home / "trajectories/s/.locks/sql/bookshop-01.json.lock").exists()}
 if how == "read-only":
     subprocess.run(["umount", str(home)], check=True)                        # writable again
 else:

@@ -32,6 +32,8 @@ from typing import Any
 
 from icplay.agents.context import ContextLimits, Exchange, cut_middle, stub_of
 from icplay.agents.parsing import language_prompts
+from icplay.agents.strategies import _output, edit_note
+from icplay.agents.strategies import turn_exchange
 from icplay.episode import AGENT_EDITED, HUMAN, Proposal, Trajectory, Turn
 from icplay.tasks.model import Task
 
@@ -291,8 +293,6 @@ class ToolExchange(Exchange):
 
 def tool_result(turn: Turn, language: str, limits: ContextLimits) -> ToolResult:
     """What the model is told about the call ``turn`` carries."""
-    from icplay.agents.strategies import _output, edit_note
-
     if turn.info.get("rejected"):
         comment = turn.comment or "no reason given"
         return ToolResult(f"A human reviewer rejected this call without running it. Their comment: {comment}")
@@ -309,8 +309,6 @@ def tool_result(turn: Turn, language: str, limits: ContextLimits) -> ToolResult:
 def tool_exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: ContextLimits) -> list[Exchange]:
     """The trajectory as tools-protocol exchanges: a reply's calls and their results; turns that
     carry no call (a human's, a reply without a call, a text-protocol turn) as in the text protocol."""
-    from icplay.agents.strategies import turn_exchange
-
     out: list[Exchange] = []
     reply: ToolExchange | None = None
     for turn in trajectory.turns:

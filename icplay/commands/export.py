@@ -13,6 +13,10 @@ import sys
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     from icplay.formats.export import AUTHORS, FORMATS, SOLVED_BY
 

@@ -11,6 +11,10 @@ from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set, task_sets
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("tasks", help="list task sets, or the tasks of one set")
     p.add_argument("set", nargs="?", help="a set name or a task file")

@@ -17,6 +17,10 @@ from pathlib import Path
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("view", help="browse, compare, re-execute and fork saved episodes")
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from icplay.agents.protocols import Budget, play
-from icplay.episode import Policy, Trajectory
+from icplay.episode import AgentError, Policy, Trajectory
 from icplay.executors.specs import RunSpec
 from icplay.sandbox.base import SandboxError
 from icplay.tasks.model import Task
@@ -32,8 +32,6 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
 
     ``env`` and ``policy`` are live objects an executor keeps between episodes (a worker's
     warm sandbox); built from ``spec`` when not given (the env is then closed here)."""
-    from icplay.agents.llm import AgentError
-
     factory = None
     holder: dict[str, Trajectory] = {}
 

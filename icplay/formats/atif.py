@@ -27,6 +27,7 @@ import datetime as _dt
 import json
 from typing import Any
 
+from icplay.envs.base import observation_parts
 from icplay.episode import KIND_HUMAN, KIND_INVALID, KIND_REJECTED, Trajectory, Turn
 
 SCHEMA_VERSION = "ATIF-v1.6"
@@ -78,8 +79,6 @@ def _agent_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
 
 
 def _observation(turn: Turn) -> tuple[str, list[str]]:
-    from icplay.envs.base import observation_parts
-
     return observation_parts(turn.observation, turn.info)
 
 

@@ -262,31 +262,7 @@ def parse_reply(text: str | None, language: str) -> Parsed:
     # 2. the strategy's "Action:" syntax (ReAct), when present, decides
     m = ACTION_MARK.search(text)
     if m is not None:
-        head, tail = text[:m.start()], text[m.end():]
-        thought = _prose(head)
-        found = _from_fences(tail, language)
-        if found is not None and not tail[:found[1]].strip():
-            return _finish(found[0], thought, "action", language)
-        lines = []
-        for line in tail.splitlines():
-            if (lines and not line.strip()) or SECTION_END.match(line):
-                break
-            lines.append(line)
-        inline = "\n".join(lines).strip()
-        im = INLINE.match(inline)
-        if im:
-            inline = im.group(1).strip()
-        if inline:
-            sub = _submit(inline)
-            if sub is not None:
-                sub.thought = thought
-                return sub
-            # after an explicit Action: marker, one line of non-prose is taken as code
-            if looks_like_code(inline, language) or ("\n" not in inline and not _prose_line(inline)):
-                return _finish(inline, thought, "action", language)
-        if found is not None:
-            return _finish(found[0], thought, "action", language)
-        return Parsed(None, thought=thought, ok=False, how="none")
+        return _after_action_mark(text[:m.start()], text[m.end():], language)
 
     # 1. a fenced block
     found = _from_fences(text, language)
@@ -301,6 +277,53 @@ def parse_reply(text: str | None, language: str) -> Parsed:
         return sub
 
     # 3. one inline code span
+    spanned = _inline_span(text, language)
+    if spanned is not None:
+        return spanned
+
+    # 4. a bare reply that is code and nothing else
+    if looks_like_code(text, language):
+        return _finish(text, None, "bare", language)
+    return Parsed(None, thought=_prose(text), ok=False, how="none")
+
+
+def _after_action_mark(head: str, tail: str, language: str) -> Parsed:
+    """A reply with an "Action:" mark: a fence right after it, else the lines after it up to a
+    blank line or the next section, else a fence further on."""
+    thought = _prose(head)
+    found = _from_fences(tail, language)
+    if found is not None and not tail[:found[1]].strip():
+        return _finish(found[0], thought, "action", language)
+    inline = _action_lines(tail)
+    if inline:
+        sub = _submit(inline)
+        if sub is not None:
+            sub.thought = thought
+            return sub
+        # after an explicit Action: marker, one line of non-prose is taken as code
+        if looks_like_code(inline, language) or ("\n" not in inline and not _prose_line(inline)):
+            return _finish(inline, thought, "action", language)
+    if found is not None:
+        return _finish(found[0], thought, "action", language)
+    return Parsed(None, thought=thought, ok=False, how="none")
+
+
+def _action_lines(tail: str) -> str:
+    """The text right after an "Action:" mark, up to a blank line or the next section (one
+    inline code span taken out of its backticks)."""
+    lines: list[str] = []
+    for line in tail.splitlines():
+        if (lines and not line.strip()) or SECTION_END.match(line):
+            break
+        lines.append(line)
+    inline = "\n".join(lines).strip()
+    im = INLINE.match(inline)
+    return im.group(1).strip() if im else inline
+
+
+def _inline_span(text: str, language: str) -> Parsed | None:
+    """The code of a reply that is one inline code span (or, for SQL, prose around one span
+    that is clearly a full statement); None otherwise."""
     im = INLINE.match(text)
     if im and looks_like_code(im.group(1), language):
         return _finish(im.group(1).strip(), None, "inline", language)
@@ -310,8 +333,4 @@ def parse_reply(text: str | None, language: str) -> Parsed:
         # prose around one span: accept only if the span is clearly a full statement
         if language_prompts(language).bare_code == "sql" and SQL_START.match(spans[0]) and len(spans[0].split()) >= 3:
             return _finish(spans[0].strip(), thought, "inline", language)
-
-    # 4. a bare reply that is code and nothing else
-    if looks_like_code(text, language):
-        return _finish(text, None, "bare", language)
-    return Parsed(None, thought=_prose(text), ok=False, how="none")
+    return None

@@ -13,6 +13,10 @@ from pathlib import Path
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("report", help="success tables and the success-by-turn curve over saved trajectories",
                        description="Tables over runs, human baselines or InterCode results files, side by side.")
@@ -25,39 +29,15 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
-                               summarize)
-    from icplay.store import TrajectoryFileError
+    from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
 
     if args.label and len(args.label) != len(args.logs):
         raise UserError(f"give one --label per log ({len(args.logs)} logs, {len(args.label)} labels)")
-    logs = []       # (label, path, {(env, set): trajectories})
-    for i, log in enumerate(args.logs):
-        try:
-            trajs, meta = load_logs(log)
-        except TrajectoryFileError as exc:
-            raise UserError(str(exc)) from None
-        label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
-        logs.append((label, str(log), group_by_set(trajs)))
-    keys: list[tuple[str, str]] = []
-    for _, _, groups in logs:
-        keys += [k for k in groups if k not in keys]
-    keys.sort()
-    split = len(keys) > 1
-    tables = []     # ((env, set), [Summary])
-    for key in keys:
-        summaries = []
-        for label, path, groups in logs:
-            if key in groups:
-                summary = summarize(groups[key], label, args.turns)
-                summary.info["path"] = path
-                summaries.append(summary)
-        tables.append((key, summaries))
+    tables = _tables(_read_logs(args), args.turns)
+    split = len(tables) > 1
     if args.json:
-        runs = []
-        for (env, set_name), summaries in tables:
-            for s in summaries:
-                runs.append({**s.to_dict(), **({"env": env, "set": set_name} if split else {})})
+        runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
+                for (env, set_name), summaries in tables for s in summaries]
         print(json.dumps({"runs": runs}, indent=1))
         return 0
     for n, ((env, set_name), summaries) in enumerate(tables):
@@ -70,3 +50,36 @@ def run(args) -> int:
             print()
             print(render_curve(summaries))
     return 0
+
+
+def _read_logs(args) -> list[tuple[str, str, dict]]:
+    """(label, path, {(env, set): trajectories}) per log given."""
+    from icplay.report import group_by_set, load_logs, run_label
+    from icplay.store import TrajectoryFileError
+
+    logs = []
+    for i, log in enumerate(args.logs):
+        try:
+            trajs, meta = load_logs(log)
+        except TrajectoryFileError as exc:
+            raise UserError(str(exc)) from None
+        label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
+        logs.append((label, str(log), group_by_set(trajs)))
+    return logs
+
+
+def _tables(logs: list[tuple[str, str, dict]], turns: int | None) -> list[tuple[tuple[str, str], list]]:
+    """One table per (env, set) any log has, sorted: the summary of each log that has it."""
+    from icplay.report import summarize
+
+    keys = sorted({key for _, _, groups in logs for key in groups})
+    tables = []
+    for key in keys:
+        summaries = []
+        for label, path, groups in logs:
+            if key in groups:
+                summary = summarize(groups[key], label, turns)
+                summary.info["path"] = path
+                summaries.append(summary)
+        tables.append((key, summaries))
+    return tables

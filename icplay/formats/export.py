@@ -30,6 +30,7 @@ from icplay.agents.tools import SUBMIT_TOOL, TOOLS, action_protocol, tool_schema
 from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
                             Trajectory, Turn)
 from icplay.tasks.model import Task
+from icplay.tasks.registry import find_set
 
 FORMATS = ("chat", "fewshot", "preference", "intercode", "csv")
 AUTHORS = ("any", "human", "agent", "mixed")
@@ -72,18 +73,15 @@ def select(trajs: Iterable[Trajectory], solved_only: bool = False, author: str =
     if solved is not None and solved not in SOLVED_BY:
         raise ExportError(f"unknown solved verdict {solved!r} (one of: {', '.join(SOLVED_BY)})")
     passes = SOLVED_BY[solved or "intercode"] if (solved or solved_only) else None
-    out = []
-    for t in trajs:
-        if t.status == "error" or not t.turns:
-            continue
-        if passes is not None and not passes(t):
-            continue
+    def kept(t: Trajectory) -> bool:
+        if t.status == "error" or not t.turns or (passes is not None and not passes(t)):
+            return False
         if author != "any" and episode_author(t) != author:
-            continue
-        if min_reward is not None and (best_reward(t) is None or best_reward(t) < min_reward):
-            continue
-        out.append(t)
-    return out
+            return False
+        reward = best_reward(t)
+        return min_reward is None or (reward is not None and not reward < min_reward)
+
+    return [t for t in trajs if kept(t)]
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -253,19 +251,8 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
     head = _head(traj, strategy, protocol, actions)
     history: list[dict[str, Any]] = []
     pairs = []
-    turns = traj.turns
-    for i, turn in enumerate(turns):
-        chosen: Turn | None = None
-        kind = None
-        if turn.author == AGENT_EDITED and turn.action and turn.proposed is not None:
-            chosen, kind = turn, "edit"
-        elif turn.info.get("rejected") and turn.proposed and turn.proposed != "submit":
-            for later in turns[i + 1:]:
-                if later.info.get("rejected") or not later.action or later.info.get("invalid"):
-                    continue
-                if later.author in (HUMAN, AGENT_EDITED):
-                    chosen, kind = later, "reject"
-                break
+    for i, turn in enumerate(traj.turns):
+        chosen, kind = _chosen_instead(traj.turns, i)
         if chosen is not None:
             proposed = turn.proposed or ""
             pair = {
@@ -282,6 +269,21 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
             history.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
             history.append(replies.output(turn))
     return pairs
+
+
+def _chosen_instead(turns: list[Turn], i: int) -> tuple[Turn | None, str | None]:
+    """What a human ran instead of turn ``i``'s proposal, and how: its edit ("edit"), or after a
+    rejection the next action when a human ran it ("reject"); (None, None) otherwise."""
+    turn = turns[i]
+    if turn.author == AGENT_EDITED and turn.action and turn.proposed is not None:
+        return turn, "edit"
+    if not (turn.info.get("rejected") and turn.proposed and turn.proposed != "submit"):
+        return None, None
+    for later in turns[i + 1:]:
+        if later.info.get("rejected") or not later.action or later.info.get("invalid"):
+            continue
+        return (later, "reject") if later.author in (HUMAN, AGENT_EDITED) else (None, None)
+    return None, None
 
 
 def demonstration(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> str:
@@ -338,8 +340,6 @@ def _no_code(language: str) -> str:
 
 def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     """Each episode's task index within its set (InterCode names tasks by index)."""
-    from icplay.tasks.registry import find_set
-
     out: dict[tuple[str, str], int] = {}
     for set_name in sorted({str(t.task.get("set", "")) for t in trajs}):
         env = next(t.env for t in trajs if str(t.task.get("set", "")) == set_name)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 from icplay.episode import HUMAN, Trajectory
 from icplay.formats import intercode
 from icplay.formats.native import RUN_FILE, is_trajectory, load_logs, trajectory_folders
+from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
@@ -78,19 +79,9 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
     policy = traj.policy or {}
     kind = str(policy.get("kind") or "human")
     model = str(policy.get("model") or "")
-    if kind == "human":
-        who = str(policy.get("user") or source or "human")
-    elif kind == "llm":
-        who = "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
-    else:
-        who = "/".join(x for x in (kind, model) if x)
+    who = _who(policy, kind, model, source)
     mix = {k: v for k, v in traj.author_mix().items() if v}
-    human = mix.get("human", 0) + mix.get("edited", 0) + mix.get("rejected", 0)
-    agent = mix.get("agent", 0) + mix.get("edited", 0) + mix.get("invalid", 0)
-    if kind == "human" and not agent:
-        author = HUMAN
-    else:
-        author = "mixed" if human else "agent"
+    author = _author(kind, mix)
     return EpisodeSummary(
         ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
         query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
@@ -100,10 +91,26 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
 
 
+def _who(policy: dict, kind: str, model: str, source: str) -> str:
+    """Who played: the user (or where the episode was found), the model and strategy, or the policy."""
+    if kind == "human":
+        return str(policy.get("user") or source or "human")
+    if kind == "llm":
+        return "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
+    return "/".join(x for x in (kind, model) if x)
+
+
+def _author(kind: str, mix: dict[str, int]) -> str:
+    """human, agent or mixed, from the turns' kinds."""
+    human = mix.get("human", 0) + mix.get("edited", 0) + mix.get("rejected", 0)
+    agent = mix.get("agent", 0) + mix.get("edited", 0) + mix.get("invalid", 0)
+    if kind == "human" and not agent:
+        return HUMAN
+    return "mixed" if human else "agent"
+
+
 def default_paths(home: str | Path | None = None) -> list[Path]:
     """Everything saved under the home: sessions, runs, and the attempts they replaced."""
-    from icplay.paths import home_dir
-
     home = Path(home or home_dir())
     paths = trajectory_folders(home)
     attempts = home / "attempts"
@@ -204,8 +211,6 @@ class SummaryIndex:
 
 
 def index_path(home: str | Path | None = None) -> Path:
-    from icplay.paths import home_dir
-
     return Path(home or home_dir()) / ".cache" / "view-index.json"
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from icplay.envs import docker_available
 from icplay.languages.spec import Image, LanguageSpec, Prompts
-from icplay.tasks.ctf import mount_path
 from icplay.tasks.model import Task
 
 
 def default_sandbox() -> str:
+    from icplay.envs import docker_available
+
     return "docker" if docker_available() else "bwrap"
 
 
@@ -25,6 +25,8 @@ def gold_actions(task: Task) -> list[str]:
 
 
 def task_lines(task: Task) -> list[str]:
+    from icplay.tasks.ctf import mount_path
+
     return [f"Your working directory, {mount_path(task)}, holds the task's files."]
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from icplay.envs import docker_available
 from icplay.languages.spec import Image, LanguageSpec, Prompts
 
 
 def default_sandbox() -> str:
+    from icplay.envs import docker_available
+
     return "docker" if docker_available() else "bwrap"
 
 

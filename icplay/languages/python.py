@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from icplay.envs import docker_available
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages.spec import Image, LanguageSpec, Prompts
 from icplay.languages.turns import TurnPlan, TurnRule
-from icplay.python.reward import gold_function_name
 from icplay.tasks.model import Task
 
 # InterCode's experiments/eval_n_turn.py: the first function an action starting with "def"
@@ -19,6 +17,8 @@ INTERCODE_RETRY = "Test case did not pass. Please try again."
 
 
 def default_sandbox() -> str:
+    from icplay.envs import docker_available
+
     return "docker" if docker_available() else "bwrap"
 
 
@@ -43,6 +43,8 @@ def score_rows(b: dict) -> list[tuple[str, str]]:
 
 
 def gold_actions(task: Task) -> list[str]:
+    from icplay.python.reward import gold_function_name
+
     name = gold_function_name(task.gold, [str(t) for t in task.extra.get("tests") or []])
     return [task.gold.replace("\r\n", "\n"), f"submit {name}" if name else "submit"]
 

@@ -359,6 +359,23 @@ def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     return out
 
 
+def _turn_history(t: Trajectory) -> tuple[list[str], list[str], list[float | None], list[bool]]:
+    """InterCode's actions, observations, rewards and valid flags of the counted turns."""
+    actions: list[str] = []
+    observations: list[str] = []
+    rewards: list[float | None] = []
+    valid: list[bool] = []
+    for turn in (turn for turn in t.turns if turn.counts):
+        invalid = bool(turn.info.get("invalid"))
+        actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
+        observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
+        rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
+        valid.append(not invalid)
+    if rewards and rewards[-1] is None and t.reward is not None:
+        rewards[-1] = t.reward
+    return actions, observations, rewards, valid
+
+
 def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
     """InterCode's results file (``turn_history``) of icplay episodes. Counted turns only:
     an unparsable reply is InterCode's no-code turn; a turn's reward is its recorded
@@ -366,16 +383,7 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
     indexes = task_indexes(trajs)
     out: dict[str, Any] = {}
     for n, t in enumerate(trajs):
-        counted = [turn for turn in t.turns if turn.counts]
-        actions, observations, rewards, valid = [], [], [], []
-        for turn in counted:
-            invalid = bool(turn.info.get("invalid"))
-            actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
-            observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
-            rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
-            valid.append(not invalid)
-        if rewards and rewards[-1] is None and t.reward is not None:
-            rewards[-1] = t.reward
+        actions, observations, rewards, valid = _turn_history(t)
         scored = [r for r in rewards if r is not None]
         best = max(scored) if scored else None
         out[str(n)] = {
@@ -423,18 +431,23 @@ def csv_text(trajs: list[Trajectory]) -> str:
 # --- writing -------------------------------------------------------------------------------
 
 
+def _training_records(fmt: str, trajs: list[Trajectory], strategy: str, protocol: str | None,
+                      actions: str | None, reasoning: bool) -> list[dict[str, Any]]:
+    """Chat records (those with an exchange beyond the task) or preference pairs."""
+    if fmt == "chat":
+        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
+        return [c for c in chats if len(c["messages"]) > 2]
+    return [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
+
+
 def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
            actions: str | None = None, reasoning: bool = False) -> tuple[str, int]:
     """The file text of ``fmt`` over ``trajs`` and how many records it holds (``actions``: the
     reply format of chat and preference data, text or tools, default each episode's own;
     ``reasoning``: chat and preference records keep the model's reasoning)."""
-    if fmt == "chat":
-        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
-        lines = [json.dumps(c, ensure_ascii=False) for c in chats if len(c["messages"]) > 2]
-        return "".join(line + "\n" for line in lines), len(lines)
-    if fmt == "preference":
-        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
-        return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
+    if fmt in ("chat", "preference"):
+        records = _training_records(fmt, trajs, strategy, protocol, actions, reasoning)
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), len(records)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)
         return json.dumps(data, ensure_ascii=False, indent=1) + "\n", len(data["demos"])

@@ -73,21 +73,8 @@ def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
     path = Path(path)
     if path.is_dir():
         meta = read_run_meta(path)
-        trajs: list[Trajectory] = []
-        for file in sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl")):
-            if file.name == RUN_FILE:
-                continue
-            try:
-                data = intercode.load_json_or_jsonl(file)
-            except TaskFileError:
-                continue
-            if is_trajectory(data):
-                try:
-                    trajs.append(Trajectory.from_dict(data))
-                except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                    raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
-            elif intercode.is_intercode(data):
-                trajs.extend(_intercode_trajectories(data, file))
+        trajs = [t for file in sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl")) if file.name != RUN_FILE
+                 for t in _file_trajectories(file)]
         if not trajs:
             raise TrajectoryFileError(f"{path}: holds no trajectory files")
         return trajs, meta
@@ -100,6 +87,23 @@ def load_logs(path: str | Path) -> tuple[list[Trajectory], dict[str, Any]]:
     if intercode.is_intercode(data):
         return _intercode_trajectories(data, path), {"label": path.stem}
     return [load_trajectory(path)], {}
+
+
+def _file_trajectories(file: Path) -> list[Trajectory]:
+    """The trajectories of one file in a folder: an icplay trajectory, an InterCode results or
+    log file's episodes, or none (a file that is neither, or not JSON)."""
+    try:
+        data = intercode.load_json_or_jsonl(file)
+    except TaskFileError:
+        return []
+    if is_trajectory(data):
+        try:
+            return [Trajectory.from_dict(data)]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise TrajectoryFileError(f"{file}: not a trajectory file (missing or bad field: {exc})") from None
+    if intercode.is_intercode(data):
+        return _intercode_trajectories(data, file)
+    return []
 
 
 def run_label(meta: dict[str, Any], fallback: str) -> str:

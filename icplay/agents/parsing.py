@@ -134,17 +134,27 @@ def _clean_code(body: str, language: str) -> str:
         lines = lines[1:]
     code = "\n".join(lines)
     code = _dedent(code)
+    prompt = _pasted_prompt(code, language)
+    if prompt is not None:
+        code = "\n".join(line.lstrip()[len(prompt):] if line.strip() else line for line in code.splitlines())
+    return code.strip()
+
+
+PASTED_PROMPTS = ("$ ", "# ", "> ", "mysql> ", "sqlite> ", "MariaDB [(none)]> ", ">>> ")
+
+
+def _pasted_prompt(code: str, language: str) -> str | None:
+    """The prompt every non-blank line starts with, when the code was pasted from a terminal."""
     nonblank = [line for line in code.splitlines() if line.strip()]
-    for prompt in ("$ ", "# ", "> ", "mysql> ", "sqlite> ", "MariaDB [(none)]> ", ">>> "):
+    for prompt in PASTED_PROMPTS:
         if nonblank and all(line.lstrip().startswith(prompt) for line in nonblank):
             if prompt in ("# ", "> ") and language_prompts(language).bare_code != "shell":
                 continue
             if prompt == "# ":   # shell comments, not root prompts, unless a command follows
                 if not all(_first_word(line.lstrip()[2:]) in SHELL_COMMANDS for line in nonblank):
                     continue
-            code = "\n".join(line.lstrip()[len(prompt):] if line.strip() else line for line in code.splitlines())
-            break
-    return code.strip()
+            return prompt
+    return None
 
 
 def _dedent(code: str) -> str:
@@ -182,27 +192,31 @@ def looks_like_code(text: str, language: str) -> bool:
     bare = _unquoted(text)
     style = language_prompts(language).bare_code
     if style == "sql":
-        if not SQL_START.match(text) or bare.rstrip().endswith((".", "?", "!", ":")):
-            return False
-        return not PROSE_HINT.search(bare)
+        return bool(SQL_START.match(text)) and not bare.rstrip().endswith((".", "?", "!", ":")) \
+            and not PROSE_HINT.search(bare)
     if style == "shell":
-        if len(lines) > 3:
-            return False
-        for line in lines:
-            word = _first_word(line)
-            if not (word in SHELL_COMMANDS or word.startswith(("./", "/", "~/", "$", "(", "{")) or "=" in word):
-                return False
-            plain = _unquoted(line)
-            if PROSE_HINT.search(plain) and not re.search(r"[-/|<>$=*;&.~]", plain):
-                return False      # "find the largest file": a command word, then English
-            if plain.rstrip().endswith((".", ":", "?", "!")) and PROSE_HINT.search(plain):
-                return False
-        return True
+        return len(lines) <= 3 and all(_shell_line(line) for line in lines)
     if style == "python":
-        first = lines[0].lstrip()
-        return bool(re.match(r"(def|class|import|from|for|while|if|with|try|print\(|return|@)\b|[A-Za-z_]\w*\s*=[^=]",
-                             first)) and not PROSE_HINT.match(first)
+        return _python_start(lines[0].lstrip())
     return False
+
+
+def _python_start(first: str) -> bool:
+    """A first line that starts Python code (a statement or an assignment), not a sentence."""
+    return bool(re.match(r"(def|class|import|from|for|while|if|with|try|print\(|return|@)\b|[A-Za-z_]\w*\s*=[^=]",
+                         first)) and not PROSE_HINT.match(first)
+
+
+def _shell_line(line: str) -> bool:
+    """A line of a bare shell reply: it starts with a command (or a path, variable, group)
+    and does not read as English."""
+    word = _first_word(line)
+    if not (word in SHELL_COMMANDS or word.startswith(("./", "/", "~/", "$", "(", "{")) or "=" in word):
+        return False
+    plain = _unquoted(line)
+    if PROSE_HINT.search(plain) and not re.search(r"[-/|<>$=*;&.~]", plain):
+        return False      # "find the largest file": a command word, then English
+    return not (plain.rstrip().endswith((".", ":", "?", "!")) and PROSE_HINT.search(plain))
 
 
 def _submit(text: str) -> Parsed | None:

@@ -50,22 +50,33 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
                     budget=budget, should_stop=should_stop, on_turn=on_turn, on_driver=on_driver)
         return traj
     except Exception as exc:
-        message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
-        traj = holder.get("traj")
-        if (isinstance(exc, AgentError) and exc.fatal) or (isinstance(exc, SandboxError) and traj is None):
-            raise FatalEpisodeError(message, traj) from exc
-        if traj is None:           # failed before the first save (e.g. in reset): record it
-            traj = Trajectory(task=task.to_dict(), env=getattr(env, "name", task.env),
-                              sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
-        if traj.status != "error" or not traj.error:   # the driver's own account stands
-            traj.status, traj.error = "error", message
+        traj = _failed(exc, holder.get("traj"), task, spec, env)
         keep(traj)
         return traj
     finally:
         if factory is not None:
-            for close in (getattr(env, "close", None), factory.close):
-                try:
-                    if close is not None:
-                        close()
-                except Exception:
-                    pass
+            _close_built(env, factory)
+
+
+def _failed(exc: Exception, traj: Trajectory | None, task: Task, spec: RunSpec, env: Any) -> Trajectory:
+    """The episode's trajectory marked ``error`` (one made when it failed before its first
+    save); FatalEpisodeError when no other episode would do better."""
+    message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
+    if (isinstance(exc, AgentError) and exc.fatal) or (isinstance(exc, SandboxError) and traj is None):
+        raise FatalEpisodeError(message, traj) from exc
+    if traj is None:           # failed before the first save (e.g. in reset): record it
+        traj = Trajectory(task=task.to_dict(), env=getattr(env, "name", task.env),
+                          sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
+    if traj.status != "error" or not traj.error:   # the driver's own account stands
+        traj.status, traj.error = "error", message
+    return traj
+
+
+def _close_built(env: Any, factory: Any) -> None:
+    """Close the env this call built, then its factory (errors ignored)."""
+    for close in (getattr(env, "close", None), factory.close):
+        try:
+            if close is not None:
+                close()
+        except Exception:
+            pass

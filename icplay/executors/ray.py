@@ -101,10 +101,7 @@ class RayRunner(Runner):
         connect(ray, self.address)
         started = time.monotonic()
         results, resumed, todo = self.split_finished()
-        if self.progress:
-            self.progress.resumed = self.progress.done = len(resumed)
-            self.progress.counted_resumed(resumed)
-            self.progress.start()
+        self._start_progress(resumed)
         errors: list[str] = []
         actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeWorker)
         actors = [actor_class.options(scheduling_strategy="SPREAD").remote(self.spec)
@@ -128,10 +125,7 @@ class RayRunner(Runner):
             self.stop("interrupted")
         finally:
             self._shut_down(ray, in_flight, actors)
-        trajs = [results[i] for i in sorted(results)]
-        old = {id(t) for t in resumed}
-        return RunResult(trajs, resumed=len(resumed), played=sum(1 for t in trajs if id(t) not in old),
-                         stopped=self._stop_reason, errors=errors, elapsed=time.monotonic() - started)
+        return self._result(results, resumed, errors, started)
 
     def _dispatch(self, queue: list[tuple[int, Task]], idle: list[Any],
                   in_flight: dict[Any, tuple[int, Task, Any]]) -> None:

@@ -13,10 +13,12 @@ import os
 import pkgutil
 import sys
 from icplay import __version__
+from icplay.paths import home_dir
 from icplay.sandbox.base import SandboxError
 from icplay.process import Shutdown, UserError
 from icplay.store import StoreError, TrajectoryFileError
 from icplay.tasks.model import TaskFileError
+import icplay.commands as commands
 
 USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, StoreError, TrajectoryFileError)
 
@@ -29,8 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="icplay", description="A terminal playground for InterCode-style interactive coding tasks.")
     parser.add_argument("--version", action="version", version=f"icplay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import icplay.commands as commands
-
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"icplay.commands.{info.name}")
         register = getattr(module, "register", None)
@@ -62,8 +62,6 @@ def unwritable_file(exc: OSError) -> str | None:
         return None
     if not exc.filename:
         return None
-    from icplay.paths import home_dir
-
     home = home_dir()
     where = str(exc.filename)
     hint = ""

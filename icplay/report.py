@@ -28,7 +28,7 @@ one table; ``render_curve`` draws success by turn as a terminal chart.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from icplay.episode import Trajectory, strict_mark
 from icplay.formats.native import load_logs, run_label  # noqa: F401  (read here by `icplay report`)
@@ -115,53 +115,89 @@ def summarize(trajectories: Iterable[Trajectory], label: str = "", max_turns: in
     trajs = list(trajectories)
     done = [t for t in trajs if finished(t)]
     s = Summary(label=label)
-    s.errors = sum(1 for t in trajs if t.status == "error")
-    s.unfinished = sum(1 for t in trajs if t.status not in ("submitted", "error"))
-    s.episodes = len(done)
-    s.solved = sum(1 for t in done if t.solved)
-    verdicts = [t.strictly_solved for t in done]
-    s.strict_judged = sum(1 for v in verdicts if v is not None)
-    s.strict_solved = sum(1 for v in verdicts if v is True)
-    hard: dict[str, list[int]] = {}
-    for t in done:
-        key = t.task.get("hardness") or "-"
-        entry = hard.setdefault(key, [0, 0])
-        entry[0] += int(t.solved)
-        entry[1] += 1
-    order = {h: i for i, h in enumerate(HARDNESS_ORDER)}
-    s.by_hardness = dict(sorted(hard.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-    turns = [counted_turns(t) for t in done]
-    s.mean_turns = sum(turns) / len(turns) if turns else 0.0
-    rewards = [t.best_reward if t.best_reward is not None else (t.reward or 0.0) for t in done]
-    s.mean_reward = sum(rewards) / len(rewards) if rewards else 0.0
-    declared = [int(t.policy["max_turns"]) for t in done if t.policy.get("max_turns")]
-    s.max_turns = max_turns or (max(declared) if declared else (max(turns) if turns else 0))
-    at = [solved_at(t) for t in done]
-    s.by_turn = [sum(1 for a in at if a is not None and a <= k) / len(done) if done else 0.0
-                 for k in range(1, s.max_turns + 1)]
-    cost: float | None = 0.0
-    for t in trajs:
-        usage = t.policy.get("usage") or {}
-        s.prompt_tokens += usage.get("prompt_tokens") or 0
-        s.completion_tokens += usage.get("completion_tokens") or 0
-        s.calls += usage.get("calls") or 0
-        s.unpriced_calls += usage.get("cost_unknown") or 0
-        s.usage_unknown_calls += usage.get("completion_tokens_unknown") or 0
-        s.reasoning_tokens += usage.get("reasoning_tokens") or 0
-        s.truncated_replies += sum(1 for turn in t.turns if turn.info.get("reply_truncated"))
-        cost = (cost or 0.0) + (usage.get("cost") or 0.0)
-        s.time_worked += t.time_worked or 0.0
-        for kind, n in t.author_mix().items():
-            s.authors[kind] = s.authors.get(kind, 0) + n
-        if t.policy.get("kind", "human") != "human":
-            s.agent_episodes += 1
-            s.intervened += int(t.intervened)
-    s.cost = cost if s.calls and s.unpriced_calls < s.calls else (None if s.calls else 0.0)
-    s.negative = sum(1 for t in done if t.reward is not None and t.reward < 0)
+    _add_outcomes(s, trajs, done)
+    s.by_hardness = _by_hardness(done)
+    _add_turn_figures(s, done, max_turns)
+    _add_usage(s, trajs)
     kinds = sorted({str(t.policy.get("kind", "?")) for t in trajs})
     s.info = {"policy": kinds, "env": sorted({str(t.env) for t in trajs}),
               "set": sorted({str(t.task.get("set", "")) for t in trajs})}
     return s
+
+
+def _add_outcomes(s: Summary, trajs: list[Trajectory], done: list[Trajectory]) -> None:
+    """How the episodes ended: counted, errored, unfinished, solved (InterCode's and strict)."""
+    s.errors = sum(t.status == "error" for t in trajs)
+    s.unfinished = sum(t.status not in ("submitted", "error") for t in trajs)
+    s.episodes = len(done)
+    s.solved = sum(t.solved for t in done)
+    verdicts = [t.strictly_solved for t in done]
+    s.strict_judged = sum(v is not None for v in verdicts)
+    s.strict_solved = sum(v is True for v in verdicts)
+    s.negative = sum((t.reward or 0.0) < 0 for t in done)
+
+
+def _hardness_key(h: str) -> tuple[int, str]:
+    """InterCode's hardness order first, other labels after it alphabetically."""
+    order = {h: i for i, h in enumerate(HARDNESS_ORDER)}
+    return order.get(h, len(order)), h
+
+
+def _by_hardness(done: list[Trajectory]) -> dict[str, list[int]]:
+    """[solved, episodes] by the tasks' hardness ("-" when none is given)."""
+    hard: dict[str, list[int]] = {}
+    for t in done:
+        entry = hard.setdefault(t.task.get("hardness") or "-", [0, 0])
+        entry[0] += int(t.solved)
+        entry[1] += 1
+    return dict(sorted(hard.items(), key=lambda kv: _hardness_key(kv[0])))
+
+
+def _add_turn_figures(s: Summary, done: list[Trajectory], max_turns: int | None) -> None:
+    """Mean turns and best reward, the turn limit, and the share solved by each turn."""
+    turns = [counted_turns(t) for t in done]
+    s.mean_turns = _mean(turns)
+    s.mean_reward = _mean([_best_reward(t) for t in done])
+    declared = [int(t.policy["max_turns"]) for t in done if t.policy.get("max_turns")]
+    s.max_turns = max_turns or max(declared or turns or [0])
+    at = [solved_at(t) for t in done]
+    s.by_turn = [_mean([a is not None and a <= k for a in at]) for k in range(1, s.max_turns + 1)]
+
+
+def _best_reward(t: Trajectory) -> float:
+    return t.best_reward if t.best_reward is not None else (t.reward or 0.0)
+
+
+def _mean(values: list[Any]) -> float:
+    """The mean (of numbers or of bools: a share); 0.0 of nothing."""
+    return sum(values) / len(values) if values else 0.0
+
+
+# Summary's figure <- the usage key it sums
+USAGE_FIGURES = (("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"), ("calls", "calls"),
+                 ("unpriced_calls", "cost_unknown"), ("usage_unknown_calls", "completion_tokens_unknown"),
+                 ("reasoning_tokens", "reasoning_tokens"))
+
+
+def _add_usage(s: Summary, trajs: list[Trajectory]) -> None:
+    """Tokens, calls, cost, time and authors over every episode (finished or not)."""
+    cost = sum(_add_episode_usage(s, t) for t in trajs)
+    s.cost = cost if s.calls and s.unpriced_calls < s.calls else (None if s.calls else 0.0)
+
+
+def _add_episode_usage(s: Summary, t: Trajectory) -> float:
+    """One episode's share of ``_add_usage``; its cost in dollars (0.0 when none is known)."""
+    usage = t.policy.get("usage") or {}
+    for figure, key in USAGE_FIGURES:
+        setattr(s, figure, getattr(s, figure) + (usage.get(key) or 0))
+    s.truncated_replies += sum(1 for turn in t.turns if turn.info.get("reply_truncated"))
+    s.time_worked += t.time_worked or 0.0
+    for kind, n in t.author_mix().items():
+        s.authors[kind] = s.authors.get(kind, 0) + n
+    if t.policy.get("kind", "human") != "human":
+        s.agent_episodes += 1
+        s.intervened += int(t.intervened)
+    return float(usage.get("cost") or 0.0)
 
 
 def _pct(x: float) -> str:
@@ -201,64 +237,94 @@ def strict_cell(s: Summary) -> str:
     return f"{s.strict_solved}/{s.strict_judged} judged ({_pct(s.strict_solved / s.strict_judged)})"
 
 
+Rows = list[tuple[str, list[str]]]
+
+
 def render_table(summaries: list[Summary], title: str | None = None) -> str:
     """One column per summary; rows: episodes, solved (InterCode's, by hardness, then strict), turns,
     success by turn, tokens, cost."""
-    rows: list[tuple[str, list[str]]] = []
-    rows.append(("episodes", [str(s.episodes) for s in summaries]))
-    rows.append(("solved (InterCode)", [f"{s.solved} ({_pct(s.rate)})" for s in summaries]))
-    hardness: list[str] = []
-    for s in summaries:
-        for h in s.by_hardness:
-            if h not in hardness:
-                hardness.append(h)
-    order = {h: i for i, h in enumerate(HARDNESS_ORDER)}
-    hardness.sort(key=lambda h: (order.get(h, len(order)), h))
-    if hardness != ["-"]:
-        for h in hardness:
-            cells = []
-            for s in summaries:
-                v = s.by_hardness.get(h)
-                cells.append(f"{v[0]}/{v[1]} ({_pct(v[0] / v[1])})" if v and v[1] else "-")
-            rows.append((f"  {h}", cells))
+    rows: Rows = [("episodes", [str(s.episodes) for s in summaries]),
+                  ("solved (InterCode)", [f"{s.solved} ({_pct(s.rate)})" for s in summaries])]
+    rows += _hardness_rows(summaries)
     rows.append(("solved (strict)", [strict_cell(s) for s in summaries]))
     rows.append(("mean turns", [f"{s.mean_turns:.2f}" for s in summaries]))
     rows.append(("mean best reward", [f"{s.mean_reward:.3f}" for s in summaries]))
-    if any(s.negative for s in summaries):
-        rows.append(("  final reward < 0", [str(s.negative) for s in summaries]))
+    rows += _when_any(summaries, "  final reward < 0", "negative")
+    rows += _by_turn_rows(summaries)
+    rows += _usage_rows(summaries)
+    rows += _when_any(summaries, "truncated replies", "truncated_replies")
+    rows += _when_any(summaries, "time worked", "time_worked", lambda m: f"{m / 60:.1f} min" if m else "-")
+    rows += _author_rows(summaries)
+    rows += _when_any(summaries, "errors (not counted)", "errors")
+    rows += _when_any(summaries, "unfinished (not counted)", "unfinished")
+    return _lay_out(rows, [s.label or f"run {i + 1}" for i, s in enumerate(summaries)], title)
+
+
+def _when_any(summaries: list[Summary], name: str, figure: str, cell: Callable[[Any], str] = str) -> Rows:
+    """The row of one figure of the summaries, when any of them has it."""
+    values = [getattr(s, figure) for s in summaries]
+    return [(name, [cell(v) for v in values])] if any(values) else []
+
+
+def _by_turn_rows(summaries: list[Summary]) -> Rows:
+    """The share solved by each turn, up to the longest turn limit."""
     n = max((s.max_turns for s in summaries), default=0)
-    for k in range(1, n + 1):
-        rows.append((f"solved by turn {k}", [_pct(s.by_turn[k - 1]) if k <= len(s.by_turn) else "-"
-                                             for s in summaries]))
-    if any(s.calls for s in summaries):
-        rows.append(("tokens", [_token_cell(s, s.tokens) for s in summaries]))
-        rows.append(("  prompt / completion", [f"{_tokens(s.prompt_tokens)} / {_tokens(s.completion_tokens)}"
-                                               if s.calls and s.usage_unknown_calls < s.calls else
-                                               ("unknown" if s.calls else "-") for s in summaries]))
-        if any(s.reasoning_tokens for s in summaries):
-            rows.append(("  of which reasoning", [_tokens(s.reasoning_tokens) for s in summaries]))
-        rows.append(("cost", [_cost(s) for s in summaries]))
-    if any(s.truncated_replies for s in summaries):
-        rows.append(("truncated replies", [str(s.truncated_replies) for s in summaries]))
-    if any(s.time_worked for s in summaries):
-        rows.append(("time worked", [f"{s.time_worked / 60:.1f} min" if s.time_worked else "-" for s in summaries]))
-    if any(s.intervened for s in summaries):
-        for kind, label in (("agent", "agent"), ("edited", "edited by a human"), ("human", "human"),
-                            ("rejected", "rejected"), ("invalid", "unparsable")):
-            if any(s.authors.get(kind) for s in summaries):
-                rows.append((f"turns: {label}", [str(s.authors.get(kind, 0)) for s in summaries]))
-        rows.append(("episodes with intervention", [f"{s.intervened}/{s.agent_episodes}" if s.agent_episodes else "-"
-                                                    for s in summaries]))
-    if any(s.errors for s in summaries):
-        rows.append(("errors (not counted)", [str(s.errors) for s in summaries]))
-    if any(s.unfinished for s in summaries):
-        rows.append(("unfinished (not counted)", [str(s.unfinished) for s in summaries]))
-    head = [s.label or f"run {i + 1}" for i, s in enumerate(summaries)]
+    return [(f"solved by turn {k}", [_pct(s.by_turn[k - 1]) if k <= len(s.by_turn) else "-" for s in summaries])
+            for k in range(1, n + 1)]
+
+
+def _hardness_rows(summaries: list[Summary]) -> Rows:
+    """Solved by hardness, one row a label any summary has (none when no task gives one)."""
+    hardness: list[str] = []
+    for s in summaries:
+        hardness += [h for h in s.by_hardness if h not in hardness]
+    if sorted(hardness) == ["-"]:
+        return []
+
+    def cell(v: list[int] | None) -> str:
+        return f"{v[0]}/{v[1]} ({_pct(v[0] / v[1])})" if v and v[1] else "-"
+
+    return [(f"  {h}", [cell(s.by_hardness.get(h)) for s in summaries]) for h in sorted(hardness, key=_hardness_key)]
+
+
+def _usage_rows(summaries: list[Summary]) -> Rows:
+    """Tokens and cost, when a model was called."""
+    if not any(s.calls for s in summaries):
+        return []
+
+    def split(s: Summary) -> str:
+        if s.calls and s.usage_unknown_calls < s.calls:
+            return f"{_tokens(s.prompt_tokens)} / {_tokens(s.completion_tokens)}"
+        return "unknown" if s.calls else "-"
+
+    rows: Rows = [("tokens", [_token_cell(s, s.tokens) for s in summaries]),
+                  ("  prompt / completion", [split(s) for s in summaries])]
+    if any(s.reasoning_tokens for s in summaries):
+        rows.append(("  of which reasoning", [_tokens(s.reasoning_tokens) for s in summaries]))
+    rows.append(("cost", [_cost(s) for s in summaries]))
+    return rows
+
+
+AUTHOR_ROWS = (("agent", "agent"), ("edited", "edited by a human"), ("human", "human"),
+               ("rejected", "rejected"), ("invalid", "unparsable"))
+
+
+def _author_rows(summaries: list[Summary]) -> Rows:
+    """Turns by author and the episodes a human stepped into, when any was."""
+    if not any(s.intervened for s in summaries):
+        return []
+    rows: Rows = [(f"turns: {label}", [str(s.authors.get(kind, 0)) for s in summaries])
+                  for kind, label in AUTHOR_ROWS if any(s.authors.get(kind) for s in summaries)]
+    rows.append(("episodes with intervention", [f"{s.intervened}/{s.agent_episodes}" if s.agent_episodes else "-"
+                                                for s in summaries]))
+    return rows
+
+
+def _lay_out(rows: Rows, head: list[str], title: str | None) -> str:
+    """The rows under their column heads, names left-aligned, cells right-aligned."""
     left = max(len(r[0]) for r in rows)
-    widths = [max(len(head[i]), *(len(r[1][i]) for r in rows)) for i in range(len(summaries))]
-    lines = []
-    if title:
-        lines.append(title)
+    widths = [max(len(head[i]), *(len(r[1][i]) for r in rows)) for i in range(len(head))]
+    lines = [title] if title else []
     lines.append(" " * left + "".join(f"  {h:>{w}}" for h, w in zip(head, widths)))
     for name, cells in rows:
         lines.append(f"{name:<{left}}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths)))

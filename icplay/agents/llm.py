@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from icplay.agents.context import ContextLimits
+from icplay.agents.context import ContextLimits, estimate_tokens
 from icplay.agents.families import ParamLearner, Refusal, RequestOptions, family_of
 from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
@@ -577,8 +577,6 @@ class LLMPolicy:
                 return messages, self.model.complete(messages, cancel, on_delta, on_retry, on_reasoning=on_reasoning,
                                                      tools=tools)
             except ContextTooLong as exc:
-                from icplay.agents.context import estimate_tokens
-
                 if exc.limit and self.model.max_tokens >= exc.limit:
                     raise AgentError(f"{exc}: the reply's budget ({self.model.max_tokens:,} tokens) leaves no room for "
                                      f"a prompt in the model's {exc.limit:,}; lower --max-tokens", fatal=False) from None

@@ -134,17 +134,27 @@ def _clean_code(body: str, language: str) -> str:
         lines = lines[1:]
     code = "\n".join(lines)
     code = _dedent(code)
+    prompt = _pasted_prompt(code, language)
+    if prompt is not None:
+        code = "\n".join(line.lstrip()[len(prompt):] if line.strip() else line for line in code.splitlines())
+    return code.strip()
+
+
+PASTED_PROMPTS = ("$ ", "# ", "> ", "mysql> ", "sqlite> ", "MariaDB [(none)]> ", ">>> ")
+
+
+def _pasted_prompt(code: str, language: str) -> str | None:
+    """The prompt every non-blank line starts with, when the code was pasted from a terminal."""
     nonblank = [line for line in code.splitlines() if line.strip()]
-    for prompt in ("$ ", "# ", "> ", "mysql> ", "sqlite> ", "MariaDB [(none)]> ", ">>> "):
+    for prompt in PASTED_PROMPTS:
         if nonblank and all(line.lstrip().startswith(prompt) for line in nonblank):
             if prompt in ("# ", "> ") and language_prompts(language).bare_code != "shell":
                 continue
             if prompt == "# ":   # shell comments, not root prompts, unless a command follows
                 if not all(_first_word(line.lstrip()[2:]) in SHELL_COMMANDS for line in nonblank):
                     continue
-            code = "\n".join(line.lstrip()[len(prompt):] if line.strip() else line for line in code.splitlines())
-            break
-    return code.strip()
+            return prompt
+    return None
 
 
 def _dedent(code: str) -> str:
@@ -182,27 +192,31 @@ def looks_like_code(text: str, language: str) -> bool:
     bare = _unquoted(text)
     style = language_prompts(language).bare_code
     if style == "sql":
-        if not SQL_START.match(text) or bare.rstrip().endswith((".", "?", "!", ":")):
-            return False
-        return not PROSE_HINT.search(bare)
+        return bool(SQL_START.match(text)) and not bare.rstrip().endswith((".", "?", "!", ":")) \
+            and not PROSE_HINT.search(bare)
     if style == "shell":
-        if len(lines) > 3:
-            return False
-        for line in lines:
-            word = _first_word(line)
-            if not (word in SHELL_COMMANDS or word.startswith(("./", "/", "~/", "$", "(", "{")) or "=" in word):
-                return False
-            plain = _unquoted(line)
-            if PROSE_HINT.search(plain) and not re.search(r"[-/|<>$=*;&.~]", plain):
-                return False      # "find the largest file": a command word, then English
-            if plain.rstrip().endswith((".", ":", "?", "!")) and PROSE_HINT.search(plain):
-                return False
-        return True
+        return len(lines) <= 3 and all(_shell_line(line) for line in lines)
     if style == "python":
-        first = lines[0].lstrip()
-        return bool(re.match(r"(def|class|import|from|for|while|if|with|try|print\(|return|@)\b|[A-Za-z_]\w*\s*=[^=]",
-                             first)) and not PROSE_HINT.match(first)
+        return _python_start(lines[0].lstrip())
     return False
+
+
+def _python_start(first: str) -> bool:
+    """A first line that starts Python code (a statement or an assignment), not a sentence."""
+    return bool(re.match(r"(def|class|import|from|for|while|if|with|try|print\(|return|@)\b|[A-Za-z_]\w*\s*=[^=]",
+                         first)) and not PROSE_HINT.match(first)
+
+
+def _shell_line(line: str) -> bool:
+    """A line of a bare shell reply: it starts with a command (or a path, variable, group)
+    and does not read as English."""
+    word = _first_word(line)
+    if not (word in SHELL_COMMANDS or word.startswith(("./", "/", "~/", "$", "(", "{")) or "=" in word):
+        return False
+    plain = _unquoted(line)
+    if PROSE_HINT.search(plain) and not re.search(r"[-/|<>$=*;&.~]", plain):
+        return False      # "find the largest file": a command word, then English
+    return not (plain.rstrip().endswith((".", ":", "?", "!")) and PROSE_HINT.search(plain))
 
 
 def _submit(text: str) -> Parsed | None:
@@ -262,31 +276,7 @@ def parse_reply(text: str | None, language: str) -> Parsed:
     # 2. the strategy's "Action:" syntax (ReAct), when present, decides
     m = ACTION_MARK.search(text)
     if m is not None:
-        head, tail = text[:m.start()], text[m.end():]
-        thought = _prose(head)
-        found = _from_fences(tail, language)
-        if found is not None and not tail[:found[1]].strip():
-            return _finish(found[0], thought, "action", language)
-        lines = []
-        for line in tail.splitlines():
-            if (lines and not line.strip()) or SECTION_END.match(line):
-                break
-            lines.append(line)
-        inline = "\n".join(lines).strip()
-        im = INLINE.match(inline)
-        if im:
-            inline = im.group(1).strip()
-        if inline:
-            sub = _submit(inline)
-            if sub is not None:
-                sub.thought = thought
-                return sub
-            # after an explicit Action: marker, one line of non-prose is taken as code
-            if looks_like_code(inline, language) or ("\n" not in inline and not _prose_line(inline)):
-                return _finish(inline, thought, "action", language)
-        if found is not None:
-            return _finish(found[0], thought, "action", language)
-        return Parsed(None, thought=thought, ok=False, how="none")
+        return _after_action_mark(text[:m.start()], text[m.end():], language)
 
     # 1. a fenced block
     found = _from_fences(text, language)
@@ -301,6 +291,53 @@ def parse_reply(text: str | None, language: str) -> Parsed:
         return sub
 
     # 3. one inline code span
+    spanned = _inline_span(text, language)
+    if spanned is not None:
+        return spanned
+
+    # 4. a bare reply that is code and nothing else
+    if looks_like_code(text, language):
+        return _finish(text, None, "bare", language)
+    return Parsed(None, thought=_prose(text), ok=False, how="none")
+
+
+def _after_action_mark(head: str, tail: str, language: str) -> Parsed:
+    """A reply with an "Action:" mark: a fence right after it, else the lines after it up to a
+    blank line or the next section, else a fence further on."""
+    thought = _prose(head)
+    found = _from_fences(tail, language)
+    if found is not None and not tail[:found[1]].strip():
+        return _finish(found[0], thought, "action", language)
+    inline = _action_lines(tail)
+    if inline:
+        sub = _submit(inline)
+        if sub is not None:
+            sub.thought = thought
+            return sub
+        # after an explicit Action: marker, one line of non-prose is taken as code
+        if looks_like_code(inline, language) or ("\n" not in inline and not _prose_line(inline)):
+            return _finish(inline, thought, "action", language)
+    if found is not None:
+        return _finish(found[0], thought, "action", language)
+    return Parsed(None, thought=thought, ok=False, how="none")
+
+
+def _action_lines(tail: str) -> str:
+    """The text right after an "Action:" mark, up to a blank line or the next section (one
+    inline code span taken out of its backticks)."""
+    lines: list[str] = []
+    for line in tail.splitlines():
+        if (lines and not line.strip()) or SECTION_END.match(line):
+            break
+        lines.append(line)
+    inline = "\n".join(lines).strip()
+    im = INLINE.match(inline)
+    return im.group(1).strip() if im else inline
+
+
+def _inline_span(text: str, language: str) -> Parsed | None:
+    """The code of a reply that is one inline code span (or, for SQL, prose around one span
+    that is clearly a full statement); None otherwise."""
     im = INLINE.match(text)
     if im and looks_like_code(im.group(1), language):
         return _finish(im.group(1).strip(), None, "inline", language)
@@ -310,8 +347,4 @@ def parse_reply(text: str | None, language: str) -> Parsed:
         # prose around one span: accept only if the span is clearly a full statement
         if language_prompts(language).bare_code == "sql" and SQL_START.match(spans[0]) and len(spans[0].split()) >= 3:
             return _finish(spans[0].strip(), thought, "inline", language)
-
-    # 4. a bare reply that is code and nothing else
-    if looks_like_code(text, language):
-        return _finish(text, None, "bare", language)
-    return Parsed(None, thought=_prose(text), ok=False, how="none")
+    return None

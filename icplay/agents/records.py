@@ -72,29 +72,40 @@ def call_lines(turn: Turn) -> list[tuple[str, str]]:
     if finish == "length":
         finish += " (truncated: raise --max-tokens)"
     rows.append(("finish", finish))
-    usage = response.get("usage") or {}
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if prompt is None and completion is None:
-        rows.append(("tokens", "unknown (the server reported no usage)"))
-    else:
-        text = f"prompt {_n(prompt)}"
-        if usage.get("cached_tokens") is not None:
-            text += f" (cached {_n(usage['cached_tokens'])})"
-        text += f" · completion {_n(completion)}"
-        if usage.get("reasoning_tokens") is not None:
-            text += f" (reasoning {_n(usage['reasoning_tokens'])})"
-        rows.append(("tokens", text))
-    latency = response.get("latency")
+    rows.append(("tokens", _tokens_text(response.get("usage") or {})))
+    latency = _latency_text(response)
     if latency is not None:
-        text = f"{latency:.2f} s"
-        if response.get("ttft") is not None:
-            text += f" (first token after {response['ttft']:.2f} s)"
-        if (response.get("attempts") or 1) > 1:
-            text += f" · {response['attempts']} attempts"
-        rows.append(("latency", text))
+        rows.append(("latency", latency))
     cost = response.get("cost")
     rows.append(("cost", "unpriced" if cost is None else f"${cost:.5f}"))
     return rows
+
+
+def _tokens_text(usage: dict[str, Any]) -> str:
+    """A call's tokens: prompt (cached) · completion (reasoning), or why they are unknown."""
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if prompt is None and completion is None:
+        return "unknown (the server reported no usage)"
+    text = f"prompt {_n(prompt)}"
+    if usage.get("cached_tokens") is not None:
+        text += f" (cached {_n(usage['cached_tokens'])})"
+    text += f" · completion {_n(completion)}"
+    if usage.get("reasoning_tokens") is not None:
+        text += f" (reasoning {_n(usage['reasoning_tokens'])})"
+    return text
+
+
+def _latency_text(response: dict[str, Any]) -> str | None:
+    """A call's latency, its first token and its attempts; None when not recorded."""
+    latency = response.get("latency")
+    if latency is None:
+        return None
+    text = f"{latency:.2f} s"
+    if response.get("ttft") is not None:
+        text += f" (first token after {response['ttft']:.2f} s)"
+    if (response.get("attempts") or 1) > 1:
+        text += f" · {response['attempts']} attempts"
+    return text
 
 
 def new_messages(turn: Turn) -> list[dict]:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icplay.agents.parsing import retry_message
 from icplay.episode import Proposal, Trajectory
 from icplay.formats import intercode
 from icplay.formats.native import load_logs
+from icplay.languages import find
 from icplay.store import TrajectoryFileError
 from icplay.tasks.model import Task, TaskFileError
 
@@ -146,8 +148,6 @@ class ReplayPolicy:
             # An empty recorded action ran nothing; it is still a recorded turn. Replayed as
             # an invalid turn it is counted (turn limit, position), so the replay moves on:
             # run as an empty action, it would leave no counted turn and be proposed forever.
-            from icplay.agents.parsing import retry_message
-
             msg = rec.observations[pos] if pos < len(rec.observations) else retry_message(task.env)
             return Proposal("", None, None, {"invalid": True, "retry_message": msg, "replay": pos})
         return Proposal(action, info={"replay": pos})
@@ -161,8 +161,6 @@ class GoldPolicy:
         return {"kind": "gold"}
 
     def propose(self, task: Task, trajectory: Trajectory, cancel=None, notify=None) -> Proposal:
-        from icplay.languages import find
-
         played = trajectory.turns_taken
         spec = find(task.env)
         actions = spec.gold(task) if spec is not None else [task.gold, "submit"]

@@ -177,12 +177,7 @@ class ReplyReader:
         """Take one delta (or message); True when it carried anything of the reply."""
         if part is None:
             return False
-        got = False
-        for name in REASONING_FIELDS:
-            value = field_of(part, name)
-            if isinstance(value, str) and value:
-                self._emit("reasoning", value)
-                got = True
+        got = self._take_reasoning(part)
         text, thinking = parts_text(field_of(part, "content"))
         if thinking:
             self._emit("reasoning", thinking)
@@ -194,7 +189,22 @@ class ReplyReader:
                     self._emit(kind, piece)
             else:
                 self.content.append(text)
-        for n, call in enumerate(field_of(part, "tool_calls") or []):
+        return self._take_calls(part) or got
+
+    def _take_reasoning(self, part: Any) -> bool:
+        """The reasoning fields servers send beside the content; True when one had text."""
+        got = False
+        for name in REASONING_FIELDS:
+            value = field_of(part, name)
+            if isinstance(value, str) and value:
+                self._emit("reasoning", value)
+                got = True
+        return got
+
+    def _take_calls(self, part: Any) -> bool:
+        """Tool calls, or their streamed pieces, added to their slots by index; True when any came."""
+        calls = field_of(part, "tool_calls") or []
+        for n, call in enumerate(calls):
             index = field_of(call, "index")
             index = n if index is None else int(index)
             slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
@@ -204,8 +214,7 @@ class ReplyReader:
             arguments = field_of(function, "arguments")
             if arguments:
                 slot["arguments"] += arguments if isinstance(arguments, str) else _json(arguments)
-            got = True
-        return got
+        return bool(calls)
 
     def _emit(self, kind: str, text: str) -> None:
         if kind == "reasoning":

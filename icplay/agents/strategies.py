@@ -23,6 +23,7 @@ import re
 
 from icplay.agents import prompts
 from icplay.agents.context import ContextLimits, Exchange, fit, observation_block
+from icplay.agents.context import cut_middle
 from icplay.agents.parsing import fence_label, language_name
 from icplay.envs.base import shown_observation
 from icplay.episode import AGENT, AGENT_EDITED, HUMAN, Trajectory, Turn
@@ -132,8 +133,6 @@ def edit_note(turn: Turn, language: str) -> str:
 
 
 def _cut(text: str, limits: ContextLimits) -> str:
-    from icplay.agents.context import cut_middle
-
     return cut_middle(text, limits.max_observation_chars)
 
 

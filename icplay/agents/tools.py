@@ -32,6 +32,8 @@ from typing import Any
 
 from icplay.agents.context import ContextLimits, Exchange, cut_middle, stub_of
 from icplay.agents.parsing import language_prompts
+from icplay.agents.strategies import _output, edit_note
+from icplay.agents.strategies import turn_exchange
 from icplay.episode import AGENT_EDITED, HUMAN, Proposal, Trajectory, Turn
 from icplay.tasks.model import Task
 
@@ -90,11 +92,7 @@ class ToolSet:
         if name == SUBMIT_TOOL:
             if problem:
                 return None, f"the arguments of `{SUBMIT_TOOL}` are not a JSON object ({problem})"
-            value = args.get(self.submit_arg) if self.submit_arg else None
-            if value is None and self.submit_arg and len(args) == 1:
-                value = next(iter(args.values()))
-            value = str(value).strip() if value is not None else ""
-            return (f"submit {value}" if value else "submit"), None
+            return self._submit_action(args), None
         if name != self.run:
             return None, f"there is no tool `{name}`"
         if problem:
@@ -107,6 +105,15 @@ class ToolSet:
         if not code.strip():
             return None, f"the \"{self.arg}\" of `{self.run}` is empty"
         return code, None
+
+
+    def _submit_action(self, args: dict[str, Any]) -> str:
+        """``submit ARG`` (the one argument under another name too), or ``submit``."""
+        value = args.get(self.submit_arg) if self.submit_arg else None
+        if value is None and self.submit_arg and len(args) == 1:
+            value = next(iter(args.values()))
+        value = str(value).strip() if value is not None else ""
+        return f"submit {value}" if value else "submit"
 
 
 def _arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
@@ -291,8 +298,6 @@ class ToolExchange(Exchange):
 
 def tool_result(turn: Turn, language: str, limits: ContextLimits) -> ToolResult:
     """What the model is told about the call ``turn`` carries."""
-    from icplay.agents.strategies import _output, edit_note
-
     if turn.info.get("rejected"):
         comment = turn.comment or "no reason given"
         return ToolResult(f"A human reviewer rejected this call without running it. Their comment: {comment}")
@@ -306,11 +311,15 @@ def tool_result(turn: Turn, language: str, limits: ContextLimits) -> ToolResult:
     return ToolResult("", obs, suffix)
 
 
+def _answers_next_call(reply: ToolExchange | None, call: dict[str, Any]) -> bool:
+    """Is ``call`` the next call of the open reply that has no result yet?"""
+    return reply is not None and len(reply.results) < len(reply.calls) and \
+        reply.calls[len(reply.results)].get("id") == call.get("id")
+
+
 def tool_exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: ContextLimits) -> list[Exchange]:
     """The trajectory as tools-protocol exchanges: a reply's calls and their results; turns that
     carry no call (a human's, a reply without a call, a text-protocol turn) as in the text protocol."""
-    from icplay.agents.strategies import turn_exchange
-
     out: list[Exchange] = []
     reply: ToolExchange | None = None
     for turn in trajectory.turns:
@@ -324,9 +333,7 @@ def tool_exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: Co
             if ex is not None:
                 out.append(ex)
             continue
-        expected = reply is not None and len(reply.results) < len(reply.calls) and \
-            reply.calls[len(reply.results)].get("id") == call.get("id")
-        if "tool_calls" in info or not expected:
+        if "tool_calls" in info or not _answers_next_call(reply, call):
             if reply is not None:
                 reply.fill(NOT_RUN_REPLY)
             reply = ToolExchange(info.get("raw") or None, "", calls=list(info.get("tool_calls") or [call]))

@@ -19,6 +19,8 @@ import tarfile
 from pathlib import Path
 from typing import Any, Callable
 
+from icplay.sandbox.images import image_exists, stream_build
+
 VERSIONS = (1, 2, 3, 4)
 IMAGE_PREFIX = "intercode-nl2bash-fs"
 SOURCE_LABEL = "icplay.intercode-source"
@@ -127,8 +129,6 @@ def build_nl2bash_images(client: Any, path: str | Path, progress: Callable[[str]
                          base: str | None = None, versions: tuple[int, ...] = VERSIONS) -> list[tuple[str, str]]:
     """Build ``intercode-nl2bash-fs1`` .. ``fs4`` from the InterCode sources at ``path``;
     returns (image, base) per image built. The shared layers (the apt install) build once."""
-    from icplay.sandbox.images import image_exists, stream_build
-
     folder = find_docker_dir(path)
     original = (folder / "nl2bash.Dockerfile").read_text()
     chosen = choose_base(dockerfile_base(original), lambda name: image_exists(client, name), base)

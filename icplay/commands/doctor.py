@@ -5,6 +5,10 @@ from __future__ import annotations
 import shutil
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("doctor", help="check Docker, bubblewrap, images and tools")
     p.set_defaults(func=run)

@@ -18,6 +18,10 @@ import sys
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     from icplay.formats.export import AUTHORS, FORMATS, SOLVED_BY
 
@@ -57,7 +61,7 @@ def run(args) -> int:
     from icplay.formats import load_logs
     from icplay.formats.native import Skipped, skipped_note
     from icplay.formats.export import ExportError, render, select
-    from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
+    from icplay.store import TrajectoryFileError, escape_surrogates
 
     if args.format == "harbor":
         return run_harbor(args)
@@ -81,11 +85,7 @@ def run(args) -> int:
     chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward,
                     solved=args.solved)
     if not chosen:
-        unjudged = sum(1 for t in trajs if t.strictly_solved is None)
-        why = (f" ({unjudged} of them have no strict verdict: their env gives none, or they were recorded "
-               "before strict verdicts existed)" if args.solved == "strict" and unjudged else "")
-        raise UserError(f"none of the {len(trajs)} episodes passes the filters{why}"
-                        + (f"; {skipped_note(skipped)}" if skipped else ""))
+        raise UserError(_none_chosen(trajs, args.solved) + (f"; {skipped_note(skipped)}" if skipped else ""))
     try:
         if args.format == "atif":
             from icplay.formats.atif import atif_lines
@@ -95,17 +95,7 @@ def run(args) -> int:
             text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
     except ExportError as exc:
         raise UserError(str(exc)) from None
-    if args.format != "csv":
-        text = escape_surrogates(text)
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        from pathlib import Path
-
-        try:
-            atomic_write_text(Path(args.out), text)
-        except OSError as exc:
-            raise UserError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    _write(args.out, text if args.format == "csv" else escape_surrogates(text))
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
           + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
     if skipped:
@@ -159,3 +149,26 @@ def check_harbor(folders) -> int:
             print(f"icplay: oracle {folder.name}: {problem}", file=sys.stderr)
     print(f"icplay: oracle runs scoring 1.0: {len(folders) - failed}/{len(folders)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _none_chosen(trajs: list, solved: str | None) -> str:
+    """Why nothing is exported: no episode passes the filters (and how many were never judged)."""
+    unjudged = sum(1 for t in trajs if t.strictly_solved is None)
+    why = (f" ({unjudged} of them have no strict verdict: their env gives none, or they were recorded "
+           "before strict verdicts existed)" if solved == "strict" and unjudged else "")
+    return f"none of the {len(trajs)} episodes passes the filters{why}"
+
+
+def _write(out: str, text: str) -> None:
+    """The export to stdout ("-") or to a file written whole or not at all."""
+    from pathlib import Path
+
+    from icplay.store import atomic_write_text
+
+    if out == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        atomic_write_text(Path(out), text)
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None

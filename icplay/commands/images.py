@@ -9,6 +9,10 @@ from icplay.process import UserError
 NL2BASH = "nl2bash"
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("images", help="build or list icplay's Docker images")
     actions = p.add_subparsers(dest="images_action", metavar="ACTION")

@@ -16,6 +16,10 @@ from pathlib import Path
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("report", help="success tables and the success-by-turn curve over saved trajectories",
                        description="Tables over runs, human baselines or InterCode results files, side by side.")
@@ -28,46 +32,20 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.report import (SQL_NEGATIVE_NOTE, group_by_set, load_logs, render_curve, render_table, run_label,
-                               summarize)
-    from icplay.formats.native import Skipped, skipped_note
-    from icplay.store import TrajectoryFileError
+    from icplay.formats.native import skipped_note
+    from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
 
     if args.label and len(args.label) != len(args.logs):
         raise UserError(f"give one --label per log ({len(args.logs)} logs, {len(args.label)} labels)")
-    logs = []       # (label, path, {(env, set): trajectories})
-    skipped: list[Skipped] = []
-    for i, log in enumerate(args.logs):
-        try:
-            trajs, meta = load_logs(log, skipped)
-        except TrajectoryFileError as exc:      # this LOG as a whole: the others are still reported
-            skipped.append(Skipped.of(log, exc))
-            continue
-        if not trajs:
-            continue                            # every file of it was skipped (and named)
-        label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
-        logs.append((label, str(log), group_by_set(trajs)))
+    skipped: list = []
+    logs = _read_logs(args, skipped)
     if not logs:
         raise UserError(f"no trajectory to report; {skipped_note(skipped)}")
-    keys: list[tuple[str, str]] = []
-    for _, _, groups in logs:
-        keys += [k for k in groups if k not in keys]
-    keys.sort()
-    split = len(keys) > 1
-    tables = []     # ((env, set), [Summary])
-    for key in keys:
-        summaries = []
-        for label, path, groups in logs:
-            if key in groups:
-                summary = summarize(groups[key], label, args.turns)
-                summary.info["path"] = path
-                summaries.append(summary)
-        tables.append((key, summaries))
+    tables = _tables(logs, args.turns)
+    split = len(tables) > 1
     if args.json:
-        runs = []
-        for (env, set_name), summaries in tables:
-            for s in summaries:
-                runs.append({**s.to_dict(), **({"env": env, "set": set_name} if split else {})})
+        runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
+                for (env, set_name), summaries in tables for s in summaries]
         print(json.dumps({"runs": runs, "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
         say_skipped(skipped)
         return 0
@@ -91,3 +69,41 @@ def say_skipped(skipped) -> None:
     if skipped:
         sys.stdout.flush()
         print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)
+
+
+def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
+    """(label, path, {(env, set): trajectories}) per log given; a file (or a whole LOG) that
+    cannot be read goes to ``skipped`` and the others are still reported."""
+    from icplay.formats.native import Skipped
+    from icplay.report import group_by_set, load_logs, run_label
+    from icplay.store import TrajectoryFileError
+
+    logs = []
+    for i, log in enumerate(args.logs):
+        try:
+            trajs, meta = load_logs(log, skipped)
+        except TrajectoryFileError as exc:      # this LOG as a whole: the others are still reported
+            skipped.append(Skipped.of(log, exc))
+            continue
+        if not trajs:
+            continue                            # every file of it was skipped (and named)
+        label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
+        logs.append((label, str(log), group_by_set(trajs)))
+    return logs
+
+
+def _tables(logs: list[tuple[str, str, dict]], turns: int | None) -> list[tuple[tuple[str, str], list]]:
+    """One table per (env, set) any log has, sorted: the summary of each log that has it."""
+    from icplay.report import summarize
+
+    keys = sorted({key for _, _, groups in logs for key in groups})
+    tables = []
+    for key in keys:
+        summaries = []
+        for label, path, groups in logs:
+            if key in groups:
+                summary = summarize(groups[key], label, turns)
+                summary.info["path"] = path
+                summaries.append(summary)
+        tables.append((key, summaries))
+    return tables

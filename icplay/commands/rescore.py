@@ -19,6 +19,10 @@ from icplay.process import UserError
 from icplay.languages import shell_sandboxes
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("rescore", help="replay InterCode's recorded SQL, Bash, Python or CTF episodes and recompute their rewards",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)

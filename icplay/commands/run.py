@@ -18,6 +18,10 @@ from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate an LLM (or the gold / a replay policy) on a task set, headless",
                        description="Play every task of a set with a policy and print the success table.")
@@ -80,8 +84,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from icplay.agents.llm import AgentError
     from icplay.agents.pricing import PriceTableError
-    from icplay.executors.local import Progress, RunConfigError, Runner, check_run_folder
-    from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
+    from icplay.store import TrajectoryFileError
 
     from icplay.commands.play import env_from_tasks
 
@@ -90,40 +93,8 @@ def run(args) -> int:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
-    tasks, policy, info, label = setup["tasks"], setup["policy"], setup["info"], setup["label"]
-    from icplay.formats.native import runs_root
-
-    out = Path(args.out) if args.out else runs_root() / safe_name(label)
-    identity = {"label": label, "env": args.env, "tasks": setup["set"], "policy": info,
-                "protocol": args.protocol, "max_turns": setup["turns"], "sandbox": setup["sandbox"]}
-    if args.compat:
-        identity["compat"] = args.compat
-    try:
-        check_run_folder(out, identity, fresh=args.fresh)
-    except RunConfigError as exc:
-        raise UserError(str(exc)) from None
-
-    from icplay.agents.protocols import Budget, Limits
-    from icplay.executors.specs import EnvSpec, RunSpec, policy_spec_from_args
-
-    limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
-                    max_seconds=args.episode_time)
-    spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle, compat=args.compat),
-                   policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, info)
-    budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
-    progress = None if args.quiet else Progress(len(tasks), sys.stderr)
-    if not args.quiet:
-        print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
-    options = dict(jobs=args.jobs, budget=budget, progress=progress)
-    if args.ray:
-        from icplay.executors.ray import RayRunner
-
-        runner = RayRunner(tasks, spec, TrajectoryStore(out), address=None if args.ray == "local" else args.ray,
-                           **options)
-    else:
-        # the policy built while checking the options (a model client made, demos read) is used
-        runner = Runner(tasks, spec.env_factory(), policy, info, TrajectoryStore(out), protocol=args.protocol,
-                        limits=limits, spec=spec, **options)
+    out = _run_folder(args, setup)
+    runner = _runner(args, setup, out)
     try:
         result = runner.run()
     except AgentError as exc:
@@ -132,8 +103,59 @@ def run(args) -> int:
         if args.ray and "Ray" in str(exc):
             raise UserError(str(exc)) from None
         raise
+    return _report(args, setup, out, runner, result)
+
+
+def _run_folder(args, setup: dict) -> Path:
+    """Where the run saves its episodes (checked against what an earlier run there was)."""
+    from icplay.executors.local import RunConfigError, check_run_folder
+    from icplay.formats.native import runs_root
+    from icplay.store import safe_name
+
+    out = Path(args.out) if args.out else runs_root() / safe_name(setup["label"])
+    identity = {"label": setup["label"], "env": args.env, "tasks": setup["set"], "policy": setup["info"],
+                "protocol": args.protocol, "max_turns": setup["turns"], "sandbox": setup["sandbox"]}
+    if args.compat:
+        identity["compat"] = args.compat
+    try:
+        check_run_folder(out, identity, fresh=args.fresh)
+    except RunConfigError as exc:
+        raise UserError(str(exc)) from None
+    return out
+
+
+def _runner(args, setup: dict, out: Path):
+    """The local runner (or Ray's) of the run's episodes."""
+    from icplay.agents.protocols import Budget, Limits
+    from icplay.executors.local import Progress, Runner
+    from icplay.executors.specs import EnvSpec, RunSpec, policy_spec_from_args
+    from icplay.store import TrajectoryStore
+
+    tasks, label = setup["tasks"], setup["label"]
+    limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
+                    max_seconds=args.episode_time)
+    spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle, compat=args.compat),
+                   policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, setup["info"])
+    budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
+    progress = None if args.quiet else Progress(len(tasks), sys.stderr)
+    if not args.quiet:
+        print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
+    options = dict(jobs=args.jobs, budget=budget, progress=progress)
+    if args.ray:
+        from icplay.executors.ray import RayRunner   # Ray is an optional dependency
+
+        return RayRunner(tasks, spec, TrajectoryStore(out), address=None if args.ray == "local" else args.ray,
+                         **options)
+    # the policy built while checking the options (a model client made, demos read) is used
+    return Runner(tasks, spec.env_factory(), setup["policy"], setup["info"], TrajectoryStore(out),
+                  protocol=args.protocol, limits=limits, spec=spec, **options)
+
+
+def _report(args, setup: dict, out: Path, runner, result) -> int:
+    """The run's table (or JSON) on stdout, what went wrong on stderr; the exit code."""
     from icplay.report import render_table
 
+    label = setup["label"]
     summary = result.summary(label, setup["turns"])
     if args.json:
         print(json.dumps({"out": str(out), "resumed": result.resumed, "played": result.played,
@@ -149,8 +171,13 @@ def run(args) -> int:
               "cut at the token limit (finish_reason length); raise --max-tokens", file=sys.stderr)
     if args.ray and not args.quiet:
         print(f"icplay: episodes per Ray node: {runner.nodes}", file=sys.stderr)
+    return _exit_code(len(setup["tasks"]), result)
+
+
+def _exit_code(planned: int, result) -> int:
+    """0 when every episode ran; 130 interrupted, 1 stopped otherwise or failed (said on stderr)."""
     if result.stopped:
-        missing = len(tasks) - len(result.trajectories)
+        missing = planned - len(result.trajectories)
         print(f"icplay: stopped: {result.stopped}; {missing} episode(s) left — rerun the same command to "
               "finish them", file=sys.stderr)
         return 130 if result.stopped == "interrupted" else 1

@@ -12,6 +12,10 @@ from icplay.languages import add_sandbox_argument
 from icplay.process import UserError
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("serve-env", help="serve a language's tasks as an OpenEnv environment (HTTP and WebSocket)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)

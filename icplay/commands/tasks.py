@@ -11,6 +11,10 @@ from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set, task_sets
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("tasks", help="list task sets, or the tasks of one set")
     p.add_argument("set", nargs="?", help="a set name or a task file")
@@ -77,11 +81,19 @@ def run(args) -> int:
             return 2
         return check(args)
     if not args.set:
-        print(f"{'SET':<14} {'ENV':<7} {'TASKS':>6}  DESCRIPTION")
-        for task_set in task_sets():
-            count = len(task_set.load()) if task_set.available else 0
-            print(f"{task_set.name:<14} {task_set.env:<7} {count:>6}  {task_set.description}")
-        return 0
+        return _list_sets()
+    return _list_tasks(args)
+
+
+def _list_sets() -> int:
+    print(f"{'SET':<14} {'ENV':<7} {'TASKS':>6}  DESCRIPTION")
+    for task_set in task_sets():
+        count = len(task_set.load()) if task_set.available else 0
+        print(f"{task_set.name:<14} {task_set.env:<7} {count:>6}  {task_set.description}")
+    return 0
+
+
+def _list_tasks(args) -> int:
     task_set = find_set(args.set, args.env)
     tasks = task_set.load()
     by_hardness = Counter(t.hardness or "-" for t in tasks)

@@ -19,6 +19,10 @@ from icplay.process import UserError
 from icplay.languages import add_sandbox_argument
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("view", help="browse, compare, re-execute and fork saved episodes")
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from icplay.envs.base import (HAS_CWD, HAS_SCHEMA, STREAMS_OUTPUT, Env, StepResult, SubmitResult,
                               capabilities_of, parse_submit)
+from icplay.sandbox.images import docker_client
 
 __all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "capabilities_of", "STREAMS_OUTPUT", "HAS_CWD",
            "HAS_SCHEMA"]
@@ -16,8 +17,6 @@ __all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "capabilities_of
 def docker_available() -> bool:
     """Does a Docker daemon answer? (Bash and Python default to Docker when one does.)"""
     try:
-        from icplay.sandbox.images import docker_client
-
         docker_client()
         return True
     except Exception:

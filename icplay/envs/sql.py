@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from icplay.envs.base import HAS_SCHEMA, StepResult, SubmitResult, strict_verdict
 from icplay.envs.sql_reward import non_result_reward, sql_reward_keys
+from icplay.sql import make_sql_backend
 from icplay.sql.base import QueryResult, SqlBackend, Table
 from icplay.tasks.model import Task
 
@@ -153,6 +154,4 @@ def check_golds(tasks: list[Task], backend: SqlBackend,
 def make_sql_env(sandbox: str, image: str | None = None, timeout: float | None = None,
                  progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> SqlEnv:
     """An SQL env on a SQLite or MariaDB backend (the language spec's ``env``)."""
-    from icplay.sql import make_sql_backend
-
     return SqlEnv(make_sql_backend(sandbox, progress=progress, image=image, timeout=timeout, **options))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from icplay.agents.protocols import Budget, play
-from icplay.episode import Policy, Trajectory
+from icplay.episode import AgentError, Policy, Trajectory
 from icplay.executors.specs import RunSpec
 from icplay.sandbox.base import SandboxError
 from icplay.store import StoreWriteError
@@ -33,8 +33,6 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
 
     ``env`` and ``policy`` are live objects an executor keeps between episodes (a worker's
     warm sandbox); built from ``spec`` when not given (the env is then closed here)."""
-    from icplay.agents.llm import AgentError
-
     factory = None
     holder: dict[str, Trajectory] = {}
 
@@ -53,17 +51,9 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
                     budget=budget, should_stop=should_stop, on_turn=on_turn, on_driver=on_driver)
         return traj
     except Exception as exc:
-        message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
-        traj = holder.get("traj")
         if isinstance(exc, StoreWriteError):     # a full disk: saving again cannot work; stop the run
             raise FatalEpisodeError(str(exc), None) from exc
-        if (isinstance(exc, AgentError) and exc.fatal) or (isinstance(exc, SandboxError) and traj is None):
-            raise FatalEpisodeError(message, traj) from exc
-        if traj is None:           # failed before the first save (e.g. in reset): record it
-            traj = Trajectory(task=task.to_dict(), env=getattr(env, "name", task.env),
-                              sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
-        if traj.status != "error" or not traj.error:   # the driver's own account stands
-            traj.status, traj.error = "error", message
+        traj = _failed(exc, holder.get("traj"), task, spec, env)
         try:
             keep(traj)
         except StoreWriteError as failed:     # the failure was the full disk itself (a reset writing a file)
@@ -71,9 +61,28 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
         return traj
     finally:
         if factory is not None:
-            for close in (getattr(env, "close", None), factory.close):
-                try:
-                    if close is not None:
-                        close()
-                except Exception:
-                    pass
+            _close_built(env, factory)
+
+
+def _failed(exc: Exception, traj: Trajectory | None, task: Task, spec: RunSpec, env: Any) -> Trajectory:
+    """The episode's trajectory marked ``error`` (one made when it failed before its first
+    save); FatalEpisodeError when no other episode would do better."""
+    message = str(exc) if isinstance(exc, (AgentError, SandboxError)) else f"{type(exc).__name__}: {exc}"
+    if (isinstance(exc, AgentError) and exc.fatal) or (isinstance(exc, SandboxError) and traj is None):
+        raise FatalEpisodeError(message, traj) from exc
+    if traj is None:           # failed before the first save (e.g. in reset): record it
+        traj = Trajectory(task=task.to_dict(), env=getattr(env, "name", task.env),
+                          sandbox=getattr(env, "sandbox_kind", ""), policy=dict(spec.policy_info))
+    if traj.status != "error" or not traj.error:   # the driver's own account stands
+        traj.status, traj.error = "error", message
+    return traj
+
+
+def _close_built(env: Any, factory: Any) -> None:
+    """Close the env this call built, then its factory (errors ignored)."""
+    for close in (getattr(env, "close", None), factory.close):
+        try:
+            if close is not None:
+                close()
+        except Exception:
+            pass

@@ -379,11 +379,7 @@ class Runner:
         for item in pending:
             todo.put(item)
         to_play = todo.qsize()
-        if self.progress:
-            self.progress.resumed = len(resumed)
-            self.progress.done = len(resumed)
-            self.progress.counted_resumed(resumed)
-            self.progress.start()
+        self._start_progress(resumed)
         errors: list[str] = []
         # The main thread waits on the workers' ``ended`` events, not on join (icplay/threads.py:
         # an interrupted join marks a running worker stopped, and icplay then exited under a
@@ -397,29 +393,50 @@ class Runner:
                 while not w.wait(timeout=0.2):
                     pass
         except KeyboardInterrupt:
-            self.stop("interrupted")
-            for env in list(self._envs):
-                try:
-                    env.interrupt()
-                except Exception:
-                    pass
-            deadline = time.monotonic() + 30
-            for w in workers:
-                w.wait(timeout=max(0.0, deadline - time.monotonic()))
+            self._interrupt_workers(workers)
         finally:
-            if self.progress:
-                self.progress.close()
-            for env in self._envs:
-                try:
-                    env.close()
-                except Exception:
-                    pass
-            close_factory = getattr(self.env_factory, "close", None)
-            if close_factory is not None:
-                try:
-                    close_factory()
-                except Exception:
-                    pass
+            self._close_envs()
+        return self._result(results, resumed, errors, started)
+
+    def _start_progress(self, resumed: list[Trajectory]) -> None:
+        """The progress line counts the episodes an earlier run finished, then starts."""
+        if self.progress:
+            self.progress.resumed = len(resumed)
+            self.progress.done = len(resumed)
+            self.progress.counted_resumed(resumed)
+            self.progress.start()
+
+    def _interrupt_workers(self, workers: list[Worker]) -> None:
+        """Ctrl+C: stop taking tasks, interrupt the running actions, give the workers 30 s."""
+        self.stop("interrupted")
+        for env in list(self._envs):
+            try:
+                env.interrupt()
+            except Exception:
+                pass
+        deadline = time.monotonic() + 30
+        for w in workers:
+            w.wait(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _close_envs(self) -> None:
+        """The progress line ended, every env closed, then the factory (errors on the way ignored)."""
+        if self.progress:
+            self.progress.close()
+        for env in self._envs:
+            try:
+                env.close()
+            except Exception:
+                pass
+        close_factory = getattr(self.env_factory, "close", None)
+        if close_factory is not None:
+            try:
+                close_factory()
+            except Exception:
+                pass
+
+    def _result(self, results: dict[int, Trajectory], resumed: list[Trajectory], errors: list[str],
+                started: float) -> RunResult:
+        """The run's episodes in task order, with how many were played now and how it ended."""
         trajs = [results[i] for i in sorted(results)]
         old = {id(t) for t in resumed}
         played = sum(1 for t in trajs if id(t) not in old)

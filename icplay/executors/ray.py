@@ -95,16 +95,13 @@ class RayRunner(Runner):
 
     def run(self) -> RunResult:
         try:
-            import ray
+            import ray   # an optional dependency (icplay[ray])
         except ImportError:
             raise RuntimeError("--ray needs Ray: pip install 'icplay[ray]'") from None
         connect(ray, self.address)
         started = time.monotonic()
         results, resumed, todo = self.split_finished()
-        if self.progress:
-            self.progress.resumed = self.progress.done = len(resumed)
-            self.progress.counted_resumed(resumed)
-            self.progress.start()
+        self._start_progress(resumed)
         errors: list[str] = []
         actor_class = ray.remote(num_cpus=1, max_restarts=0)(EpisodeWorker)
         actors = [actor_class.options(scheduling_strategy="SPREAD").remote(self.spec)
@@ -114,53 +111,63 @@ class RayRunner(Runner):
         queue = list(todo)
         try:
             while (queue or in_flight) and not self._stop.is_set():
-                while idle and queue and not self._should_stop():
-                    index, task = queue.pop(0)
-                    try:
-                        self.store.claim(task.set, task.id)
-                    except TrajectoryBusyError as exc:
-                        if self.progress:
-                            self.progress.stream.write(f"skipped {task.set}/{task.id}: {exc}\n")
-                        continue
-                    actor = idle.pop()
-                    if self.progress:
-                        self.progress.started_episode()
-                    in_flight[actor.run_episode.remote(task.to_dict())] = (index, task, actor)
+                self._dispatch(queue, idle, in_flight)
                 if not in_flight:
                     break
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.5)
                 for ref in ready:
                     index, task, actor = in_flight.pop(ref)
                     idle.append(actor)
-                    traj = Trajectory.from_dict(ray.get(ref))
-                    self.store.save(traj)
-                    node = traj.policy.get("node", "?")
-                    self.nodes[node] = self.nodes.get(node, 0) + 1
-                    if self.progress:
-                        self.progress.add_usage(traj.tokens, traj.cost)
-                        self.progress.finished(traj)
-                    if traj.status == "error":
-                        errors.append(f"{traj.task_key}: {traj.error}")
+                    traj = self._finished(Trajectory.from_dict(ray.get(ref)), errors)
                     if traj.status in ("submitted", "error"):
                         results[index] = traj
         except KeyboardInterrupt:
             self.stop("interrupted")
         finally:
-            if self.progress:
-                self.progress.close()
-            for ref, (_, task, _) in in_flight.items():
-                ray.cancel(ref, force=True)
-                self.store.release(task.set, task.id)
+            self._shut_down(ray, in_flight, actors)
+        return self._result(results, resumed, errors, started)
+
+    def _dispatch(self, queue: list[tuple[int, Task]], idle: list[Any],
+                  in_flight: dict[Any, tuple[int, Task, Any]]) -> None:
+        """Hand queued tasks to idle actors (a task another run holds is skipped, said so)."""
+        while idle and queue and not self._should_stop():
+            index, task = queue.pop(0)
             try:
-                ray.get([a.close.remote() for a in actors], timeout=60)
-            except Exception:
-                pass
-            for actor in actors:
-                ray.kill(actor)
-        trajs = [results[i] for i in sorted(results)]
-        old = {id(t) for t in resumed}
-        return RunResult(trajs, resumed=len(resumed), played=sum(1 for t in trajs if id(t) not in old),
-                         stopped=self._stop_reason, errors=errors, elapsed=time.monotonic() - started)
+                self.store.claim(task.set, task.id)
+            except TrajectoryBusyError as exc:
+                if self.progress:
+                    self.progress.stream.write(f"skipped {task.set}/{task.id}: {exc}\n")
+                continue
+            actor = idle.pop()
+            if self.progress:
+                self.progress.started_episode()
+            in_flight[actor.run_episode.remote(task.to_dict())] = (index, task, actor)
+
+    def _finished(self, traj: Trajectory, errors: list[str]) -> Trajectory:
+        """An actor's episode: saved, counted by node, shown, its error kept."""
+        self.store.save(traj)
+        node = traj.policy.get("node", "?")
+        self.nodes[node] = self.nodes.get(node, 0) + 1
+        if self.progress:
+            self.progress.add_usage(traj.tokens, traj.cost)
+            self.progress.finished(traj)
+        if traj.status == "error":
+            errors.append(f"{traj.task_key}: {traj.error}")
+        return traj
+
+    def _shut_down(self, ray: Any, in_flight: dict[Any, tuple[int, Task, Any]], actors: list[Any]) -> None:
+        """Cancel what still runs (its tasks released), close the actors' envs, end the actors."""
+        if self.progress:
+            self.progress.close()
+        for ref, (_, task, _) in in_flight.items():
+            ray.cancel(ref, force=True)
+            self.store.release(task.set, task.id)
+        try:
+            ray.get([a.close.remote() for a in actors], timeout=60)
+        except Exception:
+            pass
+        for actor in actors:
+            ray.kill(actor)
 
 
 __all__ = ["EpisodeWorker", "RayRunner", "connect"]

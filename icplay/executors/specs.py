@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from icplay.agents.context import ContextLimits
+from icplay.agents.pricing import PriceTable, parse_price_option
 from icplay.agents.protocols import Limits
+from icplay.agents.replay import GoldPolicy, ReplayPolicy
+from icplay.agents.strategies import strategy_name
+from icplay.formats.export import load_demos
+from icplay.languages import EnvFactory
+from icplay.tasks.registry import find_set
 
 
 @dataclass(frozen=True)
@@ -26,8 +33,6 @@ class EnvSpec:
     compat: str | None = None
 
     def factory(self):
-        from icplay.languages import EnvFactory
-
         options = {"compat": self.compat} if self.compat else {}
         return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle, **options)
 
@@ -57,27 +62,19 @@ class PolicySpec:
     actions: str = "text"       # text (a fenced block) or tools (native tool calls): icplay.agents.tools
 
     def build(self, env_name: str):
-        from icplay.agents.replay import GoldPolicy, ReplayPolicy
-
         if self.kind == "gold":
             return GoldPolicy()
         if self.kind == "replay":
             tasks = None
             if self.task_set:
-                from icplay.tasks.registry import find_set
-
                 tasks = find_set(self.task_set, env_name).load()
             return ReplayPolicy.from_path(self.replay, tasks)
         if self.kind != "llm":
             raise ValueError(f"unknown policy kind {self.kind!r} (gold, replay or llm)")
-        from icplay.agents.context import ContextLimits
-        from icplay.agents.llm import ChatModel, LLMPolicy
-        from icplay.agents.pricing import PriceTable
+        from icplay.agents.llm import ChatModel, LLMPolicy   # openai loads only for an LLM policy
 
         demos = []
         if self.demos:
-            from icplay.formats.export import load_demos
-
             demos = load_demos(self.demos, env_name)
         model = ChatModel(self.model, base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
                           retries=self.retries, prices=PriceTable(dict(self.prices)), **self.options)
@@ -104,9 +101,6 @@ class RunSpec:
 
 def policy_spec_from_args(args, kind: str, task_set: str | None = None) -> PolicySpec:
     """The PolicySpec of ``icplay run``'s options."""
-    from icplay.agents.pricing import parse_price_option
-    from icplay.agents.strategies import strategy_name
-
     if kind in ("gold", "replay"):
         return PolicySpec(kind, replay=args.replay, task_set=task_set if kind == "replay" else None)
     return PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,

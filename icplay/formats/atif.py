@@ -27,6 +27,7 @@ import datetime as _dt
 import json
 from typing import Any
 
+from icplay.envs.base import observation_parts
 from icplay.episode import KIND_HUMAN, KIND_INVALID, KIND_REJECTED, Trajectory, Turn
 
 SCHEMA_VERSION = "ATIF-v1.6"
@@ -78,8 +79,6 @@ def _agent_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
 
 
 def _observation(turn: Turn) -> tuple[str, list[str]]:
-    from icplay.envs.base import observation_parts
-
     return observation_parts(turn.observation, turn.info)
 
 
@@ -100,6 +99,29 @@ def _rejected_step(step_id: int, turn: Turn) -> dict[str, Any]:
                                                       "comment": turn.comment, "kind": turn.kind}}
 
 
+def _turn_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
+    """The step of one turn, by its kind."""
+    if turn.kind == KIND_REJECTED:
+        return _rejected_step(step_id, turn)
+    if turn.kind == KIND_INVALID:   # a reply with no action in it: the model's text, no call
+        return {"step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent",
+                "message": turn.info.get("raw") or "", "extra": {"invalid": True, "author": turn.author,
+                                                                "observation": turn.observation}}
+    if turn.kind == KIND_HUMAN:
+        return _human_step(step_id, turn)
+    return _agent_step(step_id, turn, model)
+
+
+def _submit_step(step_id: int, traj: Trajectory) -> dict[str, Any]:
+    """The system's step for the submit: its reward, breakdown and strict verdict."""
+    result = f"submitted: reward {traj.reward}" if traj.reward is not None else "submitted"
+    extra = {"reward": traj.reward, "breakdown": traj.breakdown}
+    if traj.strict is not None:
+        extra["strict"] = traj.strict
+    return {"step_id": step_id, "timestamp": _time(traj.updated_at), "source": "system",
+            "message": "submit", "observation": {"results": [{"content": result}]}, "extra": extra}
+
+
 def atif_document(traj: Trajectory) -> dict[str, Any]:
     """One episode as an ATIF trajectory (a JSON-ready dict)."""
     model = traj.policy.get("model")
@@ -107,24 +129,9 @@ def atif_document(traj: Trajectory) -> dict[str, Any]:
     steps: list[dict[str, Any]] = [{"step_id": 1, "timestamp": _time(traj.started_at), "source": "user",
                                     "message": task_query}]
     for turn in traj.turns:
-        step_id = len(steps) + 1
-        if turn.kind == KIND_REJECTED:
-            steps.append(_rejected_step(step_id, turn))
-        elif turn.kind == KIND_INVALID:   # a reply with no action in it: the model's text, no call
-            steps.append({"step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent",
-                          "message": turn.info.get("raw") or "", "extra": {"invalid": True, "author": turn.author,
-                                                                          "observation": turn.observation}})
-        elif turn.kind == KIND_HUMAN:
-            steps.append(_human_step(step_id, turn))
-        else:
-            steps.append(_agent_step(step_id, turn, model))
+        steps.append(_turn_step(len(steps) + 1, turn, model))
     if traj.status == "submitted":
-        result = f"submitted: reward {traj.reward}" if traj.reward is not None else "submitted"
-        extra = {"reward": traj.reward, "breakdown": traj.breakdown}
-        if traj.strict is not None:
-            extra["strict"] = traj.strict
-        steps.append({"step_id": len(steps) + 1, "timestamp": _time(traj.updated_at), "source": "system",
-                      "message": "submit", "observation": {"results": [{"content": result}]}, "extra": extra})
+        steps.append(_submit_step(len(steps) + 1, traj))
     usage = traj.usage
     final = {"total_prompt_tokens": usage.get("prompt_tokens"), "total_completion_tokens": usage.get("completion_tokens"),
              "total_cost_usd": usage.get("cost"), "total_steps": len(steps)}

@@ -30,6 +30,7 @@ from icplay.agents.tools import SUBMIT_TOOL, TOOLS, action_protocol, tool_schema
 from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
                             Trajectory, Turn)
 from icplay.tasks.model import Task
+from icplay.tasks.registry import find_set
 
 FORMATS = ("chat", "fewshot", "preference", "intercode", "csv")
 AUTHORS = ("any", "human", "agent", "mixed")
@@ -72,18 +73,15 @@ def select(trajs: Iterable[Trajectory], solved_only: bool = False, author: str =
     if solved is not None and solved not in SOLVED_BY:
         raise ExportError(f"unknown solved verdict {solved!r} (one of: {', '.join(SOLVED_BY)})")
     passes = SOLVED_BY[solved or "intercode"] if (solved or solved_only) else None
-    out = []
-    for t in trajs:
-        if t.status == "error" or not t.turns:
-            continue
-        if passes is not None and not passes(t):
-            continue
+    def kept(t: Trajectory) -> bool:
+        if t.status == "error" or not t.turns or (passes is not None and not passes(t)):
+            return False
         if author != "any" and episode_author(t) != author:
-            continue
-        if min_reward is not None and (best_reward(t) is None or best_reward(t) < min_reward):
-            continue
-        out.append(t)
-    return out
+            return False
+        reward = best_reward(t)
+        return min_reward is None or (reward is not None and not reward < min_reward)
+
+    return [t for t in trajs if kept(t)]
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -253,19 +251,8 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
     head = _head(traj, strategy, protocol, actions)
     history: list[dict[str, Any]] = []
     pairs = []
-    turns = traj.turns
-    for i, turn in enumerate(turns):
-        chosen: Turn | None = None
-        kind = None
-        if turn.author == AGENT_EDITED and turn.action and turn.proposed is not None:
-            chosen, kind = turn, "edit"
-        elif turn.info.get("rejected") and turn.proposed and turn.proposed != "submit":
-            for later in turns[i + 1:]:
-                if later.info.get("rejected") or not later.action or later.info.get("invalid"):
-                    continue
-                if later.author in (HUMAN, AGENT_EDITED):
-                    chosen, kind = later, "reject"
-                break
+    for i, turn in enumerate(traj.turns):
+        chosen, kind = _chosen_instead(traj.turns, i)
         if chosen is not None:
             proposed = turn.proposed or ""
             pair = {
@@ -282,6 +269,21 @@ def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
             history.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
             history.append(replies.output(turn))
     return pairs
+
+
+def _chosen_instead(turns: list[Turn], i: int) -> tuple[Turn | None, str | None]:
+    """What a human ran instead of turn ``i``'s proposal, and how: its edit ("edit"), or after a
+    rejection the next action when a human ran it ("reject"); (None, None) otherwise."""
+    turn = turns[i]
+    if turn.author == AGENT_EDITED and turn.action and turn.proposed is not None:
+        return turn, "edit"
+    if not (turn.info.get("rejected") and turn.proposed and turn.proposed != "submit"):
+        return None, None
+    for later in turns[i + 1:]:
+        if later.info.get("rejected") or not later.action or later.info.get("invalid"):
+            continue
+        return (later, "reject") if later.author in (HUMAN, AGENT_EDITED) else (None, None)
+    return None, None
 
 
 def demonstration(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None) -> str:
@@ -338,8 +340,6 @@ def _no_code(language: str) -> str:
 
 def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     """Each episode's task index within its set (InterCode names tasks by index)."""
-    from icplay.tasks.registry import find_set
-
     out: dict[tuple[str, str], int] = {}
     for set_name in sorted({str(t.task.get("set", "")) for t in trajs}):
         env = next(t.env for t in trajs if str(t.task.get("set", "")) == set_name)
@@ -359,6 +359,23 @@ def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     return out
 
 
+def _turn_history(t: Trajectory) -> tuple[list[str], list[str], list[float | None], list[bool]]:
+    """InterCode's actions, observations, rewards and valid flags of the counted turns."""
+    actions: list[str] = []
+    observations: list[str] = []
+    rewards: list[float | None] = []
+    valid: list[bool] = []
+    for turn in (turn for turn in t.turns if turn.counts):
+        invalid = bool(turn.info.get("invalid"))
+        actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
+        observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
+        rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
+        valid.append(not invalid)
+    if rewards and rewards[-1] is None and t.reward is not None:
+        rewards[-1] = t.reward
+    return actions, observations, rewards, valid
+
+
 def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
     """InterCode's results file (``turn_history``) of icplay episodes. Counted turns only:
     an unparsable reply is InterCode's no-code turn; a turn's reward is its recorded
@@ -366,16 +383,7 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
     indexes = task_indexes(trajs)
     out: dict[str, Any] = {}
     for n, t in enumerate(trajs):
-        counted = [turn for turn in t.turns if turn.counts]
-        actions, observations, rewards, valid = [], [], [], []
-        for turn in counted:
-            invalid = bool(turn.info.get("invalid"))
-            actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
-            observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
-            rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
-            valid.append(not invalid)
-        if rewards and rewards[-1] is None and t.reward is not None:
-            rewards[-1] = t.reward
+        actions, observations, rewards, valid = _turn_history(t)
         scored = [r for r in rewards if r is not None]
         best = max(scored) if scored else None
         out[str(n)] = {
@@ -423,18 +431,23 @@ def csv_text(trajs: list[Trajectory]) -> str:
 # --- writing -------------------------------------------------------------------------------
 
 
+def _training_records(fmt: str, trajs: list[Trajectory], strategy: str, protocol: str | None,
+                      actions: str | None, reasoning: bool) -> list[dict[str, Any]]:
+    """Chat records (those with an exchange beyond the task) or preference pairs."""
+    if fmt == "chat":
+        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
+        return [c for c in chats if len(c["messages"]) > 2]
+    return [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
+
+
 def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
            actions: str | None = None, reasoning: bool = False) -> tuple[str, int]:
     """The file text of ``fmt`` over ``trajs`` and how many records it holds (``actions``: the
     reply format of chat and preference data, text or tools, default each episode's own;
     ``reasoning``: chat and preference records keep the model's reasoning)."""
-    if fmt == "chat":
-        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
-        lines = [json.dumps(c, ensure_ascii=False) for c in chats if len(c["messages"]) > 2]
-        return "".join(line + "\n" for line in lines), len(lines)
-    if fmt == "preference":
-        pairs = [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
-        return "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), len(pairs)
+    if fmt in ("chat", "preference"):
+        records = _training_records(fmt, trajs, strategy, protocol, actions, reasoning)
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), len(records)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)
         return json.dumps(data, ensure_ascii=False, indent=1) + "\n", len(data["demos"])

@@ -208,15 +208,7 @@ def read_results(path: str | Path) -> list[RecordedEpisode]:
 
 def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
-    turns = []
-    for i, action in enumerate(ep.actions):
-        obs = str(ep.observations[i]) if i < len(ep.observations) and ep.observations[i] is not None else ""
-        reward = ep.rewards[i] if i < len(ep.rewards) else None
-        invalid = ep.no_code(i)
-        turns.append(Turn(index=i, author=AGENT, action="" if invalid else action, observation=obs,
-                          reward=reward, info={"invalid": True, "raw": action} if invalid else {}))
-    scored = [r for r in ep.rewards if r is not None]
-    best = ep.best_reward if ep.best_reward is not None else (max(scored) if scored else None)
+    turns = [_recorded_turn(ep, i, action) for i, action in enumerate(ep.actions)]
     task = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
             "gold": ep.gold or "", "hardness": ep.hardness}
     if ep.task_id is None:
@@ -224,7 +216,23 @@ def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",
                       policy={"kind": f"intercode-{ep.kind}", "protocol": "intercode", "source": ep.source,
                               "max_turns": ep.max_turns},
-                      turns=turns, status="submitted", reward=ep.final_reward, best_reward=best)
+                      turns=turns, status="submitted", reward=ep.final_reward, best_reward=_best_reward(ep))
+
+
+def _best_reward(ep: RecordedEpisode) -> float | None:
+    """The recorded best reward, else the best of the turns' rewards (None when none was scored)."""
+    scored = [r for r in ep.rewards if r is not None]
+    return ep.best_reward if ep.best_reward is not None else (max(scored) if scored else None)
+
+
+def _recorded_turn(ep: RecordedEpisode, i: int, action: str) -> Turn:
+    """Turn ``i`` of a recorded episode: its observation and reward when recorded; a reply
+    without code is an invalid turn keeping the raw reply."""
+    obs = str(ep.observations[i]) if i < len(ep.observations) and ep.observations[i] is not None else ""
+    reward = ep.rewards[i] if i < len(ep.rewards) else None
+    invalid = ep.no_code(i)
+    return Turn(index=i, author=AGENT, action="" if invalid else action, observation=obs,
+                reward=reward, info={"invalid": True, "raw": action} if invalid else {})
 
 
 def to_trajectories(episodes: Iterable[RecordedEpisode], set_name: str = "spider") -> list[Trajectory]:

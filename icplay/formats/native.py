@@ -21,6 +21,7 @@ from typing import Any
 from icplay.episode import Trajectory
 from icplay.formats import intercode
 from icplay.json_shape import kind_of
+from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, trajectory_from_json
 from icplay.tasks.model import TaskFileError
 
@@ -29,15 +30,11 @@ RUN_FILE = "run.json"
 
 def runs_root(home: str | Path | None = None) -> Path:
     """Where ``icplay run`` saves a run by default (one folder per run label)."""
-    from icplay.paths import home_dir
-
     return Path(home or home_dir()) / "runs"
 
 
 def sessions_root(home: str | Path | None = None) -> Path:
     """Where sessions keep their trajectories (``icplay.session.Session``)."""
-    from icplay.paths import home_dir
-
     return Path(home or home_dir()) / "trajectories"
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 from icplay.episode import HUMAN, Trajectory
 from icplay.formats import intercode
 from icplay.formats.native import RUN_FILE, Skipped, file_trajectory, is_trajectory, load_logs, trajectory_folders
+from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
@@ -78,19 +79,9 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
     policy = traj.policy or {}
     kind = str(policy.get("kind") or "human")
     model = str(policy.get("model") or "")
-    if kind == "human":
-        who = str(policy.get("user") or source or "human")
-    elif kind == "llm":
-        who = "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
-    else:
-        who = "/".join(x for x in (kind, model) if x)
+    who = _who(policy, kind, model, source)
     mix = {k: v for k, v in traj.author_mix().items() if v}
-    human = mix.get("human", 0) + mix.get("edited", 0) + mix.get("rejected", 0)
-    agent = mix.get("agent", 0) + mix.get("edited", 0) + mix.get("invalid", 0)
-    if kind == "human" and not agent:
-        author = HUMAN
-    else:
-        author = "mixed" if human else "agent"
+    author = _author(kind, mix)
     return EpisodeSummary(
         ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
         query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
@@ -100,10 +91,26 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
 
 
+def _who(policy: dict, kind: str, model: str, source: str) -> str:
+    """Who played: the user (or where the episode was found), the model and strategy, or the policy."""
+    if kind == "human":
+        return str(policy.get("user") or source or "human")
+    if kind == "llm":
+        return "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
+    return "/".join(x for x in (kind, model) if x)
+
+
+def _author(kind: str, mix: dict[str, int]) -> str:
+    """human, agent or mixed, from the turns' kinds."""
+    human = mix.get("human", 0) + mix.get("edited", 0) + mix.get("rejected", 0)
+    agent = mix.get("agent", 0) + mix.get("edited", 0) + mix.get("invalid", 0)
+    if kind == "human" and not agent:
+        return HUMAN
+    return "mixed" if human else "agent"
+
+
 def default_paths(home: str | Path | None = None) -> list[Path]:
     """Everything saved under the home: sessions, runs, and the attempts they replaced."""
-    from icplay.paths import home_dir
-
     home = Path(home or home_dir())
     paths = trajectory_folders(home)
     attempts = home / "attempts"
@@ -202,8 +209,6 @@ class SummaryIndex:
 
 
 def index_path(home: str | Path | None = None) -> Path:
-    from icplay.paths import home_dir
-
     return Path(home or home_dir()) / ".cache" / "view-index.json"
 
 
@@ -272,22 +277,24 @@ class Filter:
     model: str = ""
 
     def matches(self, s: EpisodeSummary) -> bool:
-        if self.solved is not None and s.solved != self.solved:
-            return False
-        if self.strict is not None and s.strict is not self.strict:
-            return False
-        if self.env and s.env != self.env:
-            return False
-        if self.set and s.set != self.set:
-            return False
-        if self.author and s.author != self.author:
-            return False
-        if self.model and self.model.lower() not in s.model.lower():
-            return False
-        if self.text:
-            hay = s.haystack()
-            return all(word in hay for word in self.text.lower().split())
-        return True
+        return self._verdicts_match(s) and self._fields_match(s) and self._text_matches(s)
+
+    def _verdicts_match(self, s: EpisodeSummary) -> bool:
+        return ((self.solved is None or s.solved == self.solved)
+                and (self.strict is None or s.strict is self.strict))
+
+    def _fields_match(self, s: EpisodeSummary) -> bool:
+        """env, set and author exactly; the model by a part of its name (any case)."""
+        exact = all(not wanted or got == wanted
+                    for wanted, got in ((self.env, s.env), (self.set, s.set), (self.author, s.author)))
+        return exact and (not self.model or self.model.lower() in s.model.lower())
+
+    def _text_matches(self, s: EpisodeSummary) -> bool:
+        """Every word of the search text is somewhere in the summary (any case)."""
+        if not self.text:
+            return True
+        hay = s.haystack()
+        return all(word in hay for word in self.text.lower().split())
 
 
 SORT_KEYS = {
@@ -318,18 +325,30 @@ def family(summaries: list[EpisodeSummary], episode_id: str) -> list[EpisodeSumm
     """The episode's fork family: the one it was forked from (up the chain) and every fork of it
     (down the tree), in order of date."""
     by_id = {s.id: s for s in summaries}
-    root = by_id.get(episode_id)
-    seen = set()
-    while root is not None and root.forked_from and root.forked_from.get("id") in by_id and root.id not in seen:
-        seen.add(root.id)
-        root = by_id[root.forked_from["id"]]
+    root = _family_root(by_id, episode_id)
     if root is None:
         return []
     members, todo = {root.id}, [root.id]
     while todo:
         parent = todo.pop()
         for s in summaries:
-            if s.forked_from and s.forked_from.get("id") == parent and s.id not in members:
+            if _parent_id(s) == parent and s.id not in members:
                 members.add(s.id)
                 todo.append(s.id)
     return sorted((by_id[i] for i in members), key=lambda s: s.date)
+
+
+def _parent_id(s: EpisodeSummary) -> str | None:
+    """The id of the episode ``s`` was forked from (None for an episode of its own)."""
+    return s.forked_from.get("id") if s.forked_from else None
+
+
+def _family_root(by_id: dict[str, EpisodeSummary], episode_id: str) -> EpisodeSummary | None:
+    """The episode the fork chain of ``episode_id`` starts from (as far as it is known; a
+    cycle stops the walk)."""
+    root = by_id.get(episode_id)
+    seen = set()
+    while root is not None and _parent_id(root) in by_id and root.id not in seen:
+        seen.add(root.id)
+        root = by_id[root.forked_from["id"]]
+    return root

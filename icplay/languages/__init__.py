@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from icplay.envs.admission import Admission, default_bound
+from icplay.envs.admission import AdmittedEnv
 from icplay.envs.base import Env
 from icplay.languages.registry import ENTRY_POINT_GROUP, UnknownLanguage, all_specs, find, get, known, names
 from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts, resolve
 from icplay.languages.turns import RUN_THEN_SUBMIT, TurnPlan, TurnRule
+from icplay.sandbox.base import SandboxError
 
 __all__ = ["LanguageSpec", "Prompts", "Image", "resolve", "get", "find", "names", "known", "all_specs", "make_env",
            "EnvFactory", "default_sandbox", "checked_sandbox", "sandboxes", "UnknownLanguage",
@@ -65,8 +68,6 @@ def default_sandbox(env_name: str) -> str:
 
 def checked_sandbox(env_name: str, sandbox: str | None) -> str:
     """``sandbox`` (or the default), or a SandboxError naming the ones ``env_name`` runs on."""
-    from icplay.sandbox.base import SandboxError
-
     try:
         spec = get(env_name)
     except UnknownLanguage as exc:
@@ -101,8 +102,6 @@ class EnvFactory:
     def __init__(self, env_name: str, sandbox: str | None = None, image: str | None = None,
                  timeout: float | None = None, progress: Callable[[str], None] | None = None,
                  recycle: bool = True, max_active: int | None = None, **options):
-        from icplay.envs.admission import Admission, default_bound
-
         self.env_name = env_name
         self.sandbox = checked_sandbox(env_name, sandbox)
         # env calls executing at once over all its envs (icplay/envs/admission.py)
@@ -115,8 +114,6 @@ class EnvFactory:
                     **self.options)
 
     def __call__(self) -> Env:
-        from icplay.envs.admission import AdmittedEnv
-
         return AdmittedEnv(self._make(), self.admission)
 
     def _make(self) -> Env:

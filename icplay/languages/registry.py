@@ -11,6 +11,7 @@ import threading
 from importlib.metadata import entry_points
 
 from icplay.languages.spec import LanguageSpec, resolve
+from icplay.sandbox.images import ImageSpec, register_image
 
 ENTRY_POINT_GROUP = "icplay.envs"
 
@@ -69,8 +70,6 @@ def get(name: str) -> LanguageSpec:
 
 
 def _register_images(spec: LanguageSpec) -> None:
-    from icplay.sandbox.images import ImageSpec, register_image
-
     for image in spec.images:
         register_image(image.key, ImageSpec(name=image.tag, dockerfile=image.dockerfile,
                                             description=image.description, context=image.context))

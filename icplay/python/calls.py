@@ -57,24 +57,40 @@ def split_test(test: str, name: str | None) -> Split:
         return Split(test, whole=True)
     if not name:
         return Split(test, whole=True)
-    mentions = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
-    calls = [n for n in ast.walk(tree)
-             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
-    if not calls or len(mentions) != len(calls) or CALL in test:
+    calls = _splittable_calls(tree, name)
+    if calls is None or CALL in test:
         return Split(test, whole=True)
-    parents = _parents(tree)
-    for call in calls:
-        node: ast.AST | None = call
-        while node is not None:
-            node = parents.get(id(node))
-            if isinstance(node, _SCOPES):
-                return Split(test, whole=True)
-        inner = [n for arg in [*call.args, *[k.value for k in call.keywords]] for n in ast.walk(arg)]
-        if any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in inner):
-            return Split(test, whole=True)
-        if any(isinstance(n, ast.Name) and n.id == name for n in inner):
-            return Split(test, whole=True)
     calls.sort(key=lambda n: (n.lineno, n.col_offset))
     sources = tuple(ast.unparse(c) for c in calls)
     check = ast.unparse(ast.fix_missing_locations(_Replace(calls).visit(tree)))
     return Split(test, sources, check)
+
+
+def _splittable_calls(tree: ast.AST, name: str) -> list[ast.Call] | None:
+    """The calls of ``name`` when every mention of it is one and each can be run apart; else None."""
+    mentions = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+    calls = [n for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+    if not calls or len(mentions) != len(calls):
+        return None
+    parents = _parents(tree)
+    if any(_in_scope(call, parents) or _binds_inside(call, name) for call in calls):
+        return None
+    return calls
+
+
+def _in_scope(call: ast.Call, parents: dict[int, ast.AST]) -> bool:
+    """Is the call inside a lambda, a comprehension, a function or a class of the test?"""
+    node: ast.AST | None = call
+    while node is not None:
+        node = parents.get(id(node))
+        if isinstance(node, _SCOPES):
+            return True
+    return False
+
+
+def _binds_inside(call: ast.Call, name: str) -> bool:
+    """Do the call's arguments bind, await or yield, or call the function again?"""
+    inner = [n for arg in [*call.args, *[k.value for k in call.keywords]] for n in ast.walk(arg)]
+    return any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+               or (isinstance(n, ast.Name) and n.id == name) for n in inner)

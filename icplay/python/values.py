@@ -111,95 +111,131 @@ def decode_value(text):
         data = json.loads(text)
     except Exception:
         raise ValueError("an encoded value is not JSON") from None
-    nodes = [0]
+    try:
+        return _Decoder().value(data, 0)
+    except (RecursionError, OverflowError, MemoryError):
+        raise ValueError("an encoded value cannot be rebuilt") from None
 
-    def items(x, depth):
-        if type(x) is not list:
-            raise ValueError("a container's items are not a list")
-        return [dec(i, depth + 1) for i in x]
 
-    def pairs(x, depth):
-        if type(x) is not list or any(type(p) is not list or len(p) != 2 for p in x):
-            raise ValueError("a mapping's items are not pairs")
-        return [(dec(k, depth + 1), dec(v, depth + 1)) for k, v in x]
+# each tag's number of fields
+_SHAPES = {"none": 0, "bool": 1, "int": 1, "float": 1, "complex": 2, "str": 1, "bytes": 1, "bytearray": 1,
+           "list": 1, "tuple": 1, "set": 1, "frozenset": 1, "deque": 2, "dict": 1, "OrderedDict": 1,
+           "Counter": 1, "defaultdict": 2, "range": 3, "Decimal": 1, "Fraction": 2}
 
-    def dec(node, depth):
-        nodes[0] += 1
-        if depth > MAX_DEPTH or nodes[0] > MAX_NODES:
+
+def _text_field(field, what):
+    if type(field) is not str:
+        raise ValueError(what)
+    return field
+
+
+class _Decoder:
+    """decode_value's walk over the tagged lists: every field checked, the nesting and the
+    number of nodes bounded; each tag is made by its method in ``_MAKERS``."""
+
+    def __init__(self):
+        self.nodes = 0
+
+    def value(self, node, depth):
+        self.nodes += 1
+        if depth > MAX_DEPTH or self.nodes > MAX_NODES:
             raise ValueError("an encoded value is nested too deep or too large")
         if type(node) is not list or not node or type(node[0]) is not str:
             raise ValueError("an encoded value is not a tagged list")
         tag, rest = node[0], node[1:]
-        shape = {"none": 0, "bool": 1, "int": 1, "float": 1, "complex": 2, "str": 1, "bytes": 1, "bytearray": 1,
-                 "list": 1, "tuple": 1, "set": 1, "frozenset": 1, "deque": 2, "dict": 1, "OrderedDict": 1,
-                 "Counter": 1, "defaultdict": 2, "range": 3, "Decimal": 1, "Fraction": 2}
-        if tag not in shape or len(rest) != shape[tag]:
+        if tag not in _SHAPES or len(rest) != _SHAPES[tag]:
             raise ValueError("unknown tag or wrong fields: %r" % tag[:40])
-        if tag == "none":
-            return None
-        if tag == "bool":
-            if type(rest[0]) is not bool:
-                raise ValueError("a bool field is not true or false")
-            return rest[0]
-        if tag == "int":
-            return _int(rest[0])
-        if tag == "float":
-            return _float(rest[0])
-        if tag == "complex":
-            return complex(_float(rest[0]), _float(rest[1]))
-        if tag == "str":
-            if type(rest[0]) is not str:
-                raise ValueError("a str field is not text")
-            return rest[0]
-        if tag in ("bytes", "bytearray"):
-            if type(rest[0]) is not str:
-                raise ValueError("a bytes field is not hexadecimal text")
-            raw = bytes.fromhex(rest[0])
-            return raw if tag == "bytes" else bytearray(raw)
-        if tag in ("list", "tuple", "set", "frozenset"):
-            made = items(rest[0], depth)
-            if tag == "list":
-                return made
-            try:
-                return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](made)
-            except TypeError:
-                raise ValueError("a set holds an unhashable item") from None
-        if tag == "deque":
-            if rest[1] is not None and (type(rest[1]) is not int or rest[1] < 0):
-                raise ValueError("a deque's maxlen is not a count")
-            return collections.deque(items(rest[0], depth), rest[1])
-        if tag in ("dict", "OrderedDict", "Counter", "defaultdict"):
-            made = pairs(rest[0], depth)
-            if tag == "defaultdict":
-                factories = {name: t for t, name in _FACTORIES.items()}
-                if rest[1] not in factories:
-                    raise ValueError("a defaultdict's factory is not a builtin type")
-                mapping = collections.defaultdict(factories[rest[1]])
-            else:
-                mapping = {"dict": dict, "OrderedDict": collections.OrderedDict, "Counter": collections.Counter}[tag]()
-            try:
-                for k, v in made:
-                    mapping[k] = v
-            except TypeError:
-                raise ValueError("a mapping has an unhashable key") from None
-            return mapping
-        if tag == "range":
-            return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
-        if tag == "Decimal":
-            if type(rest[0]) is not str or len(rest[0]) > MAX_TEXT:
-                raise ValueError("a Decimal field is not text")
-            try:
-                return decimal.Decimal(rest[0])
-            except Exception:
-                raise ValueError("a Decimal field is not a number") from None
-        if tag == "Fraction":
-            try:
-                return fractions.Fraction(_int(rest[0]), _int(rest[1]))
-            except ZeroDivisionError:
-                raise ValueError("a Fraction has a zero denominator") from None
-        raise ValueError("unknown tag %r" % tag[:40])
+        return _MAKERS[tag](self, tag, rest, depth)
 
-    try:
-        return dec(data, 0)
-    except (RecursionError, OverflowError, MemoryError):
-        raise ValueError("an encoded value cannot be rebuilt") from None
+    def items(self, x, depth):
+        if type(x) is not list:
+            raise ValueError("a container's items are not a list")
+        return [self.value(i, depth + 1) for i in x]
+
+    def pairs(self, x, depth):
+        if type(x) is not list or any(type(p) is not list or len(p) != 2 for p in x):
+            raise ValueError("a mapping's items are not pairs")
+        return [(self.value(k, depth + 1), self.value(v, depth + 1)) for k, v in x]
+
+    def make_none(self, tag, rest, depth):
+        return None
+
+    def make_bool(self, tag, rest, depth):
+        if type(rest[0]) is not bool:
+            raise ValueError("a bool field is not true or false")
+        return rest[0]
+
+    def make_int(self, tag, rest, depth):
+        return _int(rest[0])
+
+    def make_float(self, tag, rest, depth):
+        return _float(rest[0])
+
+    def make_complex(self, tag, rest, depth):
+        return complex(_float(rest[0]), _float(rest[1]))
+
+    def make_str(self, tag, rest, depth):
+        return _text_field(rest[0], "a str field is not text")
+
+    def make_bytes(self, tag, rest, depth):
+        raw = bytes.fromhex(_text_field(rest[0], "a bytes field is not hexadecimal text"))
+        return raw if tag == "bytes" else bytearray(raw)
+
+    def make_sequence(self, tag, rest, depth):
+        made = self.items(rest[0], depth)
+        if tag == "list":
+            return made
+        try:
+            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](made)
+        except TypeError:
+            raise ValueError("a set holds an unhashable item") from None
+
+    def make_deque(self, tag, rest, depth):
+        if rest[1] is not None and (type(rest[1]) is not int or rest[1] < 0):
+            raise ValueError("a deque's maxlen is not a count")
+        return collections.deque(self.items(rest[0], depth), rest[1])
+
+    def make_mapping(self, tag, rest, depth):
+        made = self.pairs(rest[0], depth)
+        if tag == "defaultdict":
+            factories = {name: t for t, name in _FACTORIES.items()}
+            if rest[1] not in factories:
+                raise ValueError("a defaultdict's factory is not a builtin type")
+            mapping = collections.defaultdict(factories[rest[1]])
+        else:
+            mapping = {"dict": dict, "OrderedDict": collections.OrderedDict, "Counter": collections.Counter}[tag]()
+        try:
+            for k, v in made:
+                mapping[k] = v
+        except TypeError:
+            raise ValueError("a mapping has an unhashable key") from None
+        return mapping
+
+    def make_range(self, tag, rest, depth):
+        return range(_int(rest[0]), _int(rest[1]), _int(rest[2]))
+
+    def make_decimal(self, tag, rest, depth):
+        if type(rest[0]) is not str or len(rest[0]) > MAX_TEXT:
+            raise ValueError("a Decimal field is not text")
+        try:
+            return decimal.Decimal(rest[0])
+        except Exception:
+            raise ValueError("a Decimal field is not a number") from None
+
+    def make_fraction(self, tag, rest, depth):
+        try:
+            return fractions.Fraction(_int(rest[0]), _int(rest[1]))
+        except ZeroDivisionError:
+            raise ValueError("a Fraction has a zero denominator") from None
+
+
+_MAKERS = {
+    "none": _Decoder.make_none, "bool": _Decoder.make_bool, "int": _Decoder.make_int,
+    "float": _Decoder.make_float, "complex": _Decoder.make_complex, "str": _Decoder.make_str,
+    "bytes": _Decoder.make_bytes, "bytearray": _Decoder.make_bytes,
+    "list": _Decoder.make_sequence, "tuple": _Decoder.make_sequence, "set": _Decoder.make_sequence,
+    "frozenset": _Decoder.make_sequence, "deque": _Decoder.make_deque,
+    "dict": _Decoder.make_mapping, "OrderedDict": _Decoder.make_mapping, "Counter": _Decoder.make_mapping,
+    "defaultdict": _Decoder.make_mapping,
+    "range": _Decoder.make_range, "Decimal": _Decoder.make_decimal, "Fraction": _Decoder.make_fraction,
+}

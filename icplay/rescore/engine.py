@@ -62,6 +62,18 @@ class Summary:
     solved: int = 0
     disagreeing_episodes: list[str] = field(default_factory=list)
 
+    def count_turn(self, r: TurnRecord) -> None:
+        """One replayed turn: compared when it was scored, executed or not; its observation."""
+        if r.agrees is not None:
+            self.turns_compared += 1
+            self.turns_agreeing += r.agrees
+        if r.executed and r.agrees is not None:
+            self.executed_turns += 1
+            self.executed_agreeing += r.agrees
+        if r.observation_agrees is not None:
+            self.observations_compared += 1
+            self.observations_agreeing += r.observation_agrees
+
     def lines(self) -> list[str]:
         def pct(a: int, b: int) -> str:
             return f"{100 * a / b:.1f}%" if b else "-"
@@ -84,15 +96,7 @@ def summarize(episodes: list[RecordedEpisode], results: dict[str, list[TurnRecor
         records = results.get(episode.key, [])
         summary.turns += len(records)
         for r in records:
-            if r.agrees is not None:
-                summary.turns_compared += 1
-                summary.turns_agreeing += r.agrees
-            if r.executed and r.agrees is not None:
-                summary.executed_turns += 1
-                summary.executed_agreeing += r.agrees
-            if r.observation_agrees is not None:
-                summary.observations_compared += 1
-                summary.observations_agreeing += r.observation_agrees
+            summary.count_turn(r)
         recorded = [x for x in episode.rewards if x is not None]
         if not recorded:
             continue

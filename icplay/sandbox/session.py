@@ -342,6 +342,67 @@ class Inbox:
             return sum(len(s.data) for s in self._segments) + len(self._tail)
 
 
+@dataclass
+class _Collected:
+    """One action's run as it is collected: its output kept up to the cap (and streamed to
+    ``on_output``), its marker, and how it was stopped."""
+
+    output_cap: int
+    on_output: OutputCallback | None
+    deadline: float
+    kept: bytearray = field(default_factory=bytearray)    # output before the marker, up to the cap
+    total: int = 0                                          # all output bytes before the marker
+    decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+    marker: Marker | None = None
+    timed_out: bool = False
+    interrupted: bool = False
+    stopped_for_output: bool = False
+    died: bool = False
+    killed_at: float | None = None
+    last_kill: float = 0.0
+    last_liveness: float = field(default_factory=time.monotonic)
+
+    @property
+    def stopped(self) -> bool:
+        return self.timed_out or self.interrupted or self.stopped_for_output
+
+    @property
+    def truncated(self) -> int:
+        return self.total - len(self.kept)
+
+    def take(self, data: bytes, dropped: int = 0) -> None:
+        self.total += len(data) + dropped
+        room = self.output_cap - len(self.kept)
+        if room > 0 and data:
+            piece = data[:room]
+            self.kept.extend(piece)
+            if self.on_output is not None:
+                text = self.decoder.decode(piece)
+                if text:
+                    self.on_output(text)
+
+    def flush(self) -> None:
+        """The decoder's last characters to ``on_output``."""
+        tail = self.decoder.decode(b"", final=True)
+        if tail and self.on_output is not None:
+            self.on_output(tail)
+
+    def end_notes(self, timeout: float) -> list[str]:
+        """What the action's observation says about how it ended."""
+        notes = []
+        if self.timed_out:
+            notes.append(f"command timed out after {timeout:g} s and was stopped")
+        if self.interrupted:
+            notes.append("command interrupted")
+        if self.stopped_for_output:
+            notes.append("command stopped: it kept printing far beyond the output limit")
+        if self.truncated > 0:
+            notes.append(f"output truncated: {self.truncated} more bytes not shown (limit {self.output_cap} bytes)")
+        if self.died and self.stopped:
+            notes.append("the shell had to be restarted: working directory, variables and functions are reset")
+        return notes
+
+
 class PersistentShell:
     """One long-lived bash; ``run`` executes one action and returns its ShellResult."""
 
@@ -459,110 +520,134 @@ class PersistentShell:
     def _run(self, command: str, timeout: float, on_output: OutputCallback | None) -> ShellResult:
         started = time.monotonic()
         self._interrupt.clear()
+        self._send(command)
+        inbox = self._inbox
+        assert inbox is not None
+        restarted = self._restart_note is not None
+        notes: list[str] = [self._restart_note] if self._restart_note is not None else []
+        self._restart_note = None
+        run = _Collected(self.output_cap, on_output, started + timeout)
+        self._collect(run, inbox)
+        unfit = self._health(run, notes)
+        self._settle(run, unfit, notes)
+        run.flush()
+        notes += run.end_notes(timeout)
+        exit_code = run.marker.status if run.marker is not None else None
+        return ShellResult(
+            output=bytes(run.kept).decode("utf-8", "replace"),
+            exit_code=None if (run.stopped or run.died) else exit_code,
+            duration=time.monotonic() - started,
+            timed_out=run.timed_out, interrupted=run.interrupted, truncated_bytes=max(0, run.truncated),
+            stopped_for_output=run.stopped_for_output, shell_died=run.died or unfit is not None,
+            shell_restarted=restarted, cwd=self.cwd, notes=notes, restart_reason=unfit,
+        )
+
+    def _send(self, command: str) -> None:
+        """Write the action to the shell, starting one first when there is none (or it ended)."""
         if self._transport is not None and self._inbox is not None and self._inbox.ended:
             self._discard()      # the shell's stream ended while no action ran: it is gone
         if self._transport is None:
             self.start()
-        script = self._script(command)
         try:
-            self._transport.write(script)
+            self._transport.write(self._script(command))
         except OSError:
             # The shell died between actions (its stream is closed): start another once.
             self._discard()
             self.start()
-            script = self._script(command)
-            self._transport.write(script)
-        inbox = self._inbox
-        assert inbox is not None
-        restarted = self._restart_note is not None
-        notes: list[str] = [self._restart_note] if restarted else []
-        self._restart_note = None
+            self._transport.write(self._script(command))
 
-        kept = bytearray()       # output before the marker, up to the cap
-        total = 0                # all output bytes before the marker
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        marker: Marker | None = None
-        timed_out = interrupted = stopped_for_output = died = False
-        killed_at: float | None = None
-        last_kill = 0.0
-        last_liveness = time.monotonic()
-        deadline = started + timeout
-
-        def take(data: bytes, dropped: int = 0) -> None:
-            nonlocal total
-            total += len(data) + dropped
-            room = self.output_cap - len(kept)
-            if room > 0 and data:
-                piece = data[:room]
-                kept.extend(piece)
-                if on_output is not None:
-                    text = decoder.decode(piece)
-                    if text:
-                        on_output(text)
-
+    def _collect(self, run: _Collected, inbox: Inbox) -> None:
+        """Take the action's output until its marker, the end of the shell's stream, or a
+        stop the shell does not survive."""
         while True:
-            if killed_at is None and total > self.output_cap * STOP_AFTER_CAP_FACTOR:
-                stopped_for_output = True
-                killed_at = last_kill = self._kill_command()
-            now = time.monotonic()
-            if killed_at is None and self._interrupt.is_set():
-                interrupted = True
-                killed_at = last_kill = self._kill_command()
-            if killed_at is None and now >= deadline:
-                timed_out = True
-                killed_at = last_kill = self._kill_command()
-            if killed_at is not None and now - last_kill >= KILL_REPEAT:
-                # A nested function or loop may have survived one round: go again.
-                last_kill = self._kill_command()
-            if killed_at is not None and now - killed_at > KILL_GRACE:
-                # The shell itself is stuck (e.g. a builtin `while :; do :; done`).
-                self._kill_shell()
-                died = True
-                break
-            wait = 0.05 if killed_at is not None else max(0.0, min(deadline - now, LIVENESS_EVERY))
+            now = self._first_stop(run)
+            self._stop_again(run, now)
+            if run.died:
+                return
+            wait = 0.05 if run.killed_at is not None else max(0.0, min(run.deadline - now, LIVENESS_EVERY))
             got = inbox.take(wait)
             if got is None:
-                if time.monotonic() - last_liveness >= LIVENESS_EVERY:
-                    last_liveness = time.monotonic()
-                    if not self._shell_alive():
-                        died = True
-                        # Give output already in flight a moment to arrive.
-                        late = inbox.take(0.1)
-                        if late is not None:
-                            take(late.data, late.dropped)
-                        break
+                if self._gone_quiet(run, inbox):
+                    return
                 continue
-            take(got.data, got.dropped)
+            run.take(got.data, got.dropped)
             if got.marker is not None:
-                marker = got.marker
-                self.cwd = marker.cwd
-                self.last_pid = marker.last_pid
-                break
+                run.marker = got.marker
+                self.cwd = got.marker.cwd
+                self.last_pid = got.marker.last_pid
+                return
             if got.ended:
-                died = True
-                break
+                run.died = True
+                return
 
-        stopped = timed_out or interrupted or stopped_for_output
-        unfit: str | None = None
-        if marker is not None:
-            if marker.health == "errexit":
-                notes.append(ERREXIT_NOTE)
-            elif marker.health == "crowded" and self.control.sweep is not None:
-                try:
-                    self.control.sweep(self._pid or 0)
-                    notes.append(CROWDED_NOTE)
-                except Exception:
-                    pass
-            elif marker.health in HEALTH_NOTES:
-                unfit = marker.health
-            elif stopped and not marker.aborted:
-                unfit = "trap"
-        if died:
+    def _first_stop(self, run: _Collected) -> float:
+        """Stop the command, once, for the first reason that holds (far too much output, an
+        interrupt, the timeout); the time now."""
+        if run.killed_at is None and run.total > self.output_cap * STOP_AFTER_CAP_FACTOR:
+            run.stopped_for_output = True
+            run.killed_at = run.last_kill = self._kill_command()
+        now = time.monotonic()
+        if run.killed_at is None and self._interrupt.is_set():
+            run.interrupted = True
+            run.killed_at = run.last_kill = self._kill_command()
+        if run.killed_at is None and now >= run.deadline:
+            run.timed_out = True
+            run.killed_at = run.last_kill = self._kill_command()
+        return now
+
+    def _stop_again(self, run: _Collected, now: float) -> None:
+        """A stopped command that goes on is stopped again (a nested function or loop may have
+        survived one round); past the grace the shell itself is stuck (e.g. a builtin
+        `while :; do :; done`) and is killed."""
+        if run.killed_at is None:
+            return
+        if now - run.last_kill >= KILL_REPEAT:
+            run.last_kill = self._kill_command()
+        if now - run.killed_at > KILL_GRACE:
+            self._kill_shell()
+            run.died = True
+
+    def _gone_quiet(self, run: _Collected, inbox: Inbox) -> bool:
+        """Nothing came for a while: True when the shell is gone (its last output taken)."""
+        if time.monotonic() - run.last_liveness < LIVENESS_EVERY:
+            return False
+        run.last_liveness = time.monotonic()
+        if self._shell_alive():
+            return False
+        run.died = True
+        late = inbox.take(0.1)     # output already in flight, a moment to arrive
+        if late is not None:
+            run.take(late.data, late.dropped)
+        return True
+
+    def _health(self, run: _Collected, notes: list[str]) -> str | None:
+        """What the marker says of the shell: notes for what was put right, and why it must be
+        replaced (None when it can take the next action)."""
+        marker = run.marker
+        if marker is None:
+            return None
+        if marker.health == "errexit":
+            notes.append(ERREXIT_NOTE)
+        elif marker.health == "crowded" and self.control.sweep is not None:
+            try:
+                self.control.sweep(self._pid or 0)
+                notes.append(CROWDED_NOTE)
+            except Exception:
+                pass
+        elif marker.health in HEALTH_NOTES:
+            return marker.health
+        elif run.stopped and not marker.aborted:
+            return "trap"
+        return None
+
+    def _settle(self, run: _Collected, unfit: str | None, notes: list[str]) -> None:
+        """A dead shell is let go; one that answers but cannot be trusted with the next action
+        is replaced now."""
+        if run.died:
             self._discard()
-            if not stopped:
+            if not run.stopped:
                 notes.append("the shell exited; the next command starts a new one")
         elif unfit is not None:
-            # The shell answers but cannot be trusted with the next action: replace it now.
             self._kill_shell()
             self._discard()
             self._restart_note = None
@@ -573,29 +658,6 @@ class PersistentShell:
                              "and functions are reset")
             except SandboxError:
                 notes.append(f"{HEALTH_NOTES[unfit]}: the next command starts a new shell")
-        tail = decoder.decode(b"", final=True)
-        if tail and on_output is not None:
-            on_output(tail)
-        truncated = total - len(kept)
-        if timed_out:
-            notes.append(f"command timed out after {timeout:g} s and was stopped")
-        if interrupted:
-            notes.append("command interrupted")
-        if stopped_for_output:
-            notes.append("command stopped: it kept printing far beyond the output limit")
-        if truncated > 0:
-            notes.append(f"output truncated: {truncated} more bytes not shown (limit {self.output_cap} bytes)")
-        if died and stopped:
-            notes.append("the shell had to be restarted: working directory, variables and functions are reset")
-        exit_code = marker.status if marker is not None else None
-        return ShellResult(
-            output=bytes(kept).decode("utf-8", "replace"),
-            exit_code=None if (stopped or died) else exit_code,
-            duration=time.monotonic() - started,
-            timed_out=timed_out, interrupted=interrupted, truncated_bytes=max(0, truncated),
-            stopped_for_output=stopped_for_output, shell_died=died or unfit is not None, shell_restarted=restarted,
-            cwd=self.cwd, notes=notes, restart_reason=unfit,
-        )
 
     def _kill_command(self) -> float:
         try:

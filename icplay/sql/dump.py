@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icplay.paths import data_dir
 from icplay.sql.base import SqlBackendError
 
 _TOKENS = re.compile(
@@ -175,6 +176,4 @@ def load_catalog(path: str | Path) -> Catalog:
 
 def default_databases() -> Path:
     """icplay's bundled databases, used when a task names none."""
-    from icplay.paths import data_dir
-
     return data_dir() / "sql" / "databases"

@@ -41,6 +41,7 @@ from typing import Any
 
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.docker import container_labels, creating, reap_once, remove_container, track
+from icplay.sandbox.images import docker_client, ensure_image
 from icplay.sql.base import (
     DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, CappedRows, Column, Progress, QueryResult, SqlBackendError, Table,
     is_read_only, is_use, not_utf8,
@@ -136,8 +137,6 @@ class MysqlBackend:
         self._started = True
 
     def _start_container(self) -> None:
-        from icplay.sandbox.images import docker_client, ensure_image
-
         client = docker_client()
         reap_once(client)
         if self.image == DEFAULT_IMAGE:

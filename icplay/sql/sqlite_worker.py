@@ -40,7 +40,11 @@ import threading
 import time
 from typing import IO, Any
 
+from icplay.sql.base import CappedRows
+from icplay.sql.sqlite_guard import Deadline
 from icplay.sql.sqlite_guard import HEAP_BYTES, OUT_OF_MEMORY   # light: the worker never imports sqlglot
+from icplay.sql.sqlite_guard import confine, episode_connection
+from icplay.sql.sqlite_guard import run_statement
 
 ADDRESS_SPACE = 1024 << 20      # the worker's whole address space
 MAX_REPLY = 64 << 20            # a reply longer than this means a broken worker
@@ -112,8 +116,6 @@ class _Worker:
     """The episode's connections inside the worker process."""
 
     def __init__(self) -> None:
-        from icplay.sql.sqlite_guard import Deadline
-
         self.images: dict[str, bytes] = {}
         self.conns: dict[str, sqlite3.Connection] = {}
         self.guards: dict[str, Any] = {}
@@ -160,8 +162,6 @@ class _Worker:
 
     def open(self, key: str) -> dict[str, Any]:
         """Make ``key``'s copy the current database (a fresh copy of its image if new)."""
-        from icplay.sql.sqlite_guard import confine, episode_connection
-
         if key not in self.conns:
             conn = episode_connection()
             try:
@@ -175,9 +175,6 @@ class _Worker:
         return {}
 
     def execute(self, sql: str, timeout: float | None, max_rows: int | None) -> dict[str, Any]:
-        from icplay.sql.base import CappedRows
-        from icplay.sql.sqlite_guard import run_statement
-
         assert self.current is not None
 
         result = run_statement(self.conns[self.current], sql, self.deadline, timeout, self.guards[self.current],

@@ -77,13 +77,8 @@ def task_from_record(path: Path, index: int, record: Any, env: str, set_name: st
     if not query.strip():
         raise TaskFileError(path, "must not be empty", record=index, field="query")
     gold = _field(path, index, record, "gold", str, required=True)
-    record_env = _field(path, index, record, "env", str) or env
+    record_env = _record_env(path, index, record, env)
     plugin = record_env not in KNOWN_ENVS
-    if plugin and not (record_env.isidentifier() and record_env.islower()):
-        # a plug-in's language (entry point group icplay.envs) is any lower-case name;
-        # whether it is installed is checked where an env is made
-        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(KNOWN_ENVS)}, or an "
-                            "installed plug-in's name)", record=index, field="env")
     task_id = record.get("id", record.get("task_id", index))
     if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
         raise TaskFileError(path, "expected a string or integer", record=index, field="id")
@@ -91,21 +86,41 @@ def task_from_record(path: Path, index: int, record: Any, env: str, set_name: st
     if hardness is not None and hardness not in HARDNESS:
         raise TaskFileError(path, f"unknown hardness {hardness!r} (one of {', '.join(HARDNESS)})",
                             record=index, field="hardness")
-    tags = _field(path, index, record, "tags", list) or []
-    if not all(isinstance(t, str) for t in tags):
-        raise TaskFileError(path, "expected a list of strings", record=index, field="tags")
+    tags = _tags(path, index, record)
     if record_env == "python":
         _field(path, index, record, "tests", list, required=True)
-    extra = {k: record[k] for k in EXTRA_FIELDS if k in record}
-    if plugin:   # a plug-in's own fields travel in Task.extra
-        extra.update({k: v for k, v in record.items() if k not in TASK_FIELDS and k not in extra})
     return Task(
         id=str(task_id), set=set_name, env=record_env, query=query, gold=gold,
         hardness=hardness, db=_field(path, index, record, "db", str), tags=tuple(tags),
         image=_field(path, index, record, "image", str),
         network=bool(_field(path, index, record, "network", bool) or False),
-        extra=extra, source=str(path),
+        extra=_extra(record, plugin), source=str(path),
     )
+
+
+def _record_env(path: Path, index: int, record: dict[str, Any], env: str) -> str:
+    """The record's language: its own ``env`` or the file's; a plug-in's (entry point group
+    icplay.envs) is any lower-case name, whether it is installed is checked where an env is made."""
+    record_env: str = _field(path, index, record, "env", str) or env
+    if record_env not in KNOWN_ENVS and not (record_env.isidentifier() and record_env.islower()):
+        raise TaskFileError(path, f"unknown environment {record_env!r} (one of {', '.join(KNOWN_ENVS)}, or an "
+                            "installed plug-in's name)", record=index, field="env")
+    return record_env
+
+
+def _tags(path: Path, index: int, record: dict[str, Any]) -> list[str]:
+    tags: list[str] = _field(path, index, record, "tags", list) or []
+    if not all(isinstance(t, str) for t in tags):
+        raise TaskFileError(path, "expected a list of strings", record=index, field="tags")
+    return tags
+
+
+def _extra(record: dict[str, Any], plugin: bool) -> dict[str, Any]:
+    """The fields kept in Task.extra: the known extra ones, and all of a plug-in's own."""
+    extra = {k: record[k] for k in EXTRA_FIELDS if k in record}
+    if plugin:
+        extra.update({k: v for k, v in record.items() if k not in TASK_FIELDS and k not in extra})
+    return extra
 
 
 def load_task_file(path: str | Path, env: str, set_name: str | None = None) -> list[Task]:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from pathlib import Path
 
 from icplay.paths import data_dir, intercode_dir
+from icplay.tasks.ctf import mark_all
 from icplay.tasks.loaders import load_task_file
 from icplay.tasks.model import Task, TaskFileError
 
@@ -41,8 +42,6 @@ class TaskSet:
             for task in tasks:
                 task.extra.setdefault("databases", str(self.databases))
         if self.env == "ctf":
-            from icplay.tasks.ctf import mark_all
-
             tasks = mark_all(tasks, self.assets)
         return tasks
 

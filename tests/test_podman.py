@@ -45,6 +45,24 @@ def test_a_podman_container_is_the_docker_sandbox_bounded_hardened_and_offline(b
     assert box.exec(["git", "-C", "/", "status", "--short"]) == (0, "")
 
 
+@pytest.mark.parametrize("image", ["bash", "debian:bookworm-slim"])
+def test_new_namespaces_and_mounts_are_refused_as_docker_refuses_them(podman_client, podman_images, image):
+    """Podman's default seccomp profile allows ``unshare`` and namespace flags; icplay's
+    narrows it (icplay's images) or applies the faithful one (a task's own image)."""
+    sandbox = PodmanSandbox(podman_client, podman_images.get(image, image), timeout=20)
+    sandbox.start()
+    try:
+        assert sandbox.faithful == (image not in podman_images)
+        for action in ("unshare --user --map-root-user true", "unshare --mount true", "unshare --net true",
+                       "mount -t tmpfs none /mnt"):
+            done = sandbox.run(action)
+            assert done.exit_code not in (0, None), (action, done.output)
+        forked = sandbox.run("(echo child) & wait; echo parent")
+        assert forked.output.split() == ["child", "parent"]
+    finally:
+        sandbox.close()
+
+
 def test_the_container_gets_this_process_s_limits_never_more(box):
     limits = own_ulimits()
     soft, hard = limits["nofile"]

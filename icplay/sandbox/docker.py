@@ -373,6 +373,15 @@ class DockerSandbox:
         """Resource limits every container of this engine is given (none: Docker's defaults)."""
         return []
 
+    def engine_security_opt(self) -> list[str]:
+        """Security options every container of icplay's images gets beyond no-new-privileges
+        (none: Docker's default seccomp profile already refuses namespaces and mounts)."""
+        return []
+
+    def seccomp_option(self, profile: dict[str, Any]) -> str:
+        """The security option that applies a seccomp profile (Docker takes its text)."""
+        return "seccomp=" + json.dumps(profile)
+
     def _new_shell(self) -> PersistentShell:
         # a faithful shell first hands out the pids its exec's threads did not take, so that
         # every container's first action is numbered alike (faithful.py)
@@ -417,7 +426,8 @@ class DockerSandbox:
                     self.container = self.client.containers.run(
                         self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
                         network_mode=None if self.network else "none", privileged=False,
-                        security_opt=["no-new-privileges"], hostname="icplay", **options)
+                        security_opt=["no-new-privileges", *self.engine_security_opt()], hostname="icplay",
+                        **options)
                     track(self.container.id, self.client)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
@@ -450,7 +460,7 @@ class DockerSandbox:
             self.container = self.client.containers.create(
                 self.image, command=faithful_mode.PID1_ARGV, stdin_open=True, detach=True, labels=labels,
                 network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges", "seccomp=" + json.dumps(faithful_mode.SECCOMP)],
+                security_opt=["no-new-privileges", self.seccomp_option(faithful_mode.SECCOMP)],
                 log_config=docker.types.LogConfig(type="none"),
                 hostname=faithful_mode.hostname(image["Id"]), **options)
             track(self.container.id, self.client)
@@ -560,11 +570,17 @@ class DockerSandbox:
         replaced: str | None = None
         if self.shell.pid is None and self._gone() is not None:
             replaced = self._replace()
+        sent = time.time()
         try:
             result = self.shell.run(command, timeout, on_output)
         except Exception as exc:   # the daemon refused the exec (409: not running), or went away
             if self._gone(settle=GONE_SETTLE) is None:
                 raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
+            replaced = self._replace()
+            result = self.shell.run(command, timeout, on_output)
+        if replaced is None and result.shell_died and not result.output and self._died_before(sent):
+            # The shell's stream outlived its container (Podman may let a shell start in a
+            # container that is stopping): nothing of the command ran; it runs in a new one.
             replaced = self._replace()
             result = self.shell.run(command, timeout, on_output)
         if result.shell_died and self.container is not None and self.shell.pid is None:
@@ -582,6 +598,17 @@ class DockerSandbox:
             result.notes.insert(0, replaced)
             result.sandbox_replaced = True
         return result
+
+    def _died_before(self, moment: float) -> bool:
+        """Whether the container had stopped before ``moment`` (a ``time.time()``)."""
+        if self._gone() is None or self.container is None:
+            return False
+        try:
+            state = self.client.api.inspect_container(self.container.id).get("State") or {}
+        except Exception:
+            return False   # removed: when is not known
+        finished = _timestamp(str(state.get("FinishedAt") or ""))
+        return finished is not None and finished < moment
 
     def _gone(self, settle: float = 0.0) -> str | None:
         """None while the container runs; else what became of it, in a few words.
@@ -845,6 +872,18 @@ def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, work
     finally:
         transport.close()
     return api.exec_inspect(created["Id"]).get("ExitCode"), bytes(kept), dropped
+
+
+def _timestamp(text: str) -> float | None:
+    """An engine's RFC 3339 time (nanoseconds, ``Z`` or an offset) as seconds since the epoch; None if unset."""
+    import datetime
+
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text.strip())
+    if not match or match.group(1).startswith("0001"):
+        return None
+    zone = "+00:00" if match.group(3) == "Z" else match.group(3)
+    moment = datetime.datetime.fromisoformat(match.group(1) + zone).timestamp()
+    return moment + float("0." + (match.group(2) or "0"))
 
 
 def _docker_message(exc: BaseException) -> str:

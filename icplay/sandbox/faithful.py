@@ -56,7 +56,7 @@ _DENIED_CALLS = [
 ]
 # clone with any namespace flag (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID,
 # NEWNET); clone3 says "not implemented", so that the C library falls back to clone
-_NAMESPACE_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]
+NAMESPACE_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]
 SECCOMP = {
     "defaultAction": "SCMP_ACT_ALLOW",
     "syscalls": [
@@ -64,7 +64,7 @@ SECCOMP = {
         {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38},
         *({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
            "args": [{"index": 0, "value": flag, "valueTwo": flag, "op": "SCMP_CMP_MASKED_EQ"}]}
-          for flag in _NAMESPACE_FLAGS),
+          for flag in NAMESPACE_FLAGS),
     ],
 }
 # pid 1: the image's /bin/bash, without randomisation when the image has setarch. No fork

@@ -20,6 +20,9 @@ and, through the service it starts, in every build step.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import json
 import os
 import resource
 import shutil
@@ -30,9 +33,28 @@ import time
 from pathlib import Path
 from typing import Any
 
+from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.docker import DockerSandbox, ImageKind, after_removal
 from icplay.sandbox.registry import register_sandbox
+
+_profiles: dict[str, Path] = {}
+_profiles_lock = threading.Lock()
+
+
+def profile_file(profile: dict[str, Any]) -> Path:
+    """The profile as a file of this process's own (one per content), removed at exit."""
+    text = json.dumps(profile, sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    with _profiles_lock:
+        if digest not in _profiles:
+            folder = Path(tempfile.mkdtemp(prefix="icplay-seccomp-"))
+            path = folder / f"{digest}.json"
+            path.write_text(text)
+            _profiles[digest] = path
+            atexit.register(shutil.rmtree, folder, True)
+        return _profiles[digest]
+
 
 HOST_ENV = "ICPLAY_PODMAN_HOST"
 SYSTEM_SOCKET = "unix:///run/podman/podman.sock"
@@ -59,10 +81,46 @@ def own_ulimits() -> dict[str, tuple[int, int]]:
     return found
 
 
+ENGINE_SECCOMP = Path("/usr/share/containers/seccomp.json")   # Podman's default profile
+# what Docker's default profile refuses a container without CAP_SYS_ADMIN and Podman's allows
+_NAMESPACE_CALLS = {"clone", "clone3", "unshare", "setns", "mount", "umount", "umount2", "keyctl"}
+_NAMESPACE_MASK = sum(faithful_mode.NAMESPACE_FLAGS)
+
+
+def hardened_seccomp(default: dict[str, Any]) -> dict[str, Any]:
+    """Podman's default profile without what Docker's refuses: new namespaces (``unshare``,
+    ``clone`` with a namespace flag; ``clone3``, whose flags seccomp cannot read, answers
+    ENOSYS so that the C library falls back to ``clone``), ``setns``, mounts and keyrings."""
+    rules = []
+    for rule in default.get("syscalls") or []:
+        names = [n for n in rule.get("names") or [] if n not in _NAMESPACE_CALLS]
+        if rule.get("action") == "SCMP_ACT_ALLOW" and len(names) != len(rule.get("names") or []):
+            if not names:
+                continue
+            rule = {**rule, "names": names}
+        rules.append(rule)
+    rules.append({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
+                  "args": [{"index": 0, "value": _NAMESPACE_MASK, "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}]})
+    rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38})
+    return {**default, "syscalls": rules}
+
+
 class PodmanSandbox(DockerSandbox):
     """One episode in a Podman container; the Docker sandbox's code through Podman's API."""
 
     kind = "podman"
+
+    def engine_security_opt(self) -> list[str]:
+        try:
+            default = json.loads(ENGINE_SECCOMP.read_text())
+        except (OSError, ValueError):
+            # no default profile to narrow: the faithful one (everything allowed but what it lists)
+            return [self.seccomp_option(faithful_mode.SECCOMP)]
+        return [self.seccomp_option(hardened_seccomp(default))]
+
+    def seccomp_option(self, profile: dict[str, Any]) -> str:
+        """Podman reads a profile from a file (a path on the machine its service runs on)."""
+        return "seccomp=" + str(profile_file(profile))
 
     def engine_ulimits(self) -> list[Any]:
         import docker.types

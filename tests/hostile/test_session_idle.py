@@ -22,14 +22,13 @@ IDLE = 75.0   # > the docker client's timeout (60 s), the longest one icplay set
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.bwrap
-def test_every_shell_survives_a_long_idle(docker_client, bash_image, bwrap_ready, tmp_path):
+def test_every_shell_survives_a_long_idle(docker_client, bash_image, bwrap_ready, tmp_path, image_sandbox):
     from icplay.envs.bash import BashEnv, BashSandboxes
-    from icplay.sandbox.docker import DockerSandbox
 
     assert connect().api.timeout <= IDLE - 10
-    sandboxes = BashSandboxes("docker", spares=0)
+    sandboxes = BashSandboxes(image_sandbox.kind, spares=0)
     bwrap_sandboxes = BashSandboxes("bwrap", spares=0)
-    gold = DockerSandbox(docker_client, bash_image, trusted=True)
+    gold = image_sandbox(docker_client, bash_image, trusted=True)
     envs = [BashEnv(sandboxes, owns_sandboxes=False), BashEnv(bwrap_sandboxes, owns_sandboxes=False)]
     try:
         gold.start()

@@ -28,7 +28,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
@@ -228,3 +228,17 @@ def replay_turns(env: Env, turns: list[Turn], on_replay: Callable[[int, int, Tur
 def list_sessions(home: str | Path | None = None) -> list[str]:
     root = Path(home or home_dir()) / "trajectories"
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+
+
+POLICY_IDENTITY = ("kind", "model", "strategy", "source", "actions")   # what makes another policy
+
+
+def adopt_policy(trajectory: Trajectory, info: dict[str, Any]) -> None:
+    """A resumed episode goes on with this policy: its block says so, the earlier one is kept
+    under ``previous`` (with the usage summed over both)."""
+    old = trajectory.policy or {}
+    if all(old.get(k) == info.get(k) for k in POLICY_IDENTITY):
+        return
+    earlier = list(old.get("previous") or [])
+    earlier.append({k: v for k, v in old.items() if k not in ("previous", "usage")})
+    trajectory.policy = {**info, "usage": dict(old.get("usage") or {}), "previous": earlier}

@@ -20,17 +20,32 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.languages import intercode_turn
+from icplay.languages import TurnRule, intercode_turn
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
                             Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn, usage_tokens)
 
-PROTOCOLS = ("intercode", "agent")
+# The protocols, one vocabulary for every front end: ``agent`` ends an episode by its
+# submit (reward 0 until then); ``intercode`` scores every action and ends when solved.
+AGENT_PROTOCOL, INTERCODE_PROTOCOL = "agent", "intercode"
+PROTOCOLS = (INTERCODE_PROTOCOL, AGENT_PROTOCOL)
+_OLDER_NAMES = {"submit": AGENT_PROTOCOL}   # the library front ends' first name for ``agent``
+
+
+def protocol_name(name: str) -> str:
+    """``name`` as one of PROTOCOLS (``submit``, the library's older name, is ``agent``);
+    ValueError otherwise."""
+    name = _OLDER_NAMES.get(name, name)
+    if name not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {name!r} (one of: {', '.join(PROTOCOLS)})")
+    return name
+
 
 # states (Event STATE's "state")
 IDLE, THINKING, WAITING, RUNNING, SCORING, PAUSED, DONE = (
@@ -98,9 +113,9 @@ class Driver:
                  should_stop: Callable[[], bool] | None = None,
                  on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None = None,
                  on_turn: Callable[[Trajectory], None] | None = None, on_failure: str = "raise",
-                 track_time: bool = False):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r} (one of: {', '.join(PROTOCOLS)})")
+                 track_time: bool = False, turn_rule: TurnRule | None = None, run_blank: bool = False,
+                 around_action: Callable[[], AbstractContextManager[object]] | None = None):
+        protocol = protocol_name(protocol)
         if on_failure not in ("raise", "ask"):
             raise ValueError("on_failure is 'raise' (headless) or 'ask' (a human decides)")
         self.episode = episode
@@ -117,6 +132,12 @@ class Driver:
             list(on_event) if isinstance(on_event, list) else [on_event] if on_event else [])
         self.on_turn = on_turn
         self.on_failure = on_failure
+        # how an action is scored under ``intercode``: InterCode's loop for the task's language,
+        # or (the library front ends) RUN_THEN_SUBMIT, every action scored as the state stands
+        self.turn_rule = turn_rule or intercode_turn(episode.task.env)
+        self.run_blank = run_blank      # a blank proposed action runs as a turn (the gym's contract)
+        # wraps each command (the TUI pauses the garbage collector while a big result is built)
+        self.around_action = around_action or nullcontext
         self.max_turns = self.limits.max_turns
         cap = getattr(policy, "max_turns", None)
         if cap:
@@ -130,6 +151,8 @@ class Driver:
         self._scored_state = False     # last_score describes the current state (nothing ran since)
         self._stop = threading.Event()
         self._stop_reason: str | None = None
+        self._stop_status = "stopped"
+        self._interrupt_turn: int | None = None             # interrupt the command of this turn when it starts
         self._cancel: threading.Event | None = None
         self._running_command = False
         self._command_over: threading.Event | None = None   # set when the running command has ended
@@ -188,12 +211,13 @@ class Driver:
         traj.time_worked = self._worked_before + (time.monotonic() - self._started)
 
     # -- control from any thread --------------------------------------------------------
-    def stop(self, reason: str | None = None) -> None:
+    def stop(self, reason: str | None = None, status: str = "stopped") -> None:
         """End the episode unscored (``stopped``, resumable): cancels a model call, interrupts a
         command, withdraws waiting requests. The driver's thread saves it."""
         with self._lock:
             if self._stop_reason is None:
                 self._stop_reason = reason
+                self._stop_status = status
             self._stop.set()
             running = self._running_command
         self.cancel_call()
@@ -201,16 +225,27 @@ class Driver:
         if running:
             self.interrupt()
 
-    def interrupt(self) -> None:
+    def leave(self) -> None:
+        """The front end goes away mid-episode: stop as ``stop`` does, but save the episode as
+        it stands (``running``: the next opening resumes it as if it was never left)."""
+        self.stop(status="running")
+
+    def interrupt(self, turn: int | None = None) -> None:
         """Interrupt the running command (the turn is kept, marked interrupted).
 
         The envs drop an interrupt that arrives before the command has really started
         (they clear the flag as a step begins), and a view learns that a command runs a
         moment before it does; so the interrupt is repeated every 0.25 s until that
-        command has ended. Without a running command it does nothing."""
+        command has ended. Without a running command it does nothing, unless ``turn`` (the
+        index the human's answered command will have) names a command that has not started
+        yet: that one is interrupted as it starts."""
         with self._lock:
             over = self._command_over if self._running_command else None
-            if over is None or self._interrupting is over:
+            if over is None:
+                if turn is not None and len(self.trajectory.turns) == turn:
+                    self._interrupt_turn = turn
+                return
+            if self._interrupting is over:
                 return
             self._interrupting = over
         self._env_interrupt()
@@ -358,7 +393,7 @@ class Driver:
         is_submit, arg = parse_submit(action)
         if is_submit:          # what will run is a submit (also a human's edit to "submit")
             return self._submit(arg)
-        if not action.strip():
+        if not action.strip() and not (self.run_blank and author == AGENT):
             return True
         turn = self.run_action(action, author, proposed, thought, decision.comment, info)
         if self._stop.is_set():
@@ -381,10 +416,15 @@ class Driver:
             # from here a stop() sees the command and interrupts it
             self._running_command = True
             over = self._command_over = threading.Event()
+            asked = self._interrupt_turn == len(self.trajectory.turns)
+            self._interrupt_turn = None
         self._set_state(RUNNING)
+        if asked:
+            self.interrupt()
         try:
-            turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
-                                    on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
+            with self.around_action():
+                turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
+                                        on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
         finally:
             with self._lock:
                 self._running_command = False
@@ -409,7 +449,7 @@ class Driver:
         """Score the turn just run as InterCode's experiment loop did for the task's language
         (``icplay/languages/turns.py``); None when the loop gave it 0 without a submit."""
         self._set_state(SCORING)
-        result = self.episode.score_turn(intercode_turn(self.task.env))
+        result = self.episode.score_turn(self.turn_rule)
         if result is not None:
             self._scored(result)
         return result
@@ -423,7 +463,8 @@ class Driver:
             self.finish("submit")
         else:
             self._set_state(SCORING)
-            self.trajectory.policy["ended_by"] = "submit"
+            if self.policy is not None:
+                self.trajectory.policy["ended_by"] = "submit"
             self.episode.submit(arg)
             self._end()
         return False
@@ -452,9 +493,10 @@ class Driver:
         self._end()
         return traj
 
-    def stop_episode(self, status: str = "stopped", error: str | None = None) -> Trajectory:
-        """Save the episode unscored (``stopped``: resumable; ``error``)."""
-        self.episode.stop(status, error if error is not None else self._stop_reason)
+    def stop_episode(self, status: str | None = None, error: str | None = None) -> Trajectory:
+        """Save the episode unscored (``stopped``: resumable; ``error``; ``running`` when the
+        front end left, ``leave``). By default the status ``stop`` was given."""
+        self.episode.stop(status or self._stop_status, error if error is not None else self._stop_reason)
         self._end()
         return self.trajectory
 
@@ -488,7 +530,7 @@ class Driver:
             return self.apply(None, control)
         if self.policy is None or self.broker.mode == HUMAN_MODE:
             self._set_state(WAITING)
-            return self.apply(None, self.broker.ask_action())
+            return self._human_move(self.broker.ask_action())
         try:
             proposal = self.propose()
         except Cancelled:
@@ -504,6 +546,17 @@ class Driver:
         if proposal is None:
             return True
         return self.apply(proposal, self.decide(proposal))
+
+    def _human_move(self, decision: Decision) -> bool:
+        """Apply the human's own move. With a human to tell (``on_failure="ask"``) a command or
+        a submit that fails is an ``error`` event and the human moves again, as in a shell."""
+        if self.on_failure == "raise" or decision.kind not in (RUN, SUBMIT):
+            return self.apply(None, decision)
+        try:
+            return self.apply(None, decision)
+        except Exception as exc:
+            self._emit(ERROR, message=f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind)
+            return True
 
     def start(self, name: str = "icplay-driver") -> Worker:
         """``run()`` on a new daemon thread, as a UI runs it; returns the thread (wait for its
@@ -527,6 +580,6 @@ class Driver:
         return self.trajectory
 
 
-__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
            "PAUSED", "DONE", "STATE", "DELTA", "REASONING", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
            "RETRY", "ERROR", "CANCELLED", "FINISHED"]

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from icplay.driver import HUMAN_MODE, Broker, Decision, Driver, Limits
+from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, Failure, Limits, RequestOpened
 from icplay.driver.external import CallerLoop
 from icplay.episode import Episode
 
@@ -31,12 +31,12 @@ class Human:
 
     def _on_event(self, event) -> None:
         self.events.append(event)
-        if event.kind == "request":
-            self.requests.put(event.data["request"])
+        if isinstance(event, RequestOpened):
+            self.requests.put(event.request)
 
     def move(self, decision: Decision):
         request = self.requests.get(timeout=20)
-        assert request.kind == "action"
+        assert request.kind == ACTION
         assert self.driver.broker.answer(request.id, decision)
         return request
 
@@ -59,9 +59,9 @@ def test_a_failed_human_command_is_an_error_event_and_the_human_moves_again(env,
     human.move(Decision.run(TASK.gold))             # asked again: the episode goes on
     human.move(Decision.submit())
     traj = human.end()
-    errors = [e for e in human.events if e.kind == "error"]
-    assert [e.data["during"] for e in errors] == ["run"] and "the sandbox went away" in errors[0].data["message"]
-    assert errors[0].data["fatal"] is False
+    errors = [e for e in human.events if isinstance(e, Failure)]
+    assert [e.during for e in errors] == ["run"] and "the sandbox went away" in errors[0].message
+    assert errors[0].fatal is False
     assert traj.status == "submitted" and traj.reward == 1.0 and [t.action for t in traj.turns] == [TASK.gold]
     assert "ended_by" not in traj.policy            # a human's play records no policy end
 

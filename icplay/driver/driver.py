@@ -8,9 +8,10 @@ Gate), ``apply()`` (run / edit / reject / submit / stop / take over / hand back)
 the ``intercode`` protocol, ``score()``. ``finish()`` ends and scores the episode;
 ``run()`` loops until it ends.
 
-Everything that happens is an ``Event`` passed to the ``on_event`` callbacks (from the
-driver's thread): state changes, streamed text, proposals, waiting requests, command
-output, turns, scores, retries, failures, the end. A UI keeps no episode state of its own.
+Everything that happens is an event (``icplay.driver.events``: one frozen dataclass per
+kind) passed to the ``on_event`` callbacks (from the driver's thread): state changes,
+streamed text, proposals, waiting requests, command output, turns, scores, retries,
+failures, the end. A UI keeps no episode state of its own and dispatches on their types.
 
 Thread-safety: ``run()``/``step()`` belong to one thread (the driver's). ``stop()``,
 ``interrupt()`` and every ``Broker`` method may be called from any other thread.
@@ -21,10 +22,13 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
+from icplay.driver.broker import AUTO, HUMAN_MODE, Broker, Request, RequestKind
+from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
+                                  Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
+                                  TurnRecorded)
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages import TurnRule, intercode_turn
 from icplay.threads import Worker
@@ -45,33 +49,6 @@ def protocol_name(name: str) -> str:
     if name not in PROTOCOLS:
         raise ValueError(f"unknown protocol {name!r} (one of: {', '.join(PROTOCOLS)})")
     return name
-
-
-# states (Event STATE's "state")
-IDLE, THINKING, WAITING, RUNNING, SCORING, PAUSED, DONE = (
-    "idle", "thinking", "waiting", "running", "scoring", "paused", "done")
-
-# event kinds
-STATE = "state"          # {"state": ...}
-DELTA = "delta"          # {"text": ...} a piece of the model's reply as it streams
-REASONING = "reasoning"  # {"text": ...} a piece of the model's thinking as it streams (never executed)
-PROPOSAL = "proposal"    # {"proposal": Proposal}
-REQUEST = "request"      # {"request": Request} a decision waits
-ANSWERED = "answered"    # {"request": Request} answered or withdrawn
-MODE = "mode"            # {"mode": ...}
-OUTPUT = "output"        # {"text": ...} a command's output as it comes
-TURN = "turn"            # {"turn": Turn}
-SCORE = "score"          # {"result": SubmitResult}
-RETRY = "retry"          # {"attempt", "delay", "message"} the model call is retried after delay seconds
-ERROR = "error"          # {"message", "fatal"} a failure (the episode goes on unless stopped)
-CANCELLED = "cancelled"  # {} a model call was cancelled; no turn recorded
-FINISHED = "finished"    # {"trajectory": Trajectory} submitted, stopped or errored
-
-
-@dataclass
-class Event:
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,7 +123,7 @@ class Driver:
         if policy is not None:
             traj.policy.setdefault("usage", {})
             traj.policy.update({"protocol": protocol, "max_turns": self.max_turns})
-        self.state = IDLE
+        self.state = State.IDLE
         self.last_score: SubmitResult | None = None
         self._scored_state = False     # last_score describes the current state (nothing ran since)
         self._stop = threading.Event()
@@ -184,28 +161,27 @@ class Driver:
         return self._ended
 
     # -- events -------------------------------------------------------------------------
-    def _emit(self, kind: str, **data: Any) -> None:
-        event = Event(kind, data)
+    def _emit(self, event: Event) -> None:
         for listener in list(self.listeners):
             try:
                 listener(event)
             except Exception:   # a broken view must not break the episode
                 pass
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: State) -> None:
         self.state = state
-        self._emit(STATE, state=state)
+        self._emit(StateChanged(state))
 
     def _on_broker(self, what: str, payload: object) -> None:
         if what == "mode":
             if payload == HUMAN_MODE:
                 self.cancel_call()     # a human turn costs no model call
-            self._emit(MODE, mode=payload)
-        elif what == "request":
-            self._set_state(PAUSED if getattr(payload, "kind", "") == "paused" else WAITING)
-            self._emit(REQUEST, request=payload)
-        elif what == "answered":
-            self._emit(ANSWERED, request=payload)
+            self._emit(ModeChanged(str(payload)))
+        elif what == "request" and isinstance(payload, Request):
+            self._set_state(State.PAUSED if payload.kind == RequestKind.PAUSED else State.WAITING)
+            self._emit(RequestOpened(payload))
+        elif what == "answered" and isinstance(payload, Request):
+            self._emit(RequestClosed(payload))
 
     def _note_time(self, traj: Trajectory) -> None:
         traj.time_worked = self._worked_before + (time.monotonic() - self._started)
@@ -301,11 +277,11 @@ class Driver:
                 cancel.set()
         if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
             cancel.set()
-        self._set_state(THINKING)
+        self._set_state(State.THINKING)
         try:
             proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
         except Cancelled:
-            self._emit(CANCELLED)
+            self._emit(CallCancelled())
             return None
         finally:
             with self._lock:
@@ -317,18 +293,19 @@ class Driver:
             if self.budget is not None:
                 self.budget.add(call_usage)
         if cancel.is_set():    # stopped or taken over as the reply arrived: drop it
-            self._emit(CANCELLED)
+            self._emit(CallCancelled())
             return None
-        self._emit(PROPOSAL, proposal=proposal)
+        self._emit(Proposed(proposal))
         return proposal
 
     def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "delta":
-            self._emit(DELTA, text=data.get("text", ""))
+            self._emit(Delta(str(data.get("text", ""))))
         elif kind == "reasoning":
-            self._emit(REASONING, text=data.get("text", ""))
+            self._emit(Reasoning(str(data.get("text", ""))))
         elif kind == "retry":
-            self._emit(RETRY, **data)
+            self._emit(Retrying(attempt=int(data.get("attempt") or 0), delay=float(data.get("delay") or 0.0),
+                                message=str(data.get("message") or ""), until=data.get("until")))
 
     def decide(self, proposal: Proposal) -> Decision:
         """The gate's verdict on ``proposal`` in the current mode (may wait for a human)."""
@@ -408,7 +385,7 @@ class Driver:
     def run_action(self, action: str, author: str = HUMAN, proposed: str | None = None,
                    thought: str | None = None, comment: str | None = None,
                    info: dict[str, Any] | None = None) -> Turn | None:
-        """Run one action in the env (output streams as OUTPUT events); record and save the turn.
+        """Run one action in the env (output streams as ``Output`` events); record and save the turn.
         None when the episode is stopping: a stop that came just before is not outrun by the command."""
         with self._lock:
             if self._stop.is_set():
@@ -418,13 +395,13 @@ class Driver:
             over = self._command_over = threading.Event()
             asked = self._interrupt_turn == len(self.trajectory.turns)
             self._interrupt_turn = None
-        self._set_state(RUNNING)
+        self._set_state(State.RUNNING)
         if asked:
             self.interrupt()
         try:
             with self.around_action():
                 turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
-                                        on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
+                                        on_output=lambda text: self._emit(Output(text)), info=info)
         finally:
             with self._lock:
                 self._running_command = False
@@ -434,13 +411,13 @@ class Driver:
         return turn
 
     def _after_turn(self, turn: Turn) -> None:
-        self._emit(TURN, turn=turn)
+        self._emit(TurnRecorded(turn))
         if self.on_turn is not None:
             self.on_turn(self.trajectory)
 
     def score(self) -> SubmitResult:
         """Score the current state without ending the episode (InterCode's per-turn reward)."""
-        self._set_state(SCORING)
+        self._set_state(State.SCORING)
         result = self.episode.score()
         self._scored(result)
         return result
@@ -448,7 +425,7 @@ class Driver:
     def score_turn(self) -> SubmitResult | None:
         """Score the turn just run as InterCode's experiment loop did for the task's language
         (``icplay/languages/turns.py``); None when the loop gave it 0 without a submit."""
-        self._set_state(SCORING)
+        self._set_state(State.SCORING)
         result = self.episode.score_turn(self.turn_rule)
         if result is not None:
             self._scored(result)
@@ -456,13 +433,13 @@ class Driver:
 
     def _scored(self, result: SubmitResult) -> None:
         self.last_score, self._scored_state = result, True
-        self._emit(SCORE, result=result)
+        self._emit(Scored(result))
 
     def _submit(self, arg: str | None) -> bool:
         if self.protocol == "intercode" and arg is None:
             self.finish("submit")
         else:
-            self._set_state(SCORING)
+            self._set_state(State.SCORING)
             if self.policy is not None:
                 self.trajectory.policy["ended_by"] = "submit"
             self.episode.submit(arg)
@@ -488,7 +465,7 @@ class Driver:
             traj.status = "submitted"
             self.episode.save()
         else:
-            self._set_state(SCORING)
+            self._set_state(State.SCORING)
             self.episode.submit()
         self._end()
         return traj
@@ -505,8 +482,8 @@ class Driver:
         self.broker.withdraw_all()
         if self._on_broker in self.broker.listeners:
             self.broker.listeners.remove(self._on_broker)
-        self._set_state(DONE)
-        self._emit(FINISHED, trajectory=self.trajectory)
+        self._set_state(State.DONE)
+        self._emit(Finished(self.trajectory))
 
     # -- one step, and the loop ---------------------------------------------------------
     def step(self) -> bool:
@@ -529,7 +506,7 @@ class Driver:
         if control is not None:
             return self.apply(None, control)
         if self.policy is None or self.broker.mode == HUMAN_MODE:
-            self._set_state(WAITING)
+            self._set_state(State.WAITING)
             return self._human_move(self.broker.ask_action())
         try:
             proposal = self.propose()
@@ -540,7 +517,7 @@ class Driver:
 
             if self.on_failure == "raise" or not isinstance(exc, AgentError):
                 raise
-            self._emit(ERROR, message=str(exc), fatal=exc.fatal)
+            self._emit(Failure(str(exc), fatal=exc.fatal))
             decision = self.broker.ask_after_failure(str(exc))
             return True if decision.kind == RUN else self.apply(None, decision)
         if proposal is None:
@@ -555,7 +532,7 @@ class Driver:
         try:
             return self.apply(None, decision)
         except Exception as exc:
-            self._emit(ERROR, message=f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind)
+            self._emit(Failure(f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind))
             return True
 
     def start(self, name: str = "icplay-driver") -> Worker:
@@ -574,12 +551,11 @@ class Driver:
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             self.stop_episode("error", message)
-            self._emit(ERROR, message=message, fatal=True)
+            self._emit(Failure(message, fatal=True))
             if self.on_failure == "raise":
                 raise
         return self.trajectory
 
 
-__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
-           "PAUSED", "DONE", "STATE", "DELTA", "REASONING", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
-           "RETRY", "ERROR", "CANCELLED", "FINISHED"]
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name",
+           "State"]

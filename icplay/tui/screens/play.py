@@ -26,22 +26,26 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, Event, Limits
-from icplay.driver.driver import OUTPUT
+from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, Limits
+from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
+                                  Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
+                                  TurnRecorded)
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.episode import Episode, Trajectory, Turn
+from icplay.episode import Episode, Proposal, Trajectory, Turn
 from icplay.session import format_duration
 from icplay.tasks.model import Task
 from icplay.frontend.clock import WorkClock
 from icplay.tui.keys import bindings
-from icplay.frontend.opening import (EpisodeHost, Failed, Opened, Progress, Replaying, Viewing, is_big,
+from icplay.frontend.opening import (EpisodeHost, Failed, HostEvent, Opened, Progress, Replaying, Viewing, is_big,
                                      user_name)
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
                                        result_from_trajectory)
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
 from icplay.tui.widgets.panes import BashPane, WorkPane
 
-LOADING, READY, RUNNING, SUBMITTING, SUBMITTED, FAILED = "loading", "ready", "running", "submitting", "submitted", "failed"
+# what the screen shows (the driver's own states are icplay.driver.events.State)
+LOADING, READY, RUNNING, SUBMITTING, SUBMITTED = "loading", "ready", "running", "submitting", "submitted"
+BROKEN = "failed"     # the environment did not open, or the driver failed
 
 class PlayScreen(Screen):
     BINDINGS = bindings("play")
@@ -49,7 +53,7 @@ class PlayScreen(Screen):
     class RunnerEvent(Message):
         """An event of the screen's episode host (icplay.frontend.opening), posted from its thread."""
 
-        def __init__(self, event: object) -> None:
+        def __init__(self, event: HostEvent) -> None:
             super().__init__()
             self.event = event
 
@@ -74,7 +78,7 @@ class PlayScreen(Screen):
         self.driver: Driver | None = None
         self.request = None                  # the broker's open request this screen shows
         self._turn_index = 0                 # the index the command being run will have
-        self._run_started = 0.0
+        self._run_started = 0.0             # when the command under way started; 0 once its turn is in
         self._froze = False
         self.submit_arg: str | None = None   # the argument of a typed `submit ARG`
         self._feed: Callable[[str], None] | None = None   # the pane's output feed while a command runs
@@ -156,8 +160,8 @@ class PlayScreen(Screen):
 
     def _from_driver(self, event: Event) -> None:
         """On the driver's thread: output into the pane's feed, the rest as Messages."""
-        if event.kind == OUTPUT:
-            text = event.data.get("text", "")
+        if isinstance(event, Output):
+            text = event.text
             with self._out_lock:              # the pane's feed for this command may not exist yet
                 if self._feed is None:
                     self._early_output.append(text)
@@ -183,11 +187,35 @@ class PlayScreen(Screen):
             self._early_output.clear()
 
     def on_play_screen_driver_event(self, message: DriverEvent) -> None:
+        """The driver's events, by type, each to its ``on_driver_*`` (the watch screen adds the agent's)."""
         message.stop()
-        event = message.event
-        handler = getattr(self, f"on_driver_{event.kind}", None)
-        if handler is not None:
-            handler(**event.data)
+        match message.event:
+            case StateChanged(state=state):
+                self.on_driver_state(state)
+            case Delta(text=text):
+                self.on_driver_delta(text)
+            case Reasoning(text=text):
+                self.on_driver_reasoning(text)
+            case Proposed(proposal=proposal):
+                self.on_driver_proposal(proposal)
+            case RequestOpened(request=request):
+                self.on_driver_request(request)
+            case RequestClosed(request=request):
+                self.on_driver_answered(request)
+            case ModeChanged(mode=mode):
+                self.on_driver_mode(mode)
+            case TurnRecorded(turn=turn):
+                self.on_driver_turn(turn)
+            case Scored(result=result):
+                self.on_driver_score(result)
+            case Retrying() as retry:
+                self.on_driver_retry(retry)
+            case Failure() as failure:
+                self.on_driver_error(failure)
+            case CallCancelled():
+                self.on_driver_cancelled()
+            case Finished(trajectory=trajectory):
+                self.on_driver_finished(trajectory)
 
     def policy_info(self) -> dict:
         """The trajectory's policy block for this screen's episodes."""
@@ -200,14 +228,23 @@ class PlayScreen(Screen):
             self.clock.set_base(seconds)
 
     def on_play_screen_runner_event(self, message: RunnerEvent) -> None:
+        """The episode host's events, by type."""
         message.stop()
-        handler = getattr(self, f"on_runner_{type(message.event).__name__.lower()}", None)
-        if handler is not None:
-            handler(message.event)
+        match message.event:
+            case Progress() as progress:
+                self.on_runner_progress(progress)
+            case Replaying() as replaying:
+                self.on_runner_replaying(replaying)
+            case Opened() as opened:
+                self.on_runner_opened(opened)
+            case Viewing() as viewing:
+                self.on_runner_viewing(viewing)
+            case Failed() as failed:
+                self.on_runner_failed(failed)
 
     def tick(self) -> None:
         self.refresh_status()
-        if self.state == RUNNING and not self.frozen:
+        if self.state == RUNNING and self._run_started and not self.frozen:
             self._set_pane_status(Text(f"running · {short_duration(time.monotonic() - self._run_started)}"
                                        " · Ctrl+C interrupts", style="dim"))
 
@@ -218,7 +255,7 @@ class PlayScreen(Screen):
         clock = self.clock
         elapsed = format_duration(clock.elapsed()) if clock else "00:00"
         paused = " ⏸" if clock is not None and clock.is_held("paused") else ""
-        state = {LOADING: "starting", RUNNING: "running", SUBMITTING: "scoring", FAILED: "error"}.get(self.state, "")
+        state = {LOADING: "starting", RUNNING: "running", SUBMITTING: "scoring", BROKEN: "error"}.get(self.state, "")
         if self.state == SUBMITTED and self.result is not None:
             state = f"reward {self.result.reward:.2f}"
         sandbox = self.sandbox_name or "…"
@@ -288,7 +325,7 @@ class PlayScreen(Screen):
         self.refresh_bindings()
 
     def on_runner_failed(self, message: Failed) -> None:
-        self.state = FAILED
+        self.state = BROKEN
         self._set_pane_status(Text(f"{message.error}\nF8 tries again · Ctrl+B back to the task list",
                                    style="bold red"))
         self.refresh_bindings()
@@ -342,6 +379,30 @@ class PlayScreen(Screen):
 
     # -- the driver's events (a human's play; the watch screen adds the agent's) ---------------
 
+    def on_driver_state(self, state: State) -> None:
+        pass
+
+    def on_driver_delta(self, text: str) -> None:
+        pass
+
+    def on_driver_reasoning(self, text: str) -> None:
+        pass
+
+    def on_driver_proposal(self, proposal: Proposal) -> None:
+        pass
+
+    def on_driver_mode(self, mode: str) -> None:
+        pass
+
+    def on_driver_score(self, result: SubmitResult) -> None:
+        pass
+
+    def on_driver_retry(self, retry: Retrying) -> None:
+        pass
+
+    def on_driver_cancelled(self) -> None:
+        pass
+
     def on_driver_request(self, request) -> None:
         self.request = request
         if request.kind == ACTION and self.state in (LOADING, READY, RUNNING) and self.episode is not None:
@@ -355,6 +416,7 @@ class PlayScreen(Screen):
             self.request = None
 
     def on_driver_turn(self, turn: Turn) -> None:
+        self._run_started = 0.0             # RUNNING until the driver asks again; the result stays shown
         self._detach_feed()
         self.pane.turn_finished(turn)
         self.turn_list.add_turn(turn)
@@ -363,21 +425,23 @@ class PlayScreen(Screen):
             self._froze = True
         self.refresh_status()
 
-    def on_driver_error(self, message: str, fatal: bool = False, during: str | None = None, **_: object) -> None:
+    def on_driver_error(self, failure: Failure) -> None:
         """A command or the submit failed (the human moves again), or the driver itself did."""
-        if during == "submit" or self.state == SUBMITTING:
+        message = failure.message
+        if failure.during == "submit" or self.state == SUBMITTING:
             self.state = RUNNING          # READY again when the driver asks for the next move
             if self.clock is not None:
                 self.clock.release("done")
             self._set_pane_status(Text(f"scoring failed: {message}", style="bold red"))
             self.notify(escape(message), title="Scoring failed", severity="error")
         else:
+            self._run_started = 0.0
             self._detach_feed()
             self.pane.turn_finished(None)
             self._set_pane_status(Text(message, style="bold red"))
             self.notify(escape(message), title="The step failed", severity="error")
-        if fatal:
-            self.state = FAILED
+        if failure.fatal:
+            self.state = BROKEN
             self.refresh_bindings()
         self.refresh_status()
 
@@ -391,7 +455,7 @@ class PlayScreen(Screen):
         if action == "interrupt":
             return self.state == RUNNING
         if action == "retry":
-            return submitted or self.state == FAILED
+            return submitted or self.state == BROKEN
         if action in ("show_score", "reveal_gold", "next_task"):
             return submitted
         if action == "submit":

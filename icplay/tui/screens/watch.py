@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
-from icplay.driver import driver as events
+from icplay.driver.events import Failure, Retrying, State
 from icplay.episode import Episode
 from icplay.session import adopt_policy
 from icplay.tasks.model import Task
@@ -27,7 +27,7 @@ from icplay.tui.keys import bindings
 from icplay.frontend.policies import PolicyError, make_policy
 from icplay.frontend.opening import Opened, user_name
 from icplay.tui.screens.modals import CommentScreen, ConfirmScreen
-from icplay.tui.screens.play import (FAILED as SCREEN_FAILED, READY, RUNNING, SUBMITTED, SUBMITTING,
+from icplay.tui.screens.play import (BROKEN, READY, RUNNING, SUBMITTED, SUBMITTING,
                                      PlayScreen)
 from icplay.tui.widgets.agent import AgentPanel
 from icplay.tui.widgets.panes import BashPane
@@ -139,19 +139,19 @@ class WatchScreen(PlayScreen):
             self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
         self._show_usage()
 
-    def on_driver_state(self, state: str) -> None:
+    def on_driver_state(self, state: State) -> None:
         self.agent_state = state
         self.panel.set_state(state)
-        if state == events.RUNNING:
+        if state == State.RUNNING:
             self.state = RUNNING
             self._run_started = time.monotonic()
             self.pane.turn_started(self._next_action)
             self._attach_feed(self.pane.output_feed())
-        elif state in (events.THINKING, events.WAITING, events.PAUSED, events.IDLE):
+        elif state in (State.THINKING, State.WAITING, State.PAUSED, State.IDLE):
             self.state = READY
-        elif state == events.SCORING:
+        elif state == State.SCORING:
             self.state = SUBMITTING if self.state == SUBMITTING else self.state
-        if state == events.THINKING:
+        if state == State.THINKING:
             self.panel.set_hint("the model is writing · F7 take over · F10 mode · F12 stop")
         self._sync_input()
         self.refresh_status()
@@ -226,12 +226,12 @@ class WatchScreen(PlayScreen):
     def on_driver_score(self, result) -> None:
         self._refresh_turns()
 
-    def on_driver_retry(self, attempt: int = 0, delay: float = 0.0, message: str = "", **_) -> None:
+    def on_driver_retry(self, retry: Retrying) -> None:
         self.panel.reset_stream()
-        self.panel.show_failure(f"{message} (attempt {attempt})", retry_in=delay)
+        self.panel.show_failure(f"{retry.message} (attempt {retry.attempt})", retry_in=retry.delay)
 
-    def on_driver_error(self, message: str, fatal: bool = False, **_: object) -> None:
-        self.panel.show_failure(message)
+    def on_driver_error(self, failure: Failure) -> None:
+        self.panel.show_failure(failure.message)
 
     def on_driver_cancelled(self) -> None:
         self.cancelled_calls += 1
@@ -249,7 +249,7 @@ class WatchScreen(PlayScreen):
             self.panel.set_state("done")
             self.panel.set_hint(f"submitted · reward {trajectory.reward:.2f}")
         else:
-            self.state = STOPPED if trajectory.status == "stopped" else SCREEN_FAILED
+            self.state = STOPPED if trajectory.status == "stopped" else BROKEN
             self.pane.set_busy(True)
             self.panel.set_state("done" if trajectory.status == "stopped" else "failed")
             why = f" ({trajectory.error})" if trajectory.error else ""
@@ -309,7 +309,7 @@ class WatchScreen(PlayScreen):
         if action in ("cycle_mode", "set_mode", "pause_agent", "step_one", "resume_agent", "stop"):
             return not over
         if action == "retry":
-            return over or self.state == SCREEN_FAILED
+            return over or self.state == BROKEN
         if action == "interrupt":
             return self.state == RUNNING
         return super().check_action(action, parameters)

@@ -34,7 +34,7 @@ from textual import events
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from icplay.tui.app import PlayApp  # noqa: E402
-from icplay.tui.config import Config  # noqa: E402
+from icplay.frontend.config import Config  # noqa: E402
 from icplay.tui.screens.play import PlayScreen  # noqa: E402
 
 FLOODS = [

@@ -35,7 +35,7 @@ from bench_tui import probe_key, summary, wait_until  # noqa: E402
 from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: E402
 
 from icplay.tui.app import PlayApp  # noqa: E402
-from icplay.tui.config import AgentChoice, Config  # noqa: E402
+from icplay.frontend.config import AgentChoice, Config  # noqa: E402
 from icplay.tui.screens.watch import WatchScreen  # noqa: E402
 
 FLOOD = "for i in $(seq 1 80); do seq -f 'line %g of a steady flood of output' 1 400; sleep 0.05; done"

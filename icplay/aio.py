@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from icplay.languages import EnvFactory
-from icplay.library import EpisodeRunner, find_task, load_task_list
+from icplay.library import CallerLoop, find_task, load_task_list
 from icplay.tasks.model import Task
 
 DEFAULT_WORKERS = 16
@@ -45,7 +45,7 @@ class AsyncEnvs:
     """A family of async envs over one language, sandbox kind, thread pool and warm pool."""
 
     def __init__(self, env_name: str, sandbox: str | None = None, *, tasks: str | Path | list[Task] | None = None,
-                 image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
+                 image: str | None = None, protocol: str = "agent", save_dir: str | Path | None = None,
                  max_workers: int = DEFAULT_WORKERS, max_active: int | None = None, **env_options: Any):
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
@@ -141,15 +141,15 @@ class AsyncEnv:
 
     def __init__(self, family: AsyncEnvs):
         self.family = family
-        self.runner = EpisodeRunner(family.env_name, family.factory.sandbox, protocol=family.protocol,
-                                    save_dir=family.save_dir, env_factory=family.factory)
+        self.episode_loop = CallerLoop(family.env_name, family.factory.sandbox, protocol=family.protocol,
+                                       save_dir=family.save_dir, env_factory=family.factory)
         self._lock = asyncio.Lock()
         self._admitted = False
         self.task: Task | None = None
 
     @property
     def trajectory(self):
-        return self.runner.trajectory
+        return self.episode_loop.trajectory
 
     async def reset(self, task: Task | str) -> str:
         """A pristine sandbox for ``task`` (a Task, or an id in the family's task set); the query."""
@@ -157,12 +157,12 @@ class AsyncEnv:
             task = find_task(self.family.tasks, str(task))
         async with self._lock:
             self.task = task
-            await self.family.run(self.runner.stop)
+            await self.family.run(self.episode_loop.stop)
             await self._leave()
             await self.family.admission.admit()
             self._admitted = True
             try:
-                return await self.family.run(self.runner.reset, task)
+                return await self.family.run(self.episode_loop.reset, task)
             finally:
                 await self.family.admission.idle()
 
@@ -172,7 +172,7 @@ class AsyncEnv:
             if admitted:
                 await self.family.admission.working()
             try:
-                outcome = await self.family.run(self.runner.step, action)
+                outcome = await self.family.run(self.episode_loop.step, action)
             finally:
                 if admitted:
                     await self.family.admission.idle()
@@ -187,6 +187,6 @@ class AsyncEnv:
 
     async def close(self) -> None:
         async with self._lock:
-            await self.family.run(self.runner.close)
+            await self.family.run(self.episode_loop.close)
             await self._leave()
         self.family._envs.discard(self)

@@ -33,7 +33,7 @@ from typing import Any
 
 from icplay.envs.base import shown_observation
 from icplay.languages import EnvFactory, get
-from icplay.library import EpisodeRunner, find_task, load_task_list
+from icplay.library import CallerLoop, find_task, load_task_list
 from icplay.tasks.model import Task
 
 RUN_DOCS = {
@@ -89,7 +89,7 @@ class IcplayEnvironment:
     shared: Shared
 
     def __init__(self):
-        self._runner: EpisodeRunner | None = None
+        self._loop: CallerLoop | None = None
         self._reward = 0.0
         self._submitted = False
         # the sandbox goes back to the pool when TRL drops the instance
@@ -97,9 +97,9 @@ class IcplayEnvironment:
 
     @staticmethod
     def _release(holder: list) -> None:
-        runner = holder[0]
-        if runner is not None:
-            runner.close()
+        loop = holder[0]
+        if loop is not None:
+            loop.close()
 
     def reset(self, **kwargs: Any) -> str | None:
         """A pristine sandbox for the row's ``task`` (``task_id`` also accepted); the query."""
@@ -108,31 +108,31 @@ class IcplayEnvironment:
             raise ValueError("the dataset row has no 'task' column naming the task "
                              f"(an id of the {self.shared.env_name} set, e.g. {self.shared.tasks()[0].id})")
         task = find_task(self.shared.tasks(), str(task_id))
-        if self._runner is None:
-            self._runner = EpisodeRunner(self.shared.env_name, self.shared.factory.sandbox,
-                                         env_factory=self.shared.factory)
+        if self._loop is None:
+            self._loop = CallerLoop(self.shared.env_name, self.shared.factory.sandbox,
+                                    env_factory=self.shared.factory)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, IcplayEnvironment._release, [self._runner])
-        self._runner.stop()
+            self._finalizer = weakref.finalize(self, IcplayEnvironment._release, [self._loop])
+        self._loop.stop()
         self._reward, self._submitted = 0.0, False
-        query = self._runner.reset(task, policy={"kind": "trl"})
+        query = self._loop.reset(task, policy={"kind": "trl"})
         return f"{query}\n\nUse the `run` tool to act and the `submit` tool when you are done."
 
     def _act(self, code: str) -> str:
-        if self._runner is None or self._runner.episode is None:
+        if self._loop is None or self._loop.episode is None:
             raise ValueError("no episode: reset() comes first")
-        if self._runner.done:
+        if self._loop.done:
             raise ValueError("the episode was submitted: no more actions")
-        outcome = self._runner.step(code)
+        outcome = self._loop.step(code)
         return shown_observation(outcome.observation, outcome.info)
 
     def _submit(self, answer: str) -> str:
-        if self._runner is None or self._runner.episode is None:
+        if self._loop is None or self._loop.episode is None:
             raise ValueError("no episode: reset() comes first")
-        if self._runner.done:
+        if self._loop.done:
             raise ValueError("the episode was already submitted")
         answer = (answer or "").strip()
-        outcome = self._runner.step(f"submit {answer}" if answer else "submit")
+        outcome = self._loop.step(f"submit {answer}" if answer else "submit")
         self._reward, self._submitted = float(outcome.reward), True
         return f"Submitted. Reward: {self._reward:.2f}"
 
@@ -144,7 +144,7 @@ class IcplayEnvironment:
         """Give the sandbox back now (it also goes when the instance is dropped). Private:
         TRL offers every public method of the class to the model as a tool."""
         self._finalizer()
-        self._runner = None
+        self._loop = None
 
 
 def _tool_methods(env_name: str):

@@ -14,7 +14,7 @@ atif = pytest.importorskip("atif", reason="the atif package is not installed (ci
 
 from icplay.episode import AGENT, AGENT_EDITED, HUMAN, Trajectory, Turn  # noqa: E402
 from icplay.formats.atif import atif_document, atif_lines  # noqa: E402
-from icplay.library import EpisodeRunner  # noqa: E402
+from icplay.library import CallerLoop  # noqa: E402
 from icplay.tasks.registry import load_tasks  # noqa: E402
 
 
@@ -64,7 +64,7 @@ def test_a_mixed_episode_maps_to_valid_atif():
 
 def test_played_episodes_export_through_the_command(tmp_path):
     tasks = load_tasks("sql")[:3]
-    runner = EpisodeRunner("sql", "sqlite", save_dir=tmp_path / "runs")
+    runner = CallerLoop("sql", "sqlite", save_dir=tmp_path / "runs")
     try:
         for task in tasks:
             runner.reset(task)

@@ -19,7 +19,8 @@ from icplay.agents.llm import ChatModel, LLMPolicy  # noqa: E402
 from icplay.agents.replay import GoldPolicy  # noqa: E402
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, PAUSED, PROPOSAL,  # noqa: E402
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
-from icplay.driver.driver import CANCELLED, DELTA, ERROR, REQUEST, RETRY, RUNNING, STATE  # noqa: E402
+from icplay.driver.events import (CallCancelled, Delta, Failure, RequestOpened, Retrying, State,  # noqa: E402
+                                  StateChanged)
 from icplay.languages import make_env  # noqa: E402
 from icplay.episode import Episode  # noqa: E402
 from icplay.session import Session  # noqa: E402
@@ -71,10 +72,10 @@ class Watch:
 
     def _on_event(self, event):
         self.events.append(event)
-        if event.kind == REQUEST:
-            self.requests.put(event.data["request"])
-        elif event.kind == STATE:
-            self.states.put(event.data["state"])
+        if isinstance(event, RequestOpened):
+            self.requests.put(event.request)
+        elif isinstance(event, StateChanged):
+            self.states.put(event.state)
 
     def _run(self):
         self.result = self.driver.run()
@@ -105,7 +106,8 @@ class Watch:
         return self.result
 
     def kinds(self, kind):
-        return [e for e in self.events if e.kind == kind]
+        """The events of one type (``icplay.driver.events``)."""
+        return [e for e in self.events if isinstance(e, kind)]
 
 
 def driver_for(env, policy, mode=CONFIRM, protocol="agent", tmp_path=None, episode=None, **kw):
@@ -136,7 +138,7 @@ def test_approve_edit_reject_and_submit_in_confirm_mode(env, server, stream):
     assert "rejected" in last and "order by title, poetry only" in last
     # the edit is shown to the model as such
     assert any("replaced your" in m["content"] and GOLD in m["content"] for m in srv.requests[2]["messages"])
-    deltas = "".join(e.data["text"] for e in watch.kinds(DELTA))
+    deltas = "".join(e.text for e in watch.kinds(Delta))
     assert (deltas.endswith("submit\n```")) == stream and (srv.streamed == 4) == stream
     assert traj.tokens > 0 and traj.usage["calls"] == 4
 
@@ -178,7 +180,7 @@ def test_switching_to_human_while_the_model_thinks_cancels_the_call(env, server)
     driver.broker.set_mode(HUMAN_MODE)                    # mid-call
     watch.answer(Decision.run(GOLD), ACTION)
     hold.set()
-    assert watch.kinds(CANCELLED) and len(srv.requests) == 1
+    assert watch.kinds(CallCancelled) and len(srv.requests) == 1
     watch.answer(Decision.submit(), ACTION)
     traj = watch.join()
     assert [t.author for t in traj.turns] == ["human"] and traj.reward == 1.0
@@ -209,19 +211,19 @@ def test_stop_mid_call_records_no_turn_and_leaves_the_episode_stopped(env, serve
     watch = Watch(driver).start()
     assert srv.wait_requests(1)
     if stream:
-        while not watch.kinds(DELTA):     # the reply has begun to stream
+        while not watch.kinds(Delta):     # the reply has begun to stream
             threading.Event().wait(0.01)
     driver.stop()
     traj = watch.join()
     hold.set()
-    assert traj.status == "stopped" and traj.turns == [] and watch.kinds(CANCELLED)
+    assert traj.status == "stopped" and traj.turns == [] and watch.kinds(CallCancelled)
 
 
 def test_stop_mid_command_interrupts_it_and_keeps_the_turn(env, server):
     srv = server([fenced(FOREVER)])
     driver = driver_for(env, llm(srv), mode=AUTO)
     watch = Watch(driver).start()
-    watch.wait_state(RUNNING)
+    watch.wait_state(State.RUNNING)
     driver.stop()
     traj = watch.join()
     assert traj.status == "stopped" and len(traj.turns) == 1
@@ -275,7 +277,7 @@ def test_failures_are_events_and_requests_never_a_crash(env, server):
     policy = LLMPolicy(ChatModel("scripted", base_url=srv.url, api_key="wrong", backoff=0.001), "tryagain", "agent")
     watch = Watch(driver_for(env, policy)).start()
     req = watch.request(FAILED)
-    assert "rejected the API key" in req.message and watch.kinds(ERROR)
+    assert "rejected the API key" in req.message and watch.kinds(Failure)
     watch.driver.broker.answer(req.id, Decision.take_over())
     watch.answer(Decision.run(GOLD), ACTION)
     watch.answer(Decision.submit(), ACTION)
@@ -293,8 +295,8 @@ def test_failures_are_events_and_requests_never_a_crash(env, server):
     watch = Watch(driver_for(env, llm(srv))).start()
     req = watch.request(INVALID)                              # the raw reply, for the human to fix
     assert req.message == "I would rather chat."
-    retry = watch.kinds(RETRY)
-    assert retry and retry[0].data["delay"] >= 0.2 and "429" in retry[0].data["message"]
+    retry = watch.kinds(Retrying)
+    assert retry and retry[0].delay >= 0.2 and "429" in retry[0].message
     watch.driver.broker.answer(req.id, Decision.run())        # ask again: the retry message is recorded
     watch.answer(Decision.run(), PROPOSAL)
     watch.answer(Decision.run(), SUBMIT_PROPOSAL)

@@ -116,7 +116,7 @@ def test_bash_gold_on_bwrap_and_close_removes_the_sandbox(bwrap_ready):
     env = gym.make("icplay/Bash-v0", sandbox="bwrap")
     task = BASH_TASKS[0]
     env.reset(options={"task": task.id})
-    sandbox = env.unwrapped.runner.env.sandbox
+    sandbox = env.unwrapped.loop.env.sandbox
     folder = sandbox.episode_dir
     assert folder.is_dir()
     env.step(task.gold)
@@ -132,7 +132,7 @@ def test_bash_on_docker_close_removes_the_container(bash_image, docker_client):
     env = gym.make("icplay/Bash-v0", sandbox="docker")
     task = BASH_TASKS[1]
     env.reset(options={"task": task.id})
-    container_id = env.unwrapped.runner.env.sandbox.container.id
+    container_id = env.unwrapped.loop.env.sandbox.container.id
     env.step(task.gold)
     assert env.step("submit")[1] == 1.0
     env.close()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from icplay.driver.driver import PROTOCOLS, Budget, Driver, Limits
+from icplay.driver.driver import PROTOCOLS, Budget, Driver, Limits, protocol_name
 from icplay.envs.base import Env
 from icplay.episode import Episode, Gate, Policy, Saver, Trajectory, usage_tokens
 from icplay.tasks.model import Task
@@ -45,8 +45,7 @@ def play(env: Env, task: Task, policy: Policy, protocol: str = "intercode", limi
     marking it ``error``. ``on_driver`` receives the driver before it starts (so a runner
     can stop it mid-call).
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {protocol!r} (one of: {', '.join(PROTOCOLS)})")
+    protocol = protocol_name(protocol)
     describe = getattr(policy, "describe", None)
     info = dict(policy_info or (describe() if callable(describe) else {"kind": type(policy).__name__}))
     episode = Episode(env, task, save=save, policy=info)

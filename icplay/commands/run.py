@@ -190,11 +190,7 @@ def _exit_code(planned: int, result) -> int:
 
 def build(args) -> dict:
     """Tasks, policy and the run's description from the command line."""
-    from icplay.agents.context import ContextLimits
-    from icplay.agents.llm import ChatModel, LLMPolicy
-    from icplay.agents.pricing import PriceTable, parse_price_option
-    from icplay.agents.replay import GoldPolicy
-    from icplay.agents.strategies import strategy_name
+    from icplay.executors.specs import policy_spec_from_args
     from icplay.languages import default_sandbox, sandboxes
     from icplay.tasks.registry import find_set
 
@@ -218,7 +214,8 @@ def build(args) -> dict:
     if args.demos and kind != "llm":
         raise UserError("--demos is for an LLM policy (--model), not --policy " + kind)
     if kind == "gold":
-        policy, info, label = GoldPolicy(), {"kind": "gold"}, "gold"
+        policy = policy_spec_from_args(args, kind).build(args.env)
+        info, label = {"kind": "gold"}, "gold"
     elif kind == "replay":
         if not args.replay:
             raise UserError("--policy replay needs --replay FILE_OR_FOLDER")
@@ -228,33 +225,14 @@ def build(args) -> dict:
     else:
         if not args.model:
             raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
-        extra = dict(parse_price_option(p) for p in args.price)
         args.model_options = configured_model_options(args)
-        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, timeout=args.timeout,
-                          retries=args.retries, prices=PriceTable(extra), **args.model_options)
-        model.client()   # fails now, in one sentence, when there is no key
-        model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
-        for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
-            if value is not None and model.prices.lookup(args.model) is None:
-                raise UserError(f"{option} needs the price of {args.model!r}, which icplay does not know: give it "
-                                f"with --price {args.model}=IN,OUT (dollars per million tokens)")
-        strategy = strategy_name(args.strategy)
-        demos = []
-        if args.demos:
-            from icplay.formats.export import ExportError, load_demos
-
-            try:
-                demos = load_demos(args.demos, args.env)
-            except ExportError as exc:
-                raise UserError(str(exc)) from None
-        policy = LLMPolicy(model, strategy, args.protocol,
-                           ContextLimits(max_tokens=args.context), demos=demos, actions=args.actions)
+        policy = build_llm(args)
         info = policy.describe()
         if args.demos:
-            info["demos"] = {"file": str(args.demos), "count": len(demos)}
-        if strategy == "single":
+            info["demos"] = {"file": str(args.demos), "count": len(policy.demos)}
+        if policy.strategy == "single":
             turns = 1
-        label = f"{args.model}-{strategy}" + ("-tools" if args.actions == "tools" else "")
+        label = f"{args.model}-{policy.strategy}" + ("-tools" if args.actions == "tools" else "")
     if args.limit is not None:
         tasks = tasks[:max(0, args.limit)]
     label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"
@@ -263,10 +241,31 @@ def build(args) -> dict:
             "sandbox": sandbox, "turns": turns, "kind": kind}
 
 
+def build_llm(args):
+    """``icplay run``'s LLM policy from its PolicySpec; a missing key, an unpriced cost limit
+    or unreadable demos are one sentence each."""
+    from icplay.executors.specs import policy_spec_from_args
+    from icplay.formats.export import ExportError
+
+    spec = policy_spec_from_args(args, "llm")
+    try:
+        policy = spec.build(args.env)
+    except ExportError as exc:      # the demos
+        raise UserError(str(exc)) from None
+    model = policy.model
+    model.client()   # fails now, in one sentence, when there is no key
+    model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
+    for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
+        if value is not None and model.prices.lookup(args.model) is None:
+            raise UserError(f"{option} needs the price of {args.model!r}, which icplay does not know: give it "
+                            f"with --price {args.model}=IN,OUT (dollars per million tokens)")
+    return policy
+
+
 def configured_model_options(args) -> dict:
     """The request's parameters: the options over config.toml's ``[agent]`` (one sentence when bad)."""
     from icplay.agents.families import model_options_of
-    from icplay.tui.config import ConfigError, config_path, load_config
+    from icplay.frontend.config import ConfigError, config_path, load_config
 
     try:
         return model_options_of(args, load_config().agent, str(config_path()))
@@ -292,11 +291,11 @@ def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
 def load_replay(path, tasks: list, none_of: str, mismatch: str):
     """The replay policy of a recording and the tasks it covers; one sentence when it covers
     none of ``tasks`` (``none_of`` says where) or does not match them (``mismatch``)."""
-    from icplay.agents.replay import ReplayPolicy
+    from icplay.frontend.policies import PolicySpec
     from icplay.store import TrajectoryFileError
 
     try:
-        policy = ReplayPolicy.from_path(path, tasks)
+        policy = PolicySpec("replay", replay=str(path)).build(tasks[0].env if tasks else "", tasks)
     except (TrajectoryFileError, OSError, ValueError) as exc:
         raise UserError(str(exc)) from None
     covered = [t for t in tasks if policy.covers(t)]

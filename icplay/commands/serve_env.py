@@ -28,8 +28,9 @@ def register(sub) -> None:
     p.add_argument("--max-envs", type=int, default=8, help="WebSocket sessions open at once (default 8)")
     p.add_argument("--max-active", type=int, help="env calls executing at once over all sessions "
                                                   "(default: a few per core for the sandbox)")
-    p.add_argument("--protocol", choices=("submit", "intercode"), default="submit",
-                   help="intercode: a reward after every action, the episode ending when solved")
+    p.add_argument("--protocol", choices=("agent", "intercode", "submit"), default="agent",
+                   help="agent: the reward on submit (\"submit\" is its older name); intercode: a reward "
+                        "after every action, the episode ending when solved")
     p.add_argument("--save-dir", help="save every episode's trajectory in this folder")
     p.set_defaults(func=run)
 

@@ -51,7 +51,7 @@ def fork_request(args):
     """(source trajectory, K, agent goes on, AgentChoice or None) from --fork's options, checked
     before the screen is taken over (a bad request is one line)."""
     from icplay.formats.summary import load_episode
-    from icplay.tui.config import AgentChoice
+    from icplay.frontend.config import AgentChoice
 
     agent_options = [args.policy, args.model, args.base_url, args.strategy, args.protocol, args.mode]
     if args.fork is None:

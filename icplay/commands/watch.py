@@ -61,17 +61,17 @@ def register(sub) -> None:
 
 
 def build_policy(args, tasks: list) -> tuple[object, dict, list]:
-    """The policy, its description for the trajectory, and the tasks it can play."""
-    from icplay.agents.llm import AgentError, ChatModel, LLMPolicy
-    from icplay.agents.replay import GoldPolicy
+    """The policy (from its PolicySpec), its description for the trajectory, and the tasks it can play."""
+    from icplay.agents.llm import AgentError
     from icplay.agents.strategies import strategy_name
+    from icplay.frontend.policies import PolicySpec
 
     spec = args.policy or ("llm" if args.model else None)
     if spec is None:
         raise UserError("say who proposes: --model NAME (or $ICPLAY_MODEL) for an LLM, or --policy gold, "
                         "or --policy replay:FILE")
     if spec == "gold":
-        return GoldPolicy(), {"kind": "gold"}, tasks
+        return PolicySpec("gold").build(args.env), {"kind": "gold"}, tasks
     if spec.startswith("replay:") or spec == "replay":
         path = spec.partition(":")[2]
         if not path:
@@ -88,10 +88,11 @@ def build_policy(args, tasks: list) -> tuple[object, dict, list]:
     try:
         from icplay.commands.run import configured_model_options
 
-        model = ChatModel(args.model, base_url=args.base_url, api_key=args.api_key, timeout=args.timeout,
-                          retries=args.retries, **configured_model_options(args))
-        model.client()   # no key: one sentence now
-        policy = LLMPolicy(model, strategy_name(args.strategy), args.protocol, actions=actions_of(args))
+        policy = PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
+                            options=configured_model_options(args), timeout=args.timeout, retries=args.retries,
+                            strategy=strategy_name(args.strategy), protocol=args.protocol,
+                            actions=actions_of(args)).build(args.env)
+        policy.model.client()   # no key: one sentence now
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
     info = {k: v for k, v in policy.describe().items() if v is not None}
@@ -102,7 +103,7 @@ def actions_of(args) -> str:
     """--actions, else config.toml's ``[agent] actions``, else text."""
     if args.actions:
         return args.actions
-    from icplay.tui.config import ConfigError, load_config
+    from icplay.frontend.config import ConfigError, load_config
 
     try:
         return load_config().agent.get("actions") or "text"
@@ -154,4 +155,3 @@ def run(args) -> int:
         return run_tasks(tasks, env, session, make_driver, policy_info=info, first=first, total=playable)
     finally:
         env.close()
-

@@ -25,7 +25,7 @@ import random
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.library import EpisodeRunner, Outcome
+from icplay.library import CallerLoop, Outcome
 from icplay.tasks.loaders import read_records, task_from_record
 from icplay.tasks.model import Task
 
@@ -104,7 +104,7 @@ def _output_and_error(text: str, ok: bool, notes: list[str] | None = None) -> di
 
 
 class IntercodeEnv:
-    """What InterCode's ``IntercodeEnv`` offers, over ``icplay.library.EpisodeRunner``."""
+    """What InterCode's ``IntercodeEnv`` offers, over ``icplay.driver.external.CallerLoop``."""
 
     name = "intercode"
     env_name = ""
@@ -126,8 +126,8 @@ class IntercodeEnv:
         if self.preprocess is not None and not callable(self.preprocess):
             raise TypeError("preprocess must be a function of the record returning a command")
         self.traj_dir = kwargs.get("traj_dir") or None
-        self.runner = EpisodeRunner(self.env_name, kwargs.get("sandbox"), image=self._image(),
-                                    save_dir=self.traj_dir, **self._env_options())
+        self.loop = CallerLoop(self.env_name, kwargs.get("sandbox"), image=self._image(),
+                               save_dir=self.traj_dir, **self._env_options())
         self.info: dict[str, Any] = {}
         self.trajectory: list[tuple[str, Any]] = []
         self.observation: Any = None
@@ -173,8 +173,8 @@ class IntercodeEnv:
         self.record = self.data_loader.get(self.query_idx)
         task = self._task(self.query_idx, self.record)
         self.query, self.gold = self.record["query"], self.record["gold"]
-        self.runner.stop()
-        self.observation = self.runner.reset(task, policy={"kind": "intercode-compat"})
+        self.loop.stop()
+        self.observation = self.loop.reset(task, policy={"kind": "intercode-compat"})
         self._say(f"Query: {self.query}")
         if self.preprocess is not None:
             made = self.preprocess(self.record)
@@ -190,10 +190,10 @@ class IntercodeEnv:
 
     def _execute(self, action: str, record: bool = True) -> None:
         if record:
-            outcome = self.runner.step(action)
+            outcome = self.loop.step(action)
             text, exit_code, info = outcome.observation, outcome.info.get("exit_code"), outcome.info
         else:  # InterCode's preprocess runs outside the trajectory
-            result = self.runner.env.step(action)
+            result = self.loop.env.step(action)
             text, exit_code, info = result.observation, result.exit_code, result.info
         self.info[ACTION_EXEC] = self._executed(exit_code, info)
         self.observation = self._observation(text, info)
@@ -206,7 +206,7 @@ class IntercodeEnv:
         with its reward, ``skip`` ends it unscored."""
         self._say(f"Action: {action}")
         if action == "skip":
-            self.runner.stop()
+            self.loop.stop()
             return "skipped", 0, True, {}
         if action.startswith("submit"):
             self.trajectory.append((action, None))
@@ -224,7 +224,7 @@ class IntercodeEnv:
         """Score the episode as its last action, ``submit [ARG]``, asks."""
         last = self.trajectory[-1][0] if self.trajectory else "submit"
         argument = last[len("submit"):].strip()
-        outcome = self.runner.step(f"submit {argument}" if argument else "submit")
+        outcome = self.loop.step(f"submit {argument}" if argument else "submit")
         self.reward = outcome.reward
         self.info = self._reward_info(outcome, argument)
         self._say(f"Reward: {self.reward}")
@@ -241,7 +241,7 @@ class IntercodeEnv:
 
     def close(self) -> None:
         """Remove the sandbox (an unfinished episode is saved ``stopped`` when traj_dir is set)."""
-        self.runner.close()
+        self.loop.close()
 
 
 class BashEnv(IntercodeEnv):
@@ -289,7 +289,7 @@ class SqlEnv(IntercodeEnv):
                                   f"{MISSING_DATA_FIX}") from None
 
     def _observation(self, text: str, info: dict[str, Any]) -> Any:
-        last = self.runner.env.last
+        last = self.loop.env.last
         if last is None:
             return None
         if last.error is not None:

@@ -3,17 +3,24 @@
 - ``Driver`` (``driver.py``): propose / decide / apply / score / finish over an existing
   ``Episode``; ``run()`` loops; events for views; ``stop()`` / ``interrupt()`` from any thread;
 - ``Broker`` (``broker.py``): the mode (auto / confirm / human), pause and single-step,
-  and the decisions waiting for a human as request-id → future.
+  and the decisions waiting for a human as request-id → future (``RequestKind``);
+- the events (``events.py``): one frozen dataclass per kind, the states as ``State``;
+- ``CallerLoop`` (``external.py``): the driver with the caller as its policy (library front ends).
 
 See docs/driver.md. Nothing here imports textual.
 """
 
 from icplay.driver.broker import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
-                                  SUBMIT_PROPOSAL, Broker, Request)
-from icplay.driver.driver import PROTOCOLS, Budget, Driver, Event, Limits
+                                  SUBMIT_PROPOSAL, Broker, Request, RequestKind)
+from icplay.driver.driver import PROTOCOLS, Budget, Driver, Limits
+from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
+                                  Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
+                                  TurnRecorded)
 from icplay.episode import (DECISION_KINDS, EDIT, HAND_BACK, REJECT, RUN, STOP, SUBMIT, TAKE_OVER, Cancelled,
                             Decision)
 
-__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "Broker", "Request", "AUTO", "CONFIRM", "HUMAN_MODE",
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "Broker", "Request", "RequestKind", "State",
+           "StateChanged", "Delta", "Reasoning", "Proposed", "RequestOpened", "RequestClosed", "ModeChanged", "Output",
+           "TurnRecorded", "Scored", "Retrying", "Failure", "CallCancelled", "Finished", "AUTO", "CONFIRM", "HUMAN_MODE",
            "MODES", "PROPOSAL", "SUBMIT_PROPOSAL", "ACTION", "PAUSED", "INVALID", "FAILED", "Decision",
            "DECISION_KINDS", "RUN", "EDIT", "REJECT", "TAKE_OVER", "HAND_BACK", "SUBMIT", "STOP", "Cancelled"]

@@ -25,6 +25,7 @@ import itertools
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable
 
 from icplay.episode import (EDIT, HAND_BACK, REJECT, RUN, STOP, SUBMIT, TAKE_OVER, Decision, Proposal,
@@ -33,13 +34,24 @@ from icplay.episode import (EDIT, HAND_BACK, REJECT, RUN, STOP, SUBMIT, TAKE_OVE
 AUTO, CONFIRM, HUMAN_MODE = "auto", "confirm", "human"
 MODES = (AUTO, CONFIRM, HUMAN_MODE)
 
-# what a request waits for
-PROPOSAL = "proposal"      # an agent's action: run / edit / reject / take_over / submit / stop
-SUBMIT_PROPOSAL = "submit"  # the agent wants to submit: run (= submit) / edit / reject / take_over / stop
-ACTION = "action"          # human mode: run(action) / submit / hand_back / stop
-PAUSED = "paused"          # auto mode paused: run (= go on) / take_over / submit / stop
-INVALID = "invalid"        # a reply with no action: run (= ask again) / edit(action) / take_over / submit / stop
-FAILED = "failed"          # the model call failed: run (= try again) / take_over / submit / stop
+
+class RequestKind(str, Enum):
+    """What a request waits for (not an event, not a driver state: ``icplay.driver.events``)."""
+
+    PROPOSAL = "proposal"   # an agent's action: run / edit / reject / take_over / submit / stop
+    SUBMIT = "submit"       # the agent wants to submit: run (= submit) / edit / reject / take_over / stop
+    ACTION = "action"       # human mode: run(action) / submit / hand_back / stop
+    PAUSED = "paused"       # auto mode paused: run (= go on) / take_over / submit / stop
+    INVALID = "invalid"     # a reply with no action: run (= ask again) / edit(action) / take_over / submit / stop
+    FAILED = "failed"       # the model call failed: run (= try again) / take_over / submit / stop
+
+    def __str__(self) -> str:    # its value, also in f-strings (Python 3.10 and 3.11 alike)
+        return str(self.value)
+
+
+# the request kinds by their short names (the names views and tests import)
+PROPOSAL, SUBMIT_PROPOSAL, ACTION = RequestKind.PROPOSAL, RequestKind.SUBMIT, RequestKind.ACTION
+PAUSED, INVALID, FAILED = RequestKind.PAUSED, RequestKind.INVALID, RequestKind.FAILED
 
 ALLOWED = {
     PROPOSAL: {RUN, EDIT, REJECT, TAKE_OVER, SUBMIT, STOP},
@@ -56,7 +68,7 @@ class Request:
     """A decision that waits for a human; ``future`` holds the answer."""
 
     id: int
-    kind: str
+    kind: RequestKind
     proposal: Proposal | None = None
     message: str | None = None       # FAILED: what went wrong; INVALID: the raw reply
     future: Future = field(default_factory=Future)
@@ -112,7 +124,7 @@ class Broker:
             self._cond.notify_all()
         self._emit("mode", mode)
 
-    def _settled(self, kind: str) -> Decision | None:
+    def _settled(self, kind: RequestKind) -> Decision | None:
         """The answer the current mode gives a request of ``kind`` without asking anyone."""
         mode = self._mode
         if mode == AUTO and kind in (PROPOSAL, SUBMIT_PROPOSAL, INVALID):
@@ -191,7 +203,7 @@ class Broker:
             req.future.set_result(decision)
         self._pending.pop(req.id, None)
 
-    def wait(self, kind: str, proposal: Proposal | None = None, message: str | None = None) -> Decision:
+    def wait(self, kind: RequestKind, proposal: Proposal | None = None, message: str | None = None) -> Decision:
         """Open a request and block until it is answered (or withdrawn: ``stop``)."""
         with self._cond:
             if self._stopped:
@@ -239,5 +251,5 @@ class Broker:
         return self.wait(FAILED, message=message)
 
 
-__all__ = ["AUTO", "CONFIRM", "HUMAN_MODE", "MODES", "Broker", "Request", "PROPOSAL", "SUBMIT_PROPOSAL", "ACTION",
+__all__ = ["AUTO", "CONFIRM", "HUMAN_MODE", "MODES", "Broker", "Request", "RequestKind", "PROPOSAL", "SUBMIT_PROPOSAL", "ACTION",
            "PAUSED", "INVALID", "FAILED", "ALLOWED"]

@@ -8,9 +8,10 @@ Gate), ``apply()`` (run / edit / reject / submit / stop / take over / hand back)
 the ``intercode`` protocol, ``score()``. ``finish()`` ends and scores the episode;
 ``run()`` loops until it ends.
 
-Everything that happens is an ``Event`` passed to the ``on_event`` callbacks (from the
-driver's thread): state changes, streamed text, proposals, waiting requests, command
-output, turns, scores, retries, failures, the end. A UI keeps no episode state of its own.
+Everything that happens is an event (``icplay.driver.events``: one frozen dataclass per
+kind) passed to the ``on_event`` callbacks (from the driver's thread): state changes,
+streamed text, proposals, waiting requests, command output, turns, scores, retries,
+failures, the end. A UI keeps no episode state of its own and dispatches on their types.
 
 Thread-safety: ``run()``/``step()`` belong to one thread (the driver's). ``stop()``,
 ``interrupt()`` and every ``Broker`` method may be called from any other thread.
@@ -20,45 +21,36 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from icplay.driver.broker import AUTO, HUMAN_MODE, Broker
+from icplay.driver.broker import AUTO, HUMAN_MODE, Broker, Request, RequestKind
+from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
+                                  Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
+                                  TurnRecorded)
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.languages import intercode_turn
+from icplay.languages import TurnRule, intercode_turn
 from icplay.store import StoreWriteError
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
                             AgentError, Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn,
                             add_usage, usage_tokens)
 
-PROTOCOLS = ("intercode", "agent")
-
-# states (Event STATE's "state")
-IDLE, THINKING, WAITING, RUNNING, SCORING, PAUSED, DONE = (
-    "idle", "thinking", "waiting", "running", "scoring", "paused", "done")
-
-# event kinds
-STATE = "state"          # {"state": ...}
-DELTA = "delta"          # {"text": ...} a piece of the model's reply as it streams
-REASONING = "reasoning"  # {"text": ...} a piece of the model's thinking as it streams (never executed)
-PROPOSAL = "proposal"    # {"proposal": Proposal}
-REQUEST = "request"      # {"request": Request} a decision waits
-ANSWERED = "answered"    # {"request": Request} answered or withdrawn
-MODE = "mode"            # {"mode": ...}
-OUTPUT = "output"        # {"text": ...} a command's output as it comes
-TURN = "turn"            # {"turn": Turn}
-SCORE = "score"          # {"result": SubmitResult}
-RETRY = "retry"          # {"attempt", "delay", "message"} the model call is retried after delay seconds
-ERROR = "error"          # {"message", "fatal"} a failure (the episode goes on unless stopped)
-CANCELLED = "cancelled"  # {} a model call was cancelled; no turn recorded
-FINISHED = "finished"    # {"trajectory": Trajectory} submitted, stopped or errored
+# The protocols, one vocabulary for every front end: ``agent`` ends an episode by its
+# submit (reward 0 until then); ``intercode`` scores every action and ends when solved.
+AGENT_PROTOCOL, INTERCODE_PROTOCOL = "agent", "intercode"
+PROTOCOLS = (INTERCODE_PROTOCOL, AGENT_PROTOCOL)
+_OLDER_NAMES = {"submit": AGENT_PROTOCOL}   # the library front ends' first name for ``agent``
 
 
-@dataclass
-class Event:
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict)
+def protocol_name(name: str) -> str:
+    """``name`` as one of PROTOCOLS (``submit``, the library's older name, is ``agent``);
+    ValueError otherwise."""
+    name = _OLDER_NAMES.get(name, name)
+    if name not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {name!r} (one of: {', '.join(PROTOCOLS)})")
+    return name
 
 
 @dataclass
@@ -100,9 +92,9 @@ class Driver:
                  should_stop: Callable[[], bool] | None = None,
                  on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None = None,
                  on_turn: Callable[[Trajectory], None] | None = None, on_failure: str = "raise",
-                 track_time: bool = False):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r} (one of: {', '.join(PROTOCOLS)})")
+                 track_time: bool = False, turn_rule: TurnRule | None = None, run_blank: bool = False,
+                 around_action: Callable[[], AbstractContextManager[object]] | None = None):
+        protocol = protocol_name(protocol)
         if on_failure not in ("raise", "ask"):
             raise ValueError("on_failure is 'raise' (headless) or 'ask' (a human decides)")
         self.episode = episode
@@ -120,6 +112,12 @@ class Driver:
         self.on_turn = on_turn
         self.on_failure = on_failure
         self.save_failure: Exception | None = None     # the StoreWriteError that ended the episode
+        # how an action is scored under ``intercode``: InterCode's loop for the task's language,
+        # or (the library front ends) RUN_THEN_SUBMIT, every action scored as the state stands
+        self.turn_rule = turn_rule or intercode_turn(episode.task.env)
+        self.run_blank = run_blank      # a blank proposed action runs as a turn (the gym's contract)
+        # wraps each command (the TUI pauses the garbage collector while a big result is built)
+        self.around_action = around_action or nullcontext
         self.max_turns = self.limits.max_turns
         cap = getattr(policy, "max_turns", None)
         if cap:
@@ -128,11 +126,13 @@ class Driver:
         if policy is not None:
             traj.policy.setdefault("usage", {})
             traj.policy.update({"protocol": protocol, "max_turns": self.max_turns})
-        self.state = IDLE
+        self.state = State.IDLE
         self.last_score: SubmitResult | None = None
         self._scored_state = False     # last_score describes the current state (nothing ran since)
         self._stop = threading.Event()
         self._stop_reason: str | None = None
+        self._stop_status = "stopped"
+        self._interrupt_turn: int | None = None             # interrupt the command of this turn when it starts
         self._cancel: threading.Event | None = None
         self._running_command = False
         self._command_over: threading.Event | None = None   # set when the running command has ended
@@ -164,39 +164,39 @@ class Driver:
         return self._ended
 
     # -- events -------------------------------------------------------------------------
-    def _emit(self, kind: str, **data: Any) -> None:
-        event = Event(kind, data)
+    def _emit(self, event: Event) -> None:
         for listener in list(self.listeners):
             try:
                 listener(event)
             except Exception:   # a broken view must not break the episode
                 pass
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: State) -> None:
         self.state = state
-        self._emit(STATE, state=state)
+        self._emit(StateChanged(state))
 
     def _on_broker(self, what: str, payload: object) -> None:
         if what == "mode":
             if payload == HUMAN_MODE:
                 self.cancel_call()     # a human turn costs no model call
-            self._emit(MODE, mode=payload)
-        elif what == "request":
-            self._set_state(PAUSED if getattr(payload, "kind", "") == "paused" else WAITING)
-            self._emit(REQUEST, request=payload)
-        elif what == "answered":
-            self._emit(ANSWERED, request=payload)
+            self._emit(ModeChanged(str(payload)))
+        elif what == "request" and isinstance(payload, Request):
+            self._set_state(State.PAUSED if payload.kind == RequestKind.PAUSED else State.WAITING)
+            self._emit(RequestOpened(payload))
+        elif what == "answered" and isinstance(payload, Request):
+            self._emit(RequestClosed(payload))
 
     def _note_time(self, traj: Trajectory) -> None:
         traj.time_worked = self._worked_before + (time.monotonic() - self._started)
 
     # -- control from any thread --------------------------------------------------------
-    def stop(self, reason: str | None = None) -> None:
+    def stop(self, reason: str | None = None, status: str = "stopped") -> None:
         """End the episode unscored (``stopped``, resumable): cancels a model call, interrupts a
         command, withdraws waiting requests. The driver's thread saves it."""
         with self._lock:
             if self._stop_reason is None:
                 self._stop_reason = reason
+                self._stop_status = status
             self._stop.set()
             running = self._running_command
         self.cancel_call()
@@ -204,16 +204,27 @@ class Driver:
         if running:
             self.interrupt()
 
-    def interrupt(self) -> None:
+    def leave(self) -> None:
+        """The front end goes away mid-episode: stop as ``stop`` does, but save the episode as
+        it stands (``running``: the next opening resumes it as if it was never left)."""
+        self.stop(status="running")
+
+    def interrupt(self, turn: int | None = None) -> None:
         """Interrupt the running command (the turn is kept, marked interrupted).
 
         The envs drop an interrupt that arrives before the command has really started
         (they clear the flag as a step begins), and a view learns that a command runs a
         moment before it does; so the interrupt is repeated every 0.25 s until that
-        command has ended. Without a running command it does nothing."""
+        command has ended. Without a running command it does nothing, unless ``turn`` (the
+        index the human's answered command will have) names a command that has not started
+        yet: that one is interrupted as it starts."""
         with self._lock:
             over = self._command_over if self._running_command else None
-            if over is None or self._interrupting is over:
+            if over is None:
+                if turn is not None and len(self.trajectory.turns) == turn:
+                    self._interrupt_turn = turn
+                return
+            if self._interrupting is over:
                 return
             self._interrupting = over
         self._env_interrupt()
@@ -267,11 +278,11 @@ class Driver:
                 cancel.set()
         if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
             cancel.set()
-        self._set_state(THINKING)
+        self._set_state(State.THINKING)
         try:
             proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
         except Cancelled:
-            self._emit(CANCELLED)
+            self._emit(CallCancelled())
             return None
         finally:
             with self._lock:
@@ -283,18 +294,19 @@ class Driver:
             if self.budget is not None:
                 self.budget.add(call_usage)
         if cancel.is_set():    # stopped or taken over as the reply arrived: drop it
-            self._emit(CANCELLED)
+            self._emit(CallCancelled())
             return None
-        self._emit(PROPOSAL, proposal=proposal)
+        self._emit(Proposed(proposal))
         return proposal
 
     def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "delta":
-            self._emit(DELTA, text=data.get("text", ""))
+            self._emit(Delta(str(data.get("text", ""))))
         elif kind == "reasoning":
-            self._emit(REASONING, text=data.get("text", ""))
+            self._emit(Reasoning(str(data.get("text", ""))))
         elif kind == "retry":
-            self._emit(RETRY, **data)
+            self._emit(Retrying(attempt=int(data.get("attempt") or 0), delay=float(data.get("delay") or 0.0),
+                                message=str(data.get("message") or ""), until=data.get("until")))
 
     def decide(self, proposal: Proposal) -> Decision:
         """The gate's verdict on ``proposal`` in the current mode (may wait for a human)."""
@@ -359,7 +371,7 @@ class Driver:
         is_submit, arg = parse_submit(action)
         if is_submit:          # what will run is a submit (also a human's edit to "submit")
             return self._submit(arg)
-        if not action.strip():
+        if not action.strip() and not (self.run_blank and author == AGENT):
             return True
         turn = self.run_action(action, author, proposed, thought, decision.comment, info)
         if self._stop.is_set():
@@ -374,7 +386,7 @@ class Driver:
     def run_action(self, action: str, author: str = HUMAN, proposed: str | None = None,
                    thought: str | None = None, comment: str | None = None,
                    info: dict[str, Any] | None = None) -> Turn | None:
-        """Run one action in the env (output streams as OUTPUT events); record and save the turn.
+        """Run one action in the env (output streams as ``Output`` events); record and save the turn.
         None when the episode is stopping: a stop that came just before is not outrun by the command."""
         with self._lock:
             if self._stop.is_set():
@@ -382,10 +394,15 @@ class Driver:
             # from here a stop() sees the command and interrupts it
             self._running_command = True
             over = self._command_over = threading.Event()
-        self._set_state(RUNNING)
+            asked = self._interrupt_turn == len(self.trajectory.turns)
+            self._interrupt_turn = None
+        self._set_state(State.RUNNING)
+        if asked:
+            self.interrupt()
         try:
-            turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
-                                    on_output=lambda text: self._emit(OUTPUT, text=text), info=info)
+            with self.around_action():
+                turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
+                                        on_output=lambda text: self._emit(Output(text)), info=info)
         finally:
             with self._lock:
                 self._running_command = False
@@ -395,13 +412,13 @@ class Driver:
         return turn
 
     def _after_turn(self, turn: Turn) -> None:
-        self._emit(TURN, turn=turn)
+        self._emit(TurnRecorded(turn))
         if self.on_turn is not None:
             self.on_turn(self.trajectory)
 
     def score(self) -> SubmitResult:
         """Score the current state without ending the episode (InterCode's per-turn reward)."""
-        self._set_state(SCORING)
+        self._set_state(State.SCORING)
         result = self.episode.score()
         self._scored(result)
         return result
@@ -409,22 +426,23 @@ class Driver:
     def score_turn(self) -> SubmitResult | None:
         """Score the turn just run as InterCode's experiment loop did for the task's language
         (``icplay/languages/turns.py``); None when the loop gave it 0 without a submit."""
-        self._set_state(SCORING)
-        result = self.episode.score_turn(intercode_turn(self.task.env))
+        self._set_state(State.SCORING)
+        result = self.episode.score_turn(self.turn_rule)
         if result is not None:
             self._scored(result)
         return result
 
     def _scored(self, result: SubmitResult) -> None:
         self.last_score, self._scored_state = result, True
-        self._emit(SCORE, result=result)
+        self._emit(Scored(result))
 
     def _submit(self, arg: str | None) -> bool:
         if self.protocol == "intercode" and arg is None:
             self.finish("submit")
         else:
-            self._set_state(SCORING)
-            self.trajectory.policy["ended_by"] = "submit"
+            self._set_state(State.SCORING)
+            if self.policy is not None:
+                self.trajectory.policy["ended_by"] = "submit"
             self.episode.submit(arg)
             self._end()
         return False
@@ -448,14 +466,15 @@ class Driver:
             traj.status = "submitted"
             self.episode.save()
         else:
-            self._set_state(SCORING)
+            self._set_state(State.SCORING)
             self.episode.submit()
         self._end()
         return traj
 
-    def stop_episode(self, status: str = "stopped", error: str | None = None) -> Trajectory:
-        """Save the episode unscored (``stopped``: resumable; ``error``)."""
-        self.episode.stop(status, error if error is not None else self._stop_reason)
+    def stop_episode(self, status: str | None = None, error: str | None = None) -> Trajectory:
+        """Save the episode unscored (``stopped``: resumable; ``error``; ``running`` when the
+        front end left, ``leave``). By default the status ``stop`` was given."""
+        self.episode.stop(status or self._stop_status, error if error is not None else self._stop_reason)
         self._end()
         return self.trajectory
 
@@ -464,8 +483,8 @@ class Driver:
         self.broker.withdraw_all()
         if self._on_broker in self.broker.listeners:
             self.broker.listeners.remove(self._on_broker)
-        self._set_state(DONE)
-        self._emit(FINISHED, trajectory=self.trajectory)
+        self._set_state(State.DONE)
+        self._emit(Finished(self.trajectory))
 
     # -- one step, and the loop ---------------------------------------------------------
     def step(self) -> bool:
@@ -488,8 +507,8 @@ class Driver:
         if control is not None:
             return self.apply(None, control)
         if self.policy is None or self.broker.mode == HUMAN_MODE:
-            self._set_state(WAITING)
-            return self.apply(None, self.broker.ask_action())
+            self._set_state(State.WAITING)
+            return self._human_move(self.broker.ask_action())
         try:
             proposal = self.propose()
         except Cancelled:
@@ -497,12 +516,23 @@ class Driver:
         except Exception as exc:
             if self.on_failure == "raise" or not isinstance(exc, AgentError):
                 raise
-            self._emit(ERROR, message=str(exc), fatal=exc.fatal)
+            self._emit(Failure(str(exc), fatal=exc.fatal))
             decision = self.broker.ask_after_failure(str(exc))
             return True if decision.kind == RUN else self.apply(None, decision)
         if proposal is None:
             return True
         return self.apply(proposal, self.decide(proposal))
+
+    def _human_move(self, decision: Decision) -> bool:
+        """Apply the human's own move. With a human to tell (``on_failure="ask"``) a command or
+        a submit that fails is an ``error`` event and the human moves again, as in a shell."""
+        if self.on_failure == "raise" or decision.kind not in (RUN, SUBMIT):
+            return self.apply(None, decision)
+        try:
+            return self.apply(None, decision)
+        except Exception as exc:
+            self._emit(Failure(f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind))
+            return True
 
     def start(self, name: str = "icplay-driver") -> Worker:
         """``run()`` on a new daemon thread, as a UI runs it; returns the thread (wait for its
@@ -522,19 +552,18 @@ class Driver:
             # keeps its last complete save, and the next start marks it stopped (icplay/store.py)
             self.save_failure = exc
             self.trajectory.status, self.trajectory.error = "stopped", str(exc)
-            self._emit(ERROR, message=str(exc), fatal=True)
+            self._emit(Failure(str(exc), fatal=True))
             self._end()
             if self.on_failure == "raise":
                 raise
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             self.stop_episode("error", message)
-            self._emit(ERROR, message=message, fatal=True)
+            self._emit(Failure(message, fatal=True))
             if self.on_failure == "raise":
                 raise
         return self.trajectory
 
 
-__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "IDLE", "THINKING", "WAITING", "RUNNING", "SCORING",
-           "PAUSED", "DONE", "STATE", "DELTA", "REASONING", "PROPOSAL", "REQUEST", "ANSWERED", "MODE", "OUTPUT", "TURN", "SCORE",
-           "RETRY", "ERROR", "CANCELLED", "FINISHED"]
+__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name",
+           "State"]

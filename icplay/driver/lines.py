@@ -32,13 +32,12 @@ import threading
 from typing import Callable
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
-from icplay.driver.driver import (CANCELLED, DELTA, ERROR, FINISHED, OUTPUT, REASONING, REQUEST, RETRY,
-                                  RUNNING, SCORE, THINKING, TURN, WAITING, Driver, Event)
-from icplay.driver.driver import PAUSED as PAUSED_STATE
-from icplay.driver.driver import PROPOSAL as PROPOSAL_EVENT
+from icplay.driver.driver import Driver
+from icplay.driver.events import (Delta, Event, Failure, Finished, Output, Proposed, Reasoning, RequestOpened,
+                                  Retrying, Scored, State, TurnRecorded)
 from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
                               parse_submit, render_notes, shown_observation, strict_doubts)
-from icplay.episode import Decision, Turn
+from icplay.episode import Decision, Proposal, Trajectory, Turn
 from icplay.languages import find
 
 HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
@@ -273,14 +272,14 @@ class LineLoop:
     def _ctrl_c(self, exc: KeyboardInterrupt) -> None:
         self._shutdown(exc)
         state = self.driver.state
-        if state in (WAITING, PAUSED_STATE) and self.driver.broker.pending():   # at a prompt: quit
+        if state in (State.WAITING, State.PAUSED) and self.driver.broker.pending():   # at a prompt: quit
             self.outcome = QUIT
             self._say("")
             self.driver.stop()
             return
-        if state == RUNNING:
+        if state == State.RUNNING:
             self.driver.interrupt()
-        elif state == THINKING:
+        elif state == State.THINKING:
             self._say("(Ctrl+C: the model's call is cancelled; you have the keyboard — :agent hands back)")
             self.driver.broker.take_over()
 
@@ -336,66 +335,69 @@ class LineLoop:
 
     # -- events -----------------------------------------------------------------------
     def _handle(self, event: Event) -> bool:
-        kind, data = event.kind, event.data
-        if kind in (DELTA, REASONING):
-            label = "agent" if kind == DELTA else "thinking"
-            if self.live and data.get("text"):
+        """Show one event; True when the episode has ended."""
+        if isinstance(event, (Delta, Reasoning)):
+            label = "agent" if isinstance(event, Delta) else "thinking"
+            if self.live and event.text:
                 if self._streaming != label:
                     self._streaming = label
                     self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
-                self.write_raw(display(data["text"]))
+                self.write_raw(display(event.text))
             return False
         streamed, self._streaming = self._streaming, False
         if streamed and not self._at_line_start:
             self.write_raw("\n")
-        if kind == PROPOSAL_EVENT:
-            p = data["proposal"]
-            reasoning = str(p.info.get("reasoning") or "").strip()
-            if reasoning and not streamed:
-                shown = reasoning if len(reasoning) <= 600 else reasoning[:300] + " […] " + reasoning[-200:]
-                self._say(display(f"thinking: {shown}"))
-            if p.info.get("reply_truncated"):
-                self._say(TRUNCATED_NOTE)
-            if p.info.get("invalid"):
-                return False
-            if p.thought and not streamed:
-                self._say(display(f"agent thinks: {p.thought.strip()}"))
-            call = p.info.get("tool_call")
-            verb = f"agent calls {call.get('name')}" if call else "agent proposes"
-            if p.action is None:
-                self._say(f"{verb}: submit" if not call else verb)
-            else:
-                action = display(p.action.strip("\n"))
-                self._say(f"{verb}: " + (action if "\n" not in action else "\n  " + action.replace("\n", "\n  ")))
-        elif kind == OUTPUT and STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
-            text = display(data["text"])
-            if text:
-                self._streamed = True
-                self.write_raw(text)
-        elif kind == TURN:
-            self._on_turn(data["turn"])
-        elif kind == SCORE:
-            self._say(f"reward: {data['result'].reward:.2f}")
-        elif kind == RETRY:
-            self._say(f"(the model server: {data['message']}; retrying in {data['delay']:.0f} s)")
-        elif kind == ERROR:
-            self._say(display(f"error: {data['message']}"))
-        elif kind == CANCELLED:
-            pass
-        elif kind == REQUEST:
-            self._answer(data["request"])
-        elif kind == FINISHED:
-            traj = data["trajectory"]
-            ended_by = traj.policy.get("ended_by")
-            if ended_by in ("turns", "tokens", "cost", "time"):
-                self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
-            if traj.status == "submitted" and traj.reward is not None:
-                self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "", strict=traj.strict),
-                                          self.env_name))
-            elif traj.status == "error":
-                self._say(display(f"the episode failed: {traj.error}"))
-            return True
+        match event:
+            case Proposed(proposal=proposal):
+                self._show_proposal(proposal, bool(streamed))
+            case Output(text=text) if STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
+                shown = display(text)
+                if shown:
+                    self._streamed = True
+                    self.write_raw(shown)
+            case TurnRecorded(turn=turn):
+                self._on_turn(turn)
+            case Scored(result=result):
+                self._say(f"reward: {result.reward:.2f}")
+            case Retrying(message=message, delay=delay):
+                self._say(f"(the model server: {message}; retrying in {delay:.0f} s)")
+            case Failure(message=message):
+                self._say(display(f"error: {message}"))
+            case RequestOpened(request=request):
+                self._answer(request)
+            case Finished(trajectory=traj):
+                self._show_end(traj)
+                return True
         return False
+
+    def _show_proposal(self, p: Proposal, streamed: bool) -> None:
+        reasoning = str(p.info.get("reasoning") or "").strip()
+        if reasoning and not streamed:
+            shown = reasoning if len(reasoning) <= 600 else reasoning[:300] + " […] " + reasoning[-200:]
+            self._say(display(f"thinking: {shown}"))
+        if p.info.get("reply_truncated"):
+            self._say(TRUNCATED_NOTE)
+        if p.info.get("invalid"):
+            return
+        if p.thought and not streamed:
+            self._say(display(f"agent thinks: {p.thought.strip()}"))
+        call = p.info.get("tool_call")
+        verb = f"agent calls {call.get('name')}" if call else "agent proposes"
+        if p.action is None:
+            self._say(f"{verb}: submit" if not call else verb)
+        else:
+            action = display(p.action.strip("\n"))
+            self._say(f"{verb}: " + (action if "\n" not in action else "\n  " + action.replace("\n", "\n  ")))
+
+    def _show_end(self, traj: Trajectory) -> None:
+        ended_by = traj.policy.get("ended_by")
+        if ended_by in ("turns", "tokens", "cost", "time"):
+            self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
+        if traj.status == "submitted" and traj.reward is not None:
+            self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "",
+                                                   strict=traj.strict), self.env_name))
+        elif traj.status == "error":
+            self._say(display(f"the episode failed: {traj.error}"))
 
     def write_raw(self, text: str) -> None:
         """Output as it streams (no newline added)."""

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from icplay.library import EpisodeRunner, find_task, load_task_list
+from icplay.library import CallerLoop, find_task, load_task_list
 from icplay.tasks.model import Task
 
 MAX_ACTION = 16_384        # characters of one action
@@ -47,7 +47,7 @@ class IcplayEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, env_name: str, tasks: str | Path | list[Task] | None = None, sandbox: str | None = None,
-                 image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
+                 image: str | None = None, protocol: str = "agent", save_dir: str | Path | None = None,
                  render_mode: str | None = None, **env_options: Any):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, not {render_mode!r}")
@@ -59,14 +59,14 @@ class IcplayEnv(gym.Env):
         self._default_tasks = tasks if tasks is not None else env_name
         self._tasks_source: Any = None
         self._tasks: list[Task] = []
-        self.runner = EpisodeRunner(env_name, sandbox, image=image, protocol=protocol, save_dir=save_dir,
-                                    **env_options)
+        self.loop = CallerLoop(env_name, sandbox, image=image, protocol=protocol, save_dir=save_dir,
+                               **env_options)
         self.task: Task | None = None
         self._log: list[str] = []
 
     @property
     def trajectory(self):
-        return self.runner.trajectory
+        return self.loop.trajectory
 
     def _task_list(self, source: Any) -> list[Task]:
         if source is not self._tasks_source or not self._tasks:
@@ -82,8 +82,8 @@ class IcplayEnv(gym.Env):
             task = find_task(tasks, str(options["task"]))
         else:
             task = tasks[int(self.np_random.integers(len(tasks)))]
-        self.runner.stop()
-        query = self.runner.reset(task)
+        self.loop.stop()
+        query = self.loop.reset(task)
         self.task = task
         self._log = [f"# {task.key}: {query}"]
         info = {"task": task.key, "task_id": task.id, "set": task.set, "query": query, "db": task.db,
@@ -91,7 +91,7 @@ class IcplayEnv(gym.Env):
         return self._cut(query, info), info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        outcome = self.runner.step(action)
+        outcome = self.loop.step(action)
         self._log.append(f"$ {action}\n{outcome.observation}")
         info = outcome.info
         observation = self._cut(outcome.observation, info)
@@ -110,5 +110,5 @@ class IcplayEnv(gym.Env):
 
     def close(self) -> None:
         """End the episode (saved ``stopped`` when unfinished) and remove the sandbox."""
-        self.runner.close()
+        self.loop.close()
         super().close()

@@ -36,7 +36,7 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 
 from icplay.envs.base import observation_parts
 from icplay.languages import EnvFactory, get
-from icplay.library import EpisodeRunner, find_task, load_task_list
+from icplay.library import CallerLoop, find_task, load_task_list
 from icplay.tasks.model import Task
 
 
@@ -77,7 +77,7 @@ class Family:
     and the task set."""
 
     def __init__(self, env_name: str, sandbox: str | None = None, *, tasks: str | Path | None = None,
-                 image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
+                 image: str | None = None, protocol: str = "agent", save_dir: str | Path | None = None,
                  max_active: int | None = None):
         get(env_name)   # UnknownLanguage names the known ones
         self.env_name, self.protocol, self.save_dir = env_name, protocol, save_dir
@@ -108,15 +108,15 @@ class Family:
 
 
 class IcplayEnvironment(Environment):
-    """One OpenEnv session: icplay episodes over ``EpisodeRunner``, one at a time."""
+    """One OpenEnv session: icplay episodes over ``CallerLoop``, one at a time."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, family: Family):
         super().__init__()
         self.family = family
-        self.runner = EpisodeRunner(family.env_name, family.factory.sandbox, protocol=family.protocol,
-                                    save_dir=family.save_dir, env_factory=family.factory)
+        self.loop = CallerLoop(family.env_name, family.factory.sandbox, protocol=family.protocol,
+                               save_dir=family.save_dir, env_factory=family.factory)
         self._state = EpisodeState(env=family.env_name, sandbox=family.factory.sandbox)
         self._task: Task | None = None
 
@@ -129,8 +129,8 @@ class IcplayEnvironment(Environment):
                              "(known: task, tasks, seed, episode_id)")
         task_list = self.family.tasks(tasks)
         chosen = find_task(task_list, task) if task is not None else self.family.pick(task_list, seed)
-        self.runner.stop()
-        query = self.runner.reset(chosen, policy={"kind": "openenv"})
+        self.loop.stop()
+        query = self.loop.reset(chosen, policy={"kind": "openenv"})
         self._task = chosen
         self._state = EpisodeState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, task=chosen.key,
                                    env=self.family.env_name, sandbox=self.family.factory.sandbox, status="running")
@@ -139,20 +139,20 @@ class IcplayEnvironment(Environment):
 
     def step(self, action: CodeAction, timeout_s: Optional[float] = None, **kwargs: Any) -> CodeObservation:
         if action.task is not None and (self._task is None or action.task not in (self._task.id, self._task.key)
-                                        or self.runner.done):
+                                        or self.loop.done):
             self.reset(task=action.task)
         if self._task is None:
             raise ValueError("no episode: reset first (over HTTP, send 'task' with the action: each request "
                              "is a new environment)")
         observation = None
         for code in [action.code, *action.then]:
-            if self.runner.done:
+            if self.loop.done:
                 raise ValueError("the episode has ended: reset for the next one")
             observation = self._one(code)
         return observation
 
     def _one(self, code: str) -> CodeObservation:
-        outcome = self.runner.step(code)
+        outcome = self.loop.step(code)
         self._state.step_count += 1
         info = outcome.info
         text, notes = observation_parts(outcome.observation, info)
@@ -177,11 +177,11 @@ class IcplayEnvironment(Environment):
                                                f"{spec.description}")
 
     def close(self) -> None:
-        self.runner.close()
+        self.loop.close()
 
 
 def make_app(env_name: str, sandbox: str | None = None, *, max_envs: int = 8, tasks: str | Path | None = None,
-             image: str | None = None, protocol: str = "submit", save_dir: str | Path | None = None,
+             image: str | None = None, protocol: str = "agent", save_dir: str | Path | None = None,
              max_active: int | None = None):
     """OpenEnv's FastAPI app over ``env_name`` on ``sandbox``; ``max_envs`` WebSocket
     sessions at once. The shared pools close when the app shuts down."""

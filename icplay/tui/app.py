@@ -23,11 +23,11 @@ from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.tui.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
+from icplay.frontend.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
 from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
-from icplay.tui.sandbox import EnvFactory, SandboxPool
+from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.play import PlayScreen
 from icplay.tui.widgets.command import History
 
@@ -184,7 +184,7 @@ class PlayApp(App):
     def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
         """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
         else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
-        from icplay.tui.config import agent_choice, remember_agent
+        from icplay.frontend.config import agent_choice, remember_agent
 
         agent = agent or self.watch or agent_choice(self.config, self.home)
         remember_agent(agent, self.home)

@@ -60,7 +60,7 @@ def _isatty(stream) -> bool:
 
 def run_app(args) -> int:
     from icplay.tui.app import Catalog, PlayApp
-    from icplay.tui.config import ConfigError, load_config
+    from icplay.frontend.config import ConfigError, load_config
 
     env = getattr(args, "env", None)
     tasks = getattr(args, "tasks", None)
@@ -101,8 +101,8 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     from icplay.driver import Limits
     from icplay.session import Session
     from icplay.tui.app import Catalog, PlayApp
-    from icplay.tui.config import AgentChoice, ConfigError, agent_choice, load_config
-    from icplay.tui.policies import PolicyError, check_choice
+    from icplay.frontend.config import AgentChoice, ConfigError, agent_choice, load_config
+    from icplay.frontend.policies import PolicyError, check_choice
 
     env = getattr(args, "env", None)
     task_set = getattr(args, "tasks", None)

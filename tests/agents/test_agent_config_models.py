@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from icplay.agents.families import add_model_arguments, model_options_of
-from icplay.tui.config import ConfigError, load_config
+from icplay.frontend.config import ConfigError, load_config
 
 
 def write(tmp_path, text):

@@ -227,8 +227,8 @@ def test_a_server_that_refuses_tools_says_so_in_one_sentence_naming_actions_text
 
 def test_the_option_reaches_the_policy_from_the_library_spec_and_config_toml(tmp_path):
     from icplay.executors.specs import PolicySpec
-    from icplay.tui.config import ConfigError, agent_choice, load_config
-    from icplay.tui.policies import PolicyError, make_policy
+    from icplay.frontend.config import ConfigError, agent_choice, load_config
+    from icplay.frontend.policies import PolicyError, make_policy
 
     built = PolicySpec("llm", model="m", base_url="http://127.0.0.1:9/v1", actions="tools").build("sql")
     assert built.actions == "tools" and built.describe()["actions"] == "tools"

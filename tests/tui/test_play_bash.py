@@ -9,7 +9,7 @@ import pytest
 
 from icplay.session import Session
 from icplay.store import load_trajectory
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.tui.screens.play import PlayScreen
@@ -393,7 +393,7 @@ async def test_ctrl_c_before_the_command_has_started_still_interrupts(make_app):
     app = make_app(env="bash", tasks="bash", task="b001")
     async with app.run_test() as pilot:
         await wait_ready(pilot)
-        with play_screen(app).runner.hold():     # hold the step back: Ctrl+C comes before it starts
+        with play_screen(app).host.hold():     # hold the step back: Ctrl+C comes before it starts
             await type_text(pilot, "sleep 30")
             await pilot.press("enter")
             assert play_state(app) == "running"

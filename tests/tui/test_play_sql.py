@@ -7,7 +7,7 @@ import time
 import pytest
 
 from icplay.store import load_trajectory
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ConfirmScreen, ScoreScreen
 from icplay.tui.screens.picker import PickerScreen
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from icplay.tui.app import default_env_factory
-from icplay.tui.sandbox import SandboxPool
+from icplay.frontend.leases import SandboxPool
 
 from test_play_sql import run_sql
 from tui_helpers import play_screen, wait_for, wait_ready
@@ -49,10 +49,10 @@ async def test_the_next_task_reuses_the_sandbox_the_last_screen_gave_back(make_a
     app = make_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None)
     async with app.run_test() as pilot:
         await wait_ready(pilot)
-        first = play_screen(app).runner.env
+        first = play_screen(app).host.env
         await run_sql(pilot, "SELECT 1")
         await pilot.press("ctrl+b")                   # back to the picker: the lease is given back
         await wait_for(pilot, lambda: app.pool.envs == [first], 10, "the env to come back")
         app.open_task(app.catalog.find("s2"))
         await wait_ready(pilot)
-        assert play_screen(app).runner.env is first and len(app.pool.envs) == 1
+        assert play_screen(app).host.env is first and len(app.pool.envs) == 1

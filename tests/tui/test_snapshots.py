@@ -97,7 +97,7 @@ def test_play_sql(snap_compare, frozen_app, shop_catalog, size):
 
 @pytest.mark.usefixtures("bwrap_ready")
 def test_play_bash_light_theme(snap_compare, frozen_app):
-    from icplay.tui.config import Config
+    from icplay.frontend.config import Config
 
     async def work(pilot):
         await wait_ready(pilot)
@@ -117,7 +117,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
     sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
     from fake_openai_server import FakeOpenAIServer, Script, fenced
 
-    from icplay.tui.config import AgentChoice
+    from icplay.frontend.config import AgentChoice
     from icplay.tui.screens.watch import WatchScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -10,8 +10,8 @@ import pytest
 from icplay.episode import Trajectory, Turn
 from icplay.session import IN_PROGRESS, NEW, SOLVED, SUBMITTED, Session, format_duration
 from icplay.tasks.model import Task
-from icplay.tui.clock import WorkClock
-from icplay.tui.config import ConfigError, load_config
+from icplay.frontend.clock import WorkClock
+from icplay.frontend.config import ConfigError, load_config
 from icplay.tui.keys import BY_ID, KEYS, unknown_ids
 from icplay.tui.sqltext import offset_of, statement_at, statement_spans
 from icplay.tui.widgets.command import History

@@ -11,7 +11,7 @@ import pytest
 
 from icplay.session import Session
 from icplay.store import load_trajectory
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ScoreScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import ChooseEpisode, CompareScreen, EpisodeScreen

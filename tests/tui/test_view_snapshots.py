@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
 

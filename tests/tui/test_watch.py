@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: E402
 
 from icplay.session import Session  # noqa: E402
-from icplay.tui.config import AgentChoice  # noqa: E402
+from icplay.frontend.config import AgentChoice  # noqa: E402
 from icplay.tui.screens.modals import CommentScreen, ScoreScreen  # noqa: E402
 from icplay.tui.screens.watch import WatchScreen  # noqa: E402
 
@@ -256,7 +256,7 @@ async def test_a_bad_key_is_shown_in_the_panel_and_the_human_can_take_over(watch
 async def test_the_picker_key_lets_the_configured_agent_try_the_highlighted_task(make_app, shop_catalog, home):
     import json
 
-    from icplay.tui.config import Config
+    from icplay.frontend.config import Config
 
     app = make_app(env="sql", catalog=shop_catalog(), sandbox=None,
                    config=Config(history=False, agent={"policy": "gold", "mode": "auto"}))

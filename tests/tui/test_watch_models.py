@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: E402
 
-from icplay.tui.config import AgentChoice  # noqa: E402
+from icplay.frontend.config import AgentChoice  # noqa: E402
 from icplay.tui.widgets.agent import TRUNCATED_LINE  # noqa: E402
 
 from test_watch import turns, wait_request, watch  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.tui.config import AgentChoice
+from icplay.frontend.config import AgentChoice
 from icplay.tui.screens.modals import ScoreScreen
 
 from tui_helpers import wait_for

@@ -17,7 +17,7 @@ from fake_tool_server import ToolServer, call, calls_reply  # noqa: E402
 from test_watch import GOLD_S1, turns, wait_request, watch  # noqa: E402
 
 from icplay.session import Session  # noqa: E402
-from icplay.tui.config import AgentChoice  # noqa: E402
+from icplay.frontend.config import AgentChoice  # noqa: E402
 from icplay.tui.screens.modals import CommentScreen, ScoreScreen  # noqa: E402
 
 from tui_helpers import type_text, wait_for  # noqa: E402

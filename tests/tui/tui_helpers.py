@@ -16,7 +16,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from icplay.tui.app import PlayApp
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 
 
 from ci_rules import IN_CI, unavailable  # noqa: F401
@@ -77,6 +77,7 @@ async def wait_for(pilot, predicate, timeout: float = 20.0, what: str = "conditi
             faulthandler.dump_traceback(sys.__stderr__, all_threads=True)   # stuck or slow: every thread's stack
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         await pilot.pause(0.05)
+    await pilot.pause()   # what the change set going (a pushed screen's compose) runs before the test looks
 
 
 def play_state(app) -> str | None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
 from icplay.tasks.model import Task
-from icplay.tui.config import AgentChoice, agent_choice
-from icplay.tui.runner import user_name
+from icplay.frontend.config import AgentChoice, agent_choice
+from icplay.frontend.opening import user_name
 from icplay.tui.screens.play import PlayScreen
 from icplay.tui.screens.watch import WatchScreen
 

@@ -1,11 +1,11 @@
 """The watch screen: an agent works the task live; the human approves, edits, rejects, takes over.
 
 It is the play screen (query, live pane, trajectory sidebar, clock) plus the agent panel.
-The episode is opened by the screen's runner as in play; then an ``icplay.driver.Driver``
-runs on the runner's worker thread with this screen's ``Broker`` as its gate. The driver's
-events arrive here as ``DriverEvent`` Messages (command output goes straight into the
-pane's thread-safe feed); the screen keeps no episode state of its own beyond what it
-shows, and answers the broker's requests (request id → decision) from the UI thread.
+The episode is opened by the screen's host as in play, and run by the same driver, here
+with the agent's policy and this screen's ``Broker`` (its mode) as its gate. The driver's
+events arrive as ``DriverEvent`` Messages (command output goes straight into the pane's
+thread-safe feed); the screen keeps no episode state of its own beyond what it shows, and
+answers the broker's requests (request id → decision) from the UI thread.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ import time
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.message import Message
 
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
-                           SUBMIT_PROPOSAL, Broker, Decision, Driver, Event, Limits)
-from icplay.driver import driver as events
+                           SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
+from icplay.driver.events import Failure, Retrying, State
+from icplay.episode import Episode
 from icplay.tasks.model import Task
-from icplay.tui.config import AgentChoice
+from icplay.frontend.config import AgentChoice
 from icplay.tui.keys import bindings
-from icplay.tui.policies import PolicyError, make_policy
-from icplay.tui.runner import Opened, user_name
+from icplay.frontend.policies import PolicyError, make_policy
+from icplay.frontend.opening import Opened, user_name
 from icplay.tui.screens.modals import CommentScreen, ConfirmScreen
-from icplay.tui.screens.play import (FAILED as SCREEN_FAILED, READY, RUNNING, SUBMITTED, SUBMITTING,
+from icplay.tui.screens.play import (BROKEN, READY, RUNNING, SUBMITTED, SUBMITTING,
                                      PlayScreen)
 from icplay.tui.widgets.agent import AgentPanel
 from icplay.tui.widgets.panes import BashPane
@@ -53,11 +53,6 @@ HINTS = {
 class WatchScreen(PlayScreen):
     BINDINGS = bindings("watch")
 
-    class DriverEvent(Message):
-        def __init__(self, event: Event) -> None:
-            super().__init__()
-            self.event = event
-
     def __init__(self, task: Task, agent: AgentChoice, retry: bool = False, limits: Limits | None = None,
                  policy: tuple | None = None) -> None:
         super().__init__(task, retry=retry)
@@ -66,15 +61,10 @@ class WatchScreen(PlayScreen):
         self.policy_error: str | None = None
         self.limits = limits or Limits(max_turns=30)
         self.broker = Broker(agent.mode if agent.mode in MODES else CONFIRM)
-        self.driver: Driver | None = None
-        self.request = None                  # the broker's open request this screen shows
         self.agent_state = "starting"
         self.editing = None                  # the request whose proposal is being edited in the pane
         self._next_action = ""
         self._submit_when_asked = False
-        self._feed = None                    # the pane's output feed while a command runs
-        self._out_lock = threading.Lock()
-        self._early_output: list[str] = []
         self._note = ""                      # said once, before the next hint
         self.cancelled_calls = 0
 
@@ -92,7 +82,7 @@ class WatchScreen(PlayScreen):
         return self.app.watch_session
 
     def on_mount(self) -> None:
-        # (Textual calls PlayScreen.on_mount after this one: it starts the runner.)
+        # (Textual calls PlayScreen.on_mount after this one: it starts the episode host.)
         self.panel.set_mode(self.broker.mode)
         self._sync_input()
 
@@ -127,62 +117,40 @@ class WatchScreen(PlayScreen):
 
     # -- the driver -----------------------------------------------------------------------------
 
-    def on_runner_opened(self, message: Opened) -> None:
-        super().on_runner_opened(message)
-        episode = message.episode
+    def make_driver(self, episode: Episode) -> Driver:
+        """(On the host's thread.) The agent's policy and this screen's broker; without a
+        policy (it could not be built) the human has the turn."""
+        assert self.host is not None
         if self.prebuilt is None:
-            self.panel.show_failure(self.policy_error or "no policy")
-            self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
             self.broker.set_mode(HUMAN_MODE)
             policy = None
         else:
             policy, info = self.prebuilt
             episode.trajectory.adopt_policy({**info, "protocol": self.agent.protocol, "ui": "tui-watch",
                                              "user": user_name()})
-        self.driver = Driver(episode, policy, protocol=self.agent.protocol, limits=self.limits, broker=self.broker,
-                             on_event=self._from_driver, on_failure="ask")
+        return Driver(episode, policy, protocol=self.agent.protocol, limits=self.limits, broker=self.broker,
+                      on_event=self._from_driver, on_failure="ask", around_action=self.host.around_action)
+
+    def on_runner_opened(self, message: Opened) -> None:
+        super().on_runner_opened(message)
+        if self.prebuilt is None:
+            self.panel.show_failure(self.policy_error or "no policy")
+            self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
         self._show_usage()
-        self.runner.run(self.driver.run, "drive")
 
-    def _from_driver(self, event: Event) -> None:
-        """On the driver's thread: output into the pane's feed, the rest as Messages."""
-        if event.kind == events.OUTPUT:
-            text = event.data.get("text", "")
-            with self._out_lock:              # the pane's feed for this command may not exist yet
-                if self._feed is None:
-                    self._early_output.append(text)
-                    return
-                feed = self._feed
-            feed(text)
-            return
-        self.post_message(self.DriverEvent(event))
-
-    def on_watch_screen_driver_event(self, message: DriverEvent) -> None:
-        message.stop()
-        event = message.event
-        handler = getattr(self, f"on_driver_{event.kind}", None)
-        if handler is not None:
-            handler(**event.data)
-
-    def on_driver_state(self, state: str) -> None:
+    def on_driver_state(self, state: State) -> None:
         self.agent_state = state
         self.panel.set_state(state)
-        if state == events.RUNNING:
+        if state == State.RUNNING:
             self.state = RUNNING
             self._run_started = time.monotonic()
             self.pane.turn_started(self._next_action)
-            feed = self.pane.output_feed()
-            if feed is not None:   # a new feed per command: hand it what came already
-                with self._out_lock:
-                    self._feed = feed
-                    for text in self._early_output:
-                        self._feed(text)
-                    self._early_output.clear()
-        elif state in (events.THINKING, events.WAITING, events.PAUSED, events.IDLE):
+            self._attach_feed(self.pane.output_feed())
+        elif state in (State.THINKING, State.WAITING, State.PAUSED, State.IDLE):
             self.state = READY
-        elif state == events.SCORING:
+        elif state == State.SCORING:
             self.state = SUBMITTING if self.state == SUBMITTING else self.state
-        if state == events.THINKING:
+        if state == State.THINKING:
             self.panel.set_hint("the model is writing · F7 take over · F10 mode · F12 stop")
         self._sync_input()
         self.refresh_status()
@@ -245,9 +213,7 @@ class WatchScreen(PlayScreen):
         self.refresh_bindings()
 
     def on_driver_turn(self, turn) -> None:
-        with self._out_lock:
-            self._feed = None
-            self._early_output.clear()
+        self._detach_feed()
         if turn.action:
             self.pane.turn_finished(turn)
         self._refresh_turns()
@@ -259,12 +225,12 @@ class WatchScreen(PlayScreen):
     def on_driver_score(self, result) -> None:
         self._refresh_turns()
 
-    def on_driver_retry(self, attempt: int = 0, delay: float = 0.0, message: str = "", **_) -> None:
+    def on_driver_retry(self, retry: Retrying) -> None:
         self.panel.reset_stream()
-        self.panel.show_failure(f"{message} (attempt {attempt})", retry_in=delay)
+        self.panel.show_failure(f"{retry.message} (attempt {retry.attempt})", retry_in=retry.delay)
 
-    def on_driver_error(self, message: str, fatal: bool = False) -> None:
-        self.panel.show_failure(message)
+    def on_driver_error(self, failure: Failure) -> None:
+        self.panel.show_failure(failure.message)
 
     def on_driver_cancelled(self) -> None:
         self.cancelled_calls += 1
@@ -275,15 +241,14 @@ class WatchScreen(PlayScreen):
         self.request = None
         self.editing = None
         if trajectory.status == "submitted":
-            from icplay.tui.runner import Scored
             from icplay.tui.screens.modals import result_from_trajectory
 
             self.state = SUBMITTING
-            self.on_runner_scored(Scored(result_from_trajectory(trajectory)))
+            self.show_scored(result_from_trajectory(trajectory))
             self.panel.set_state("done")
             self.panel.set_hint(f"submitted · reward {trajectory.reward:.2f}")
         else:
-            self.state = STOPPED if trajectory.status == "stopped" else SCREEN_FAILED
+            self.state = STOPPED if trajectory.status == "stopped" else BROKEN
             self.pane.set_busy(True)
             self.panel.set_state("done" if trajectory.status == "stopped" else "failed")
             why = f" ({trajectory.error})" if trajectory.error else ""
@@ -343,7 +308,7 @@ class WatchScreen(PlayScreen):
         if action in ("cycle_mode", "set_mode", "pause_agent", "step_one", "resume_agent", "stop"):
             return not over
         if action == "retry":
-            return over or self.state == SCREEN_FAILED
+            return over or self.state == BROKEN
         if action == "interrupt":
             return self.state == RUNNING
         return super().check_action(action, parameters)
@@ -456,7 +421,5 @@ class WatchScreen(PlayScreen):
     def leave(self) -> None:
         if self.clock is not None:
             self.clock.hold("left")
-        if self.driver is not None and not self.driver.ended:
-            self.driver.stop("the screen was left")
-        if self.runner is not None:
-            self.runner.close(save=False)
+        if self.host is not None:
+            self.host.leave(stop=lambda driver: driver.stop("the screen was left"))

@@ -36,6 +36,18 @@ fi
 .venv/bin/python -m pip install -q -e '.[dev,serve-test,trl]'
 .venv/bin/python --version
 
+step "harbor: .venv-harbor (Python 3.12) with the harbor package, for tests/test_harbor_export.py's lint"
+# Harbor needs Python >= 3.12 and pins what icplay's venv would conflict with: its own venv.
+# Under CI=true a failed install fails CI (the lint test would fail anyway, not skip).
+HARBOR_PYTHON=${HARBOR_PYTHON:-$(command -v python3.12 || ls "$HOME"/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1 || true)}
+if [ ! -x .venv-harbor/bin/harbor ]; then
+    if [ -z "$HARBOR_PYTHON" ] || ! { "$HARBOR_PYTHON" -m venv .venv-harbor && .venv-harbor/bin/python -m pip install -q harbor; }; then
+        echo "FAIL: could not install the harbor package in .venv-harbor (HARBOR_PYTHON=${HARBOR_PYTHON:-none})" >&2
+        if [ "$CI" = true ]; then exit 1; fi
+    fi
+fi
+[ -x .venv-harbor/bin/harbor ] && .venv-harbor/bin/python -m pip show harbor | head -2
+
 step "images: build (cached layers make an unchanged image instant)"
 .venv/bin/icplay images build
 docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E '^(icplay-|debian:bookworm-slim)' || true

@@ -26,6 +26,10 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout); harbor: the folder")
     p.add_argument("--tasks", action="append", default=[], metavar="SET",
                    help="harbor: a task set or task file to export (repeatable)")
+    p.add_argument("--env", default=None, help="harbor: the language of --tasks given as files (bash, sql, python, ctf)")
+    p.add_argument("--check", action="store_true",
+                   help="harbor: then run each task's oracle on Docker as Harbor does (build, solve.sh, verifier) "
+                        "and report the tasks whose reward is not 1.0")
     p.add_argument("--solved", choices=tuple(SOLVED_BY), default=None,
                    help="only solved episodes: intercode (best reward 1.0) or strict (the strict verdict says "
                         "solved; episodes without a verdict are left out)")
@@ -106,6 +110,7 @@ def run_harbor(args) -> int:
 
     from icplay.cli import UserError
     from icplay.harbor.export import ExportError, export_tasks
+    from icplay.sandbox.base import SandboxError
     from icplay.tasks.model import TaskFileError
     from icplay.tasks.registry import load_tasks
 
@@ -114,15 +119,35 @@ def run_harbor(args) -> int:
     tasks = []
     for name in args.tasks:
         try:
-            tasks.extend(load_tasks(name))
+            tasks.extend(load_tasks(name, args.env))
         except TaskFileError as exc:
             raise UserError(str(exc)) from None
     try:
         result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr))
-    except (ExportError, OSError) as exc:
+    except (ExportError, SandboxError, OSError) as exc:
         raise UserError(f"harbor export to {args.out}: {exc}") from None
     for task, reason in result.skipped:
         print(f"icplay: skipped {task.key}: {reason}", file=sys.stderr)
     print(f"icplay: {len(result.written)} Harbor task folder(s) written to {args.out}"
           + (f", {len(result.skipped)} skipped" if result.skipped else ""), file=sys.stderr)
+    if args.check:
+        return check_harbor([folder for _task, folder in result.written])
     return 0 if result.written else 1
+
+
+def check_harbor(folders) -> int:
+    """Each exported task's oracle run; exit 1 if any does not score 1.0."""
+    from icplay.harbor.oracle import OracleError, check
+
+    failed = 0
+    for folder in folders:
+        try:
+            verdict = check(folder)
+            problem = None if verdict.reward == 1.0 else f"reward {verdict.reward}: {str(verdict.details)[:300]}"
+        except OracleError as exc:
+            problem = str(exc)
+        if problem:
+            failed += 1
+            print(f"icplay: oracle {folder.name}: {problem}", file=sys.stderr)
+    print(f"icplay: oracle runs scoring 1.0: {len(folders) - failed}/{len(folders)}", file=sys.stderr)
+    return 1 if failed else 0

@@ -7,6 +7,7 @@ run` (gold and a scripted model through the real openai client), `play --plain` 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -291,3 +292,11 @@ def test_tasks_check_runs_every_oracle(harbor_ready, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "harbor:dataset: 1 of 2 tasks have an oracle (solution/solve.sh) that does not score 1.0" in out
     assert "greeting  reward 0 (solve.sh exit 0): runs=0 prints=0" in out
+
+
+def test_play_harbor_without_tasks_says_which_tasks_it_needs(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", "play", "harbor"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "ICPLAY_HOME": str(tmp_path)})
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == ("icplay: harbor: no such folder: name the Harbor / Terminal-Bench task folder(s) "
+                                   "with --tasks harbor:PATH")

@@ -109,6 +109,7 @@ def run_harbor(args) -> int:
 
     from icplay.process import UserError
     from icplay.harbor.export import ExportError, export_tasks
+    from icplay.sandbox.base import SandboxError
     from icplay.tasks.model import TaskFileError
     from icplay.tasks.registry import load_tasks
 
@@ -122,7 +123,7 @@ def run_harbor(args) -> int:
             raise UserError(str(exc)) from None
     try:
         result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr))
-    except (ExportError, OSError) as exc:
+    except (ExportError, SandboxError, OSError) as exc:
         raise UserError(f"harbor export to {args.out}: {exc}") from None
     for task, reason in result.skipped:
         print(f"icplay: skipped {task.key}: {reason}", file=sys.stderr)

@@ -26,7 +26,8 @@ from icplay.tasks.registry import find_set
 def register(sub) -> None:
     p = sub.add_parser("play", help="solve tasks yourself in the playground (or --plain line mode)")
     p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")
-    p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
+    p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV); harbor:PATH "
+                   "for a Harbor task folder or a folder of them")
     p.add_argument("--task", help="start at this task id")
     add_sandbox_argument(p)
     p.add_argument("--image", help="Docker image to run the tasks on (e.g. InterCode's, for nl2bash sets)")
@@ -69,9 +70,11 @@ def env_from_tasks(args, command: str) -> str:
 
 
 def run(args) -> int:
-    from icplay.tasks.registry import implied_env
+    from icplay.tasks.registry import SCHEMES, implied_env
 
     args.env = args.env or implied_env(args.tasks)
+    if not args.tasks and args.env in {scheme.env for scheme in SCHEMES.values()}:
+        find_set(args.env, args.env)   # no bundled set: one sentence on the --tasks it needs
     if not args.plain:
         from icplay.tui.launch import run_app
 

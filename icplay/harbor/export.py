@@ -61,7 +61,8 @@ TEST_SH = """\
 #!/bin/bash
 # icplay's verifier for {key} (written by `icplay export harbor`): icplay's reward for this
 # task into /logs/verifier/reward.txt, its breakdown into /logs/verifier/details.json.
-# The container is the one the agent had: every tool is named by absolute path and runs
+# Harbor runs it in a fresh container (environment_mode = "separate") or, in shared mode,
+# in the container the agent had: so every tool is named by absolute path and runs
 # under env -i (no PATH, PYTHON*, LD_PRELOAD of the agent's); python3 runs isolated (-I -S:
 # no site, user site or current folder), on the modules that came in with this folder.
 /usr/bin/mkdir -p /logs/verifier

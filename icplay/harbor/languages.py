@@ -194,6 +194,9 @@ WORKDIR {ANSWERS}
     def instruction(self, task: Task) -> str:
         tests = task.extra.get("tests") or []
         example = f"\nIt must pass tests like:\n\n```python\n{tests[0]}\n```\n" if tests else ""
+        setup = str(task.extra.get("test_setup_code") or "").strip()
+        if setup:
+            example += f"\nThe tests run after this set-up code:\n\n```python\n{setup}\n```\n"
         return f"""{task.query.strip()}
 
 ## How to answer

@@ -42,7 +42,9 @@ async def test_pick_run_submit_reveal_next(make_app, home):
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
+        # the dialog composed, not only pushed: its widgets are queried next
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen) and app.screen.query("#breakdown"), 30,
+                       "the score")
         score = app.screen
         assert score.result.reward == 1.0
         assert "Reward 1.00" in text_of(score.query_one("#reward"))

@@ -68,9 +68,12 @@ def test_a_test_planted_at_slash_tests_is_not_run(probe, task):
 
 def test_a_daemon_that_keeps_writing_the_reward_is_stopped_first(probe, task):
     daemon = ("setsid nohup sh -c 'while :; do mkdir -p /logs/verifier /tests; echo 1 > /logs/verifier/reward.txt; "
-              "sleep 0.01; done' >/dev/null 2>&1 < /dev/null & disown; sleep 0.3; cat /logs/verifier/reward.txt")
-    p, result = play(probe, task, daemon)
-    assert p.episode.trajectory.turns[0].observation.strip() == "1"     # it was running at the submit
+              "sleep 0.01; done' >/dev/null 2>&1 < /dev/null & disown")
+    # until the daemon has written (a read may fall between its truncation and its write: read again)
+    seen = ("for i in $(seq 200); do [ \"$(cat /logs/verifier/reward.txt 2>/dev/null)\" = 1 ] && echo running && break; "
+            "sleep 0.05; done")
+    p, result = play(probe, task, daemon, seen)
+    assert p.episode.trajectory.turns[1].observation.strip() == "running"   # it was running at the submit
     assert result.reward == 0.0 and "wrote no reward" in result.breakdown["not_scored"], result.breakdown
 
 

@@ -31,7 +31,7 @@ from icplay.tui.keys import bindings
 from icplay.tui.runner import (EpisodeRunner, Failed, Opened, Progress, Replaying, Scored, StepDone, Viewing,
                                is_big, user_name)
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
-                                       result_from_trajectory)
+                                       result_from_trajectory, submit_question)
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
 from icplay.tui.widgets.panes import BashPane, WorkPane
 
@@ -77,7 +77,7 @@ class PlayScreen(Screen):
                 yield query
                 yield from self.compose_agent()
                 yield self.make_pane()
-            yield TurnList(frozen=self.frozen, id="turns")
+            yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns")
         yield Footer(compact=True)
 
     @property
@@ -357,9 +357,8 @@ class PlayScreen(Screen):
             self.app.bell()
             self.notify("Wait for the current step to finish before submitting.", severity="warning")
             return
-        turns = len([t for t in self.episode.trajectory.turns if t.action])
-        question = (f"Submit {self.task_record.key} for scoring after {turns} turn{'s' if turns != 1 else ''}?\n"
-                    "The episode ends; the score and the gold solution are shown next.")
+        question = submit_question(self.task_record.key, self.task_record.env, self.episode.trajectory.turns,
+                                   self.submit_arg)
 
         def confirmed(yes: bool | None) -> None:
             if yes:

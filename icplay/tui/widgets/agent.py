@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 
 from rich.console import Group
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
+
+from icplay.tui.highlight import highlighted
 
 # state -> (label, style)
 STATES = {
@@ -92,6 +93,7 @@ class AgentPanel(Vertical):
         self.thought = ""
         self.action: str | None = None
         self.tool: str | None = None        # the tool the proposed action calls (tools protocol)
+        self.scored: list[str] = []         # a proposed submit: what it would score (languages/submitting.py)
         self.failure: str | None = None
         self.retry_at: float | None = None
         self.reasoning = ""
@@ -118,6 +120,7 @@ class AgentPanel(Vertical):
         self.state = state
         if state == "thinking":
             self.stream, self.thought, self.action, self.failure, self.tool = "", "", None, None, None
+            self.scored = []
             self.reasoning, self.truncated = "", False
             self.retry_at = None
             self._dirty = True           # the last proposal goes: "the model is writing…"
@@ -155,8 +158,11 @@ class AgentPanel(Vertical):
         self._draw_body()
 
     def show_proposal(self, thought: str | None, action: str | None, submit: bool = False,
-                      reasoning: str | None = None, truncated: bool = False, tool: str | None = None) -> None:
-        """A proposal; ``tool``: the tool it calls (tools protocol), shown above it."""
+                      reasoning: str | None = None, truncated: bool = False, tool: str | None = None,
+                      scored: list[str] | None = None) -> None:
+        """A proposal; ``tool``: the tool it calls (tools protocol), shown above it; ``scored``: for a
+        submit, what it would score, shown below it."""
+        self.scored = list(scored or [])
         self.thought = thought or (self.thought if self.stream else "")
         if "</think>" in self.thought:       # a lone closing tag: what came before it was reasoning
             self.thought = self.thought.rsplit("</think>", 1)[1]
@@ -239,9 +245,9 @@ class AgentPanel(Vertical):
             if self.action.strip() == "submit":
                 parts.append(Text("▶ submit", style="bold magenta"))
             else:
-                lexer = "sql" if self.language == "sql" else "bash"
-                parts.append(Syntax(self.action or " ", lexer, theme="ansi_dark", word_wrap=True,
-                                    background_color="default"))
+                parts.append(highlighted(self.action or " ", self.language))
+            if self.scored:
+                parts.append(Text("\n".join(self.scored), style="yellow"))
         if not parts:
             waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
             if self.state == "thinking" and self.tokens is None:

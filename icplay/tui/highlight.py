@@ -38,7 +38,7 @@ def highlighted(code: str, language: str, style: str = "") -> Text:
     lexer = lexer_for(language)
     if lexer is None:
         return Text(code, style=style)
-    text = Syntax("", lexer, theme=THEME, background_color="default").highlight(code)
+    text = Syntax("", lexer, theme=THEME, background_color="default", word_wrap=True).highlight(code)
     if style:
         text.stylize_before(style)
     return text

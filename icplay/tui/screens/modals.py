@@ -36,7 +36,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog confirm"):
-            yield Static(self.question, id="question")
+            with VerticalScroll(id="question-box"):      # a long question scrolls; the buttons stay
+                yield Static(self.question, id="question")
             with Horizontal(classes="buttons"):
                 yield Button(self.yes, variant="primary", id="yes")
                 yield Button(self.no, id="no")
@@ -96,7 +97,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         sections = self.sections if self.sections is not None else playground_help(self.app)
         table = Table(box=None, expand=True, show_header=False, padding=(0, 1))
-        table.add_column("key", style="bold cyan", no_wrap=True, width=28)
+        # a third of a small terminal for the keys, so that what they do stays readable
+        table.add_column("key", style="bold cyan", no_wrap=True, width=min(28, max(8, self.app.size.width // 3)))
         table.add_column("what", ratio=1)
         for title, rows in sections:
             table.add_row(Text(title, style="bold underline"), "")

@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.episode import Episode, Trajectory
@@ -32,6 +31,7 @@ from icplay.tui.runner import (EpisodeRunner, Failed, Opened, Progress, Replayin
                                is_big, user_name)
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
                                        result_from_trajectory, submit_question)
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
 from icplay.tui.widgets.panes import BashPane, WorkPane
 
@@ -78,7 +78,7 @@ class PlayScreen(Screen):
                 yield from self.compose_agent()
                 yield self.make_pane()
             yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def language(self):

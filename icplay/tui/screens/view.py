@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
@@ -27,6 +27,7 @@ from icplay.tui.app import PlayApp
 from icplay.tui.keys import KEYS, unknown_ids
 from icplay.tui.screens.modals import HelpRows, HelpScreen, binding_help
 from icplay.tui.widgets.episodes import COLUMNS, EpisodeTable, date_text, summary_row
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
 
 SORTS = tuple(SORT_KEYS)
@@ -172,7 +173,7 @@ class ViewScreen(Screen):
         yield Static(id="filters")
         yield EpisodeTable(id="episodes")
         yield Static(id="preview")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def table(self) -> EpisodeTable:

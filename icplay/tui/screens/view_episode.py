@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from icplay.agents.records import call_differences, call_lines, new_messages, sent_messages
@@ -31,6 +31,7 @@ from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.store import printable
 from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
@@ -240,7 +241,7 @@ class EpisodeScreen(Screen):
                 yield Static(id="curve")
                 with VerticalScroll(id="final-box"):
                     yield Static(final_text(traj), id="final")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(TurnList).set_turns(self.trajectory.turns)
@@ -612,7 +613,7 @@ class CompareScreen(Screen):
                                  classes="turn-no")
                     yield Static(self.cell(a, left.env), classes="half")
                     yield Static(self.cell(b, right.env), classes="half")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         left, right = self.left, self.right

@@ -110,6 +110,7 @@ class AgentPanel(Vertical):
         yield Static(id="agent-hint")
 
     def on_mount(self) -> None:
+        self.follow()
         self.redraw()
         self.set_interval(0.05, self._flush)
         self.set_interval(1.0, self._tick)
@@ -124,6 +125,7 @@ class AgentPanel(Vertical):
             self.reasoning, self.truncated = "", False
             self.retry_at = None
             self._dirty = True           # the last proposal goes: "the model is writing…"
+            self.follow()
         if state not in ("failed",):
             self.remove_class("-failed")
         self._draw_head()
@@ -172,6 +174,7 @@ class AgentPanel(Vertical):
         self.truncated = truncated
         self.failure = None
         self._dirty = False
+        self.follow()
         self._draw_body()
 
     def show_failure(self, message: str, raw: str | None = None, retry_in: float | None = None,
@@ -189,6 +192,12 @@ class AgentPanel(Vertical):
             self.add_class("-failed")
         self._draw_head()
         self._draw_body()
+
+    def follow(self) -> None:
+        """Keep the body scrolled to its end (the proposed action is last) until the user scrolls:
+        in a short panel the action stays in view below a long thought."""
+        if self.is_mounted:
+            self.query_one("#agent-scroll", VerticalScroll).anchor()
 
     def set_hint(self, hint: str) -> None:
         self.hint = hint

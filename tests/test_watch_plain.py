@@ -185,6 +185,36 @@ def test_watch_plain_switches_mode_pauses_and_single_steps_while_the_agent_works
     assert len(requests) == 7 and traj["status"] == "submitted"
 
 
+def test_watch_plain_the_agents_submit_says_what_it_scores_and_quit_at_decide_keeps_the_turns(tmp_path):
+    with FakeOpenAIServer(Script([fenced(WRONG), "submit", "submit"])) as server:
+        proc = Proc(["watch", "sql", "--task", "bookshop-01", "--limit", "1", "--plain", "--model", "scripted",
+                     "--base-url", server.url, "--api-key", "k"], tmp_path)
+        proc.expect(f"agent proposes: {WRONG}")
+        proc.expect("decide> ")
+        proc.send("")                                                       # the agent's turn 1
+        proc.expect("agent proposes: submit")
+        proc.expect("Scored: the rows of the last query — turn 1 (the agent's):")
+        proc.expect(f"  > {WRONG}")
+        proc.expect("decide> ")
+        proc.send("t")                                                      # take over
+        proc.expect("sql> ")
+        proc.send("SELECT 'mine' AS answer;")
+        proc.expect("sql> ")
+        proc.send(":agent")                                                 # hand back: the agent submits
+        proc.expect("agent proposes: submit")
+        proc.expect("Scored: the rows of the last query — turn 2 (yours):")
+        proc.expect("The agent submits your turn's result")
+        proc.expect("  > SELECT 'mine' AS answer;")
+        proc.expect("decide> ")
+        proc.send(":quit")                                                  # refused here before
+        code, out, err = proc.finish()
+    assert code == 0, err
+    assert "? decide:" not in out and "reward:" not in out
+    traj = saved(tmp_path, "watch", "sql", "bookshop-01")
+    assert traj["status"] == "stopped"
+    assert [(t["author"], t["action"]) for t in traj["turns"]] == [("agent", WRONG), ("human", "SELECT 'mine' AS answer;")]
+
+
 def test_watch_plain_ctrl_c_while_the_model_thinks_takes_over_and_q_stops(tmp_path):
     hold = threading.Event()
     with FakeOpenAIServer(Script([Reply(fenced(WRONG), hold=hold), fenced(GOLD)])) as server:

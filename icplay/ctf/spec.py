@@ -54,6 +54,7 @@ SPEC = LanguageSpec(
     score_rows=score_rows, gold_actions=gold_actions, uses_image=True,
     images=(Image("ctf", "icplay-ctf:latest", "docker/ctf.Dockerfile",
                   "CTF tasks: InterCode-CTF's tools; each episode copies its task's files to /ctf/<id>"),),
+    submit_scores="nothing: no flag was given (reward 0)",
     description="capture the flag: a shell over the task's files at /ctf/<id>; submit <flag>",
     fresh_state="a fresh sandbox with the task's files as they were at the start",
 )

@@ -39,10 +39,11 @@ from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilitie
                               parse_submit, render_notes, shown_observation, strict_doubts)
 from icplay.episode import Decision, Proposal, Trajectory, Turn
 from icplay.languages import find
+from icplay.languages.submitting import submit_preview
 
 HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
-              "s submit · q stop · ? help")
+              "s submit · q (or :quit) stop · ? help")
 CONTROL_HELP = ("any time: :auto :confirm :human switch mode · :pause after this step · :step one step · "
                 ":go go on · :stop")
 PAUSED_HELP = "paused: [enter] go on · n one step · t take over · s submit · q stop"
@@ -388,6 +389,10 @@ class LineLoop:
         else:
             action = display(p.action.strip("\n"))
             self._say(f"{verb}: " + (action if "\n" not in action else "\n  " + action.replace("\n", "\n  ")))
+        is_submit, arg = parse_submit(p.action or "submit")
+        if is_submit:              # what it scores: maybe the human's last result (InterCode's rule)
+            for line in submit_preview(self.env_name, self.driver.trajectory.turns, arg, "agent"):
+                self._say(display(line))
 
     def _show_end(self, traj: Trajectory) -> None:
         ended_by = traj.policy.get("ended_by")
@@ -547,7 +552,7 @@ class LineLoop:
             return Decision.take_over()
         if text == "s":
             return Decision.submit()
-        if text == "q":
+        if text in ("q", ":quit"):     # :quit ends here as at the human's prompt
             self.outcome = QUIT
             return Decision.stop()
         if text in ("?", "h", ":help"):

@@ -47,5 +47,6 @@ SPEC = LanguageSpec(
     score_rows=score_rows, uses_image=True,
     images=(Image("bash", "icplay-bash:latest", "docker/bash.Dockerfile",
                   "Bash tasks: coreutils and friends, /testbed committed to git"),),
+    submit_scores="the last command's output and the files as they are now",
     description="a persistent Bash shell over a /testbed file system",
 )

@@ -94,6 +94,7 @@ SPEC = LanguageSpec(
     score_rows=score_rows, gold_actions=gold_actions, uses_image=True,
     images=(Image("python", "icplay-python:latest", "docker/python.Dockerfile",
                   "Python tasks: Debian's python3; icplay's interpreter server is copied in per episode"),),
+    submit_scores="the function the task asks for, as the session defines it now",
     description="a persistent Python interpreter; submit NAME scores your function with the task's tests",
     fresh_state="a fresh interpreter", input_mode="block", prompt=">>> ",
     input_help="Python: a line ending with ':' opens a block; an empty line runs it. `submit NAME` scores NAME.",

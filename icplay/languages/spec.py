@@ -111,6 +111,9 @@ class LanguageSpec:
     - ``intercode_turn``: one turn of InterCode's experiment loop (``--protocol intercode``
       and ``icplay rescore``; see ``icplay/languages/turns.py``): by default the action
       runs and a submit with no argument scores the state.
+    - ``submit_scores``: what a bare ``submit`` scores, in words, for the confirmation
+      (``icplay/languages/submitting.py``): the last result, or with a submit argument
+      (``prompts.submit_arg``) what a submit without one scores.
     """
 
     name: str
@@ -129,6 +132,7 @@ class LanguageSpec:
     uses_image: bool = False
     description: str = ""
     fresh_state: str = "a fresh sandbox"   # what a retry starts from, in a sentence
+    submit_scores: str = "the last action's result"   # what a bare submit scores (languages/submitting.py)
     input_mode: str = "line"
     input_help: str = ""
     prompt: str | None = None

@@ -55,6 +55,7 @@ SPEC = LanguageSpec(
     pane="icplay.tui.widgets.panes:SqlPane", keys_scope="sql",
     score_rows=score_rows,
     images=(Image("sql", "icplay-sql:latest", "docker/sql.Dockerfile", "SQL tasks: MariaDB server on port 3306"),),
+    submit_scores="the rows of the last query",
     description="SQL queries over a database (SQLite or MariaDB)",
     fresh_state="a pristine database", input_mode="statement", input_help="SQL: end a statement with ';' (it may span lines)", prompt="sql> ",
 )

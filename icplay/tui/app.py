@@ -108,7 +108,10 @@ class PlayApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "icplay"
     BINDINGS = bindings("app")
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    # the layout's classes on every screen (app.tcss): below 60 columns or 20 rows panels go or
+    # shrink so that what is left stays usable, down to 40x12
+    HORIZONTAL_BREAKPOINTS = [(0, "-tiny"), (60, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (20, "-tall")]
 
     def __init__(self, *, env: str | None = None, tasks: str | None = None, task: str | None = None,
                  sandbox: str | None = None, session: str | None = None, image: str | None = None,

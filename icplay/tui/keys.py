@@ -135,3 +135,20 @@ def active_keys(app, key_id: str) -> set[str]:
 
 def unknown_ids(keymap: dict[str, str]) -> list[str]:
     return sorted(set(keymap) - set(BY_ID))
+
+
+def key_label(key: str) -> str:
+    """A key as a hint says it: "f5" -> "F5", "ctrl+enter" -> "Ctrl+Enter"."""
+    return "+".join(part.capitalize() for part in key.split("+"))
+
+
+def run_key_label(app, scope: str) -> str:
+    """The key that runs what is typed in a language's input (``LanguageSpec.keys_scope``), as
+    a hint says it: Enter on the Bash command line, F5 in the SQL and Python editors (there
+    Enter inserts a line). The user's keymap counts; the first key listed is the one named."""
+    key = next((k for k in KEYS if k.scope == scope and k.action == "run"), None)
+    if key is None:
+        return "Enter"
+    keymap = getattr(app, "_keymap", None) or {}
+    keys = [k.strip() for k in (keymap.get(key.id) or key.keys).split(",") if k.strip()]
+    return key_label(keys[0]) if keys else "Enter"

@@ -287,7 +287,9 @@ async def test_task_file_given_by_path(make_app, tmp_path, home):
         assert play_screen(app).task_record.id == "bye"
         await run_command(pilot, "echo bye > /testbed/by.txt")
         await pilot.press("ctrl+s", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
+        # (pushed is not composed: the breakdown is there once the dialog's body is mounted)
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen) and app.screen.query("#breakdown"), 30,
+                       "the score")
         assert app.screen.result.reward < 1.0
         breakdown = text_of(app.screen.query_one("#breakdown"))
         assert "missing changes" in breakdown and "?? testbed/bye.txt" in breakdown

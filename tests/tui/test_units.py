@@ -174,17 +174,18 @@ def test_run_app_reports_user_errors_before_taking_the_screen(tmp_path, monkeypa
 
 
 def test_the_sidebar_names_each_turns_author_and_its_reward():
-    from icplay.tui.widgets.panels import TurnList
+    from icplay.tui.widgets.panels import TurnList, taken_numbers
 
     turns = [Turn(0, "agent", "ls", "a\n", exit_code=0, reward=0.0),
              Turn(1, "agent-edited-by-human", "ls -la", "", exit_code=0, proposed="ls -l", reward=0.5),
              Turn(2, "human", "", "", proposed="rm -rf /", comment="no", info={"rejected": True}),
              Turn(3, "human", "pwd", "/\n", exit_code=0)]
-    lines = [TurnList().render_turn(t).plain for t in turns]
+    lines = [TurnList().render_turn(t, n).plain for t, n in zip(turns, taken_numbers(turns))]
     assert lines[0].split()[:3] == ["1", "agent", "ls"] and "r=0.00" in lines[0]
     assert lines[1].split()[:2] == ["2", "edited"] and "r=0.50" in lines[1]
-    assert lines[2].split()[:3] == ["3", "rejected", "rm"] and "not run" in lines[2]
-    assert lines[3].split()[:2] == ["4", "you"]
+    # a rejected proposal is no turn taken (Turn.counts): no number, and the next turn is the 3rd
+    assert lines[2].split()[:3] == ["–", "rejected", "rm"] and "not run" in lines[2]
+    assert lines[3].split()[:2] == ["3", "you"]
 
 
 def test_a_streamed_reply_splits_into_thought_and_the_action_so_far():

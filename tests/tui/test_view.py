@@ -153,11 +153,12 @@ async def test_stepper_shows_each_turn(view_app, home):
         await pilot.press("enter")                                                  # the agent's episode
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
         screen = app.screen
-        assert "Turn 1 of 3 · agent · 36 rows · reward -0.19" in text_of(screen.query_one("#turn-head"))
+        # counted as the header counts (2 turns taken): the rejected proposal is not a turn
+        assert "Turn 1 of 2 · agent · 36 rows · reward -0.19" in text_of(screen.query_one("#turn-head"))
         assert "All titles first" in text_of(screen.query_one("#notes"))
         assert len(screen.query_one("#grid", ResultsTable).rows) == 36
         await pilot.press("right")
-        assert "rejected" in text_of(screen.query_one("#turn-head"))
+        assert "Proposal, not a turn (after turn 1 of 2) · human · rejected" in text_of(screen.query_one("#turn-head"))
         assert "proposed (not run): DROP TABLE books" in text_of(screen.query_one("#action"))
         await pilot.press("n")
         action = text_of(screen.query_one("#action"))

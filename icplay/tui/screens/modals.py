@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 
 from icplay.envs.base import SubmitResult, shown_observation, strict_doubts
 from icplay.languages import find as find_language
+from icplay.languages.submitting import submit_preview
 from icplay.episode import Trajectory, Turn
 from icplay.store import printable
 from icplay.tui.keys import KEYS
@@ -29,13 +30,14 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [Binding("escape,n", "dismiss(False)", "No", show=False),
                 Binding("y", "dismiss(True)", "Yes", show=False)]
 
-    def __init__(self, question: str, yes: str = "Yes", no: str = "Cancel") -> None:
+    def __init__(self, question: str | Text, yes: str = "Yes", no: str = "Cancel") -> None:
         super().__init__()
         self.question, self.yes, self.no = question, yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog confirm"):
-            yield Static(self.question, id="question")
+            with VerticalScroll(id="question-box"):      # a long question scrolls; the buttons stay
+                yield Static(self.question, id="question")
             with Horizontal(classes="buttons"):
                 yield Button(self.yes, variant="primary", id="yes")
                 yield Button(self.no, id="no")
@@ -48,28 +50,65 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
+def submit_question(task_key: str, env: str, turns: list[Turn], arg: str | None = None,
+                    submitter: str = "human") -> Text:
+    """The submit confirmation: the question, then what the submit scores (the turn, its author
+    and its result, or the flag / function given: ``icplay.languages.submitting``)."""
+    taken = sum(1 for t in turns if t.counts)
+    text = Text(f"Submit {task_key} for scoring after {taken} turn{'s' if taken != 1 else ''}?\n", style="bold")
+    preview = submit_preview(env, turns, arg, submitter)
+    text.append(preview[0] + "\n", style="bold")
+    for line in preview[1:]:
+        text.append(line + "\n", style="yellow" if not line.startswith(" ") else "")
+    text.append("The episode ends; the score and the gold solution are shown next.", style="dim")
+    return text
+
+
+HelpRows = list[tuple[str, list[tuple[str, str]]]]     # (section title, [(keys, what they do)])
+
+
+def playground_help(app) -> HelpRows:
+    """The playground's keys by scope, from the one key table (the user's keymap applied)."""
+    keymap = getattr(app, "_keymap", {}) or {}
+    sections: HelpRows = []
+    for scope, title in SCOPE_TITLES.items():
+        rows = [(", ".join(keymap.get(key.id, key.keys).split(",")), f"{escape(key.help)}  [dim]({key.id})[/dim]")
+                for key in KEYS if key.scope == scope]
+        sections.append((title, rows))
+    return sections
+
+
+def binding_help(bindings: list[Binding]) -> list[tuple[str, str]]:
+    """Help rows of a screen's own bindings: the keys, and the tooltip (else the description)."""
+    return [(", ".join(b.key.split(",")), escape(b.tooltip or b.description)) for b in bindings
+            if b.description or b.tooltip]
+
+
 class HelpScreen(ModalScreen[None]):
+    """F1: the keys, section by section (by default the playground's; the viewer passes its own)."""
+
     BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", show=False)]
 
+    def __init__(self, sections: HelpRows | None = None, title: str = "icplay playground — keys",
+                 note: str = "remap them in config.toml under [keys]: binding id = \"keys\"") -> None:
+        super().__init__()
+        self.sections, self.title_text, self.note = sections, title, note
+
     def compose(self) -> ComposeResult:
-        app = self.app
-        keymap = getattr(app, "_keymap", {}) or {}
+        sections = self.sections if self.sections is not None else playground_help(self.app)
         table = Table(box=None, expand=True, show_header=False, padding=(0, 1))
-        table.add_column("key", style="bold cyan", no_wrap=True, width=28)
+        # a third of a small terminal for the keys, so that what they do stays readable
+        table.add_column("key", style="bold cyan", no_wrap=True, width=min(28, max(8, self.app.size.width // 3)))
         table.add_column("what", ratio=1)
-        for scope, title in SCOPE_TITLES.items():
+        for title, rows in sections:
             table.add_row(Text(title, style="bold underline"), "")
-            for key in KEYS:
-                if key.scope != scope:
-                    continue
-                keys = keymap.get(key.id, key.keys)
-                table.add_row(", ".join(k for k in keys.split(",")), f"{escape(key.help)}  [dim]({key.id})[/dim]")
+            for keys, what in rows:
+                table.add_row(keys, what)
             table.add_row("", "")
         table.add_row(Text("Palette", style="bold underline"), "")
         table.add_row("ctrl+p", "Command palette: every action, searchable")
         with Vertical(id="dialog", classes="dialog help"):
-            yield Static(Text.assemble(("icplay playground — keys", "bold"),
-                                       ("   remap them in config.toml under [keys]: binding id = \"keys\"", "dim")),
+            yield Static(Text.assemble((self.title_text, "bold"), (f"   {self.note}" if self.note else "", "dim")),
                          classes="title")
             with VerticalScroll():
                 yield Static(table)

@@ -7,12 +7,13 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, OptionList, Static
+from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from icplay.session import IN_PROGRESS, SOLVED, SUBMITTED, TaskStatus, format_duration
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
 
 STATE_LABEL = {
@@ -52,7 +53,7 @@ class PickerScreen(Screen):
                 preview = Static("", id="preview")
                 preview.border_title = "Query"
                 yield preview
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#tasks", DataTable)

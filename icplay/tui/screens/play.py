@@ -24,7 +24,6 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, Limits
 from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
@@ -39,7 +38,8 @@ from icplay.tui.keys import bindings
 from icplay.frontend.opening import (EpisodeHost, Failed, HostEvent, Opened, Progress, Replaying, Viewing, is_big,
                                      user_name)
 from icplay.tui.screens.modals import (ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen,
-                                       result_from_trajectory)
+                                       result_from_trajectory, submit_question)
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
 from icplay.tui.widgets.panes import BashPane, WorkPane
 
@@ -100,8 +100,8 @@ class PlayScreen(Screen):
                 yield query
                 yield from self.compose_agent()
                 yield self.make_pane()
-            yield TurnList(frozen=self.frozen, id="turns")
-        yield Footer(compact=True)
+            yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns")
+        yield KeysFooter(compact=True)
 
     @property
     def language(self):
@@ -530,9 +530,8 @@ class PlayScreen(Screen):
             self.app.bell()
             self.notify("Wait for the current step to finish before submitting.", severity="warning")
             return
-        turns = len([t for t in self.episode.trajectory.turns if t.action])
-        question = (f"Submit {self.task_record.key} for scoring after {turns} turn{'s' if turns != 1 else ''}?\n"
-                    "The episode ends; the score and the gold solution are shown next.")
+        question = submit_question(self.task_record.key, self.task_record.env, self.episode.trajectory.turns,
+                                   self.submit_arg)
 
         def confirmed(yes: bool | None) -> None:
             if yes:

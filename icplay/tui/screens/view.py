@@ -19,14 +19,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from icplay.formats.native import Skipped, skipped_note
 from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
 from icplay.tui.app import PlayApp
-from icplay.tui.keys import unknown_ids
+from icplay.tui.keys import KEYS, unknown_ids
+from icplay.tui.screens.modals import HelpRows, HelpScreen, binding_help
 from icplay.tui.widgets.episodes import COLUMNS, EpisodeTable, date_text, summary_row
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
 
 SORTS = tuple(SORT_KEYS)
@@ -75,12 +77,34 @@ class ViewApp(PlayApp):
         await self.pop_screen()
         start_fork(self.screen, source, k, agent, choice)
 
+    def action_help(self) -> None:
+        """F1: the viewer's keys; over a fork's play or watch screen, the playground's."""
+        from icplay.tui.screens.play import PlayScreen
+
+        if isinstance(self.screen, HelpScreen):
+            return
+        if any(isinstance(screen, PlayScreen) for screen in self.screen_stack):
+            super().action_help()
+            return
+        self.push_screen(HelpScreen(viewer_help(), title="icplay view — keys", note=""))
+
     def show_picker(self) -> None:
         """A play screen's "back" returns to the browser (there is no task picker here)."""
         while len(self.screen_stack) > 2 and not isinstance(self.screen, ViewScreen):
             self.pop_screen()
         if isinstance(self.screen, ViewScreen):
             self.screen.reload()
+
+
+def viewer_help() -> HelpRows:
+    """The viewer's keys, screen by screen (each screen's own bindings)."""
+    from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+
+    app_keys = [(key.keys, key.help) for key in KEYS if key.scope == "app"]
+    return [("Everywhere", app_keys),
+            ("Episode browser", binding_help(EpisodeTable.BINDINGS[-2:] + ViewScreen.BINDINGS)),
+            ("One episode, turn by turn", binding_help(EpisodeScreen.BINDINGS)),
+            ("Two episodes compared", binding_help(CompareScreen.BINDINGS))]
 
 
 def _cycle(values: tuple | list, current):
@@ -100,19 +124,20 @@ class ViewScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("slash", "search", "Search"),
-        Binding("s", "cycle('solved')", "Solved"),
-        Binding("v", "cycle('strict')", "Strict"),
-        Binding("e", "cycle('env')", "Env"),
-        Binding("t", "cycle('set')", "Set"),
-        Binding("a", "cycle('author')", "Author"),
-        Binding("m", "cycle('model')", "Model"),
-        Binding("o", "sort", "Sort"),
-        Binding("r", "reverse", "Reverse", show=False),
-        Binding("c", "compare", "Compare"),
-        Binding("f", "family", "Family"),
-        Binding("x", "clear", "Clear filters", show=False),
-        Binding("f5", "reload", "Reload", show=False),
+        Binding("slash", "search", "Search", tooltip="Search the task, its query, who, the set, the session"),
+        Binding("s", "cycle('solved')", "Solved", tooltip="Filter on solved as InterCode counts it (yes, no, all)"),
+        Binding("v", "cycle('strict')", "Strict", tooltip="Filter on the strict verdict (yes, no, all)"),
+        Binding("e", "cycle('env')", "Env", tooltip="Filter on the language (each in turn, then all)"),
+        Binding("t", "cycle('set')", "Set", tooltip="Filter on the task set"),
+        Binding("a", "cycle('author')", "Author", tooltip="Filter on who acted: human, agent, mixed"),
+        Binding("m", "cycle('model')", "Model", tooltip="Filter on the model"),
+        Binding("o", "sort", "Sort", tooltip="Sort by the next column"),
+        Binding("r", "reverse", "Reverse", show=False, tooltip="Reverse the sort"),
+        Binding("c", "compare", "Compare",
+                tooltip="Compare the episode marked with Space with the highlighted one (same task)"),
+        Binding("f", "family", "Family", tooltip="Narrow the table to the episode's forks and its source"),
+        Binding("x", "clear", "Clear filters", show=False, tooltip="Clear the search and the filters"),
+        Binding("f5", "reload", "Reload", show=False, tooltip="Read the episodes again"),
     ]
 
     class Batch(Message):
@@ -149,7 +174,7 @@ class ViewScreen(Screen):
         yield Static(id="filters")
         yield EpisodeTable(id="episodes")
         yield Static(id="preview")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def table(self) -> EpisodeTable:

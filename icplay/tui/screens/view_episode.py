@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from icplay.agents.records import call_differences, call_lines, new_messages, sent_messages
@@ -31,8 +31,10 @@ from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.store import printable
 from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
+from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.output import OutputPane
-from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, turn_status
+from icplay.tui.highlight import highlighted
+from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
 from icplay.tui.widgets.results import ResultsTable
 
 OBSERVATION_LIMIT = 200_000
@@ -46,10 +48,21 @@ def sql_grid(turn: Turn) -> tuple[list, list] | None:
     return None
 
 
-def turn_heading(turn: Turn, total: int) -> Text:
+def turn_heading(turns: list[Turn], position: int) -> Text:
+    """The stepper's line over one turn, counted as the header counts (``turns_taken``): a
+    rejected proposal is no turn, so it is placed after the turn before it."""
+    turn = turns[position]
+    numbers = taken_numbers(turns)
+    total = sum(1 for n in numbers if n is not None)
+    number = numbers[position]
     status, style = turn_status(turn)
     text = Text()
-    text.append(f"Turn {turn.index + 1} of {total}", style="bold")
+    if number is not None:
+        text.append(f"Turn {number} of {total}", style="bold")
+    else:
+        before = max((n for n in numbers[:position] if n is not None), default=0)
+        text.append("Proposal, not a turn", style="bold")
+        text.append(f" (after turn {before} of {total})")
     text.append(f" · {turn.author}")
     if turn.info.get("rejected"):
         text.append(" · rejected", style="magenta")
@@ -224,11 +237,11 @@ class EpisodeScreen(Screen):
                     output.border_title = "Observation"
                     yield output
             with Vertical(id="side"):
-                yield TurnList(frozen=self.frozen, id="steps")
+                yield TurnList(frozen=self.frozen, language=traj.env, id="steps")
                 yield Static(id="curve")
                 with VerticalScroll(id="final-box"):
                     yield Static(final_text(traj), id="final")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(TurnList).set_turns(self.trajectory.turns)
@@ -255,12 +268,12 @@ class EpisodeScreen(Screen):
             self.query_one("#turn-head", Static).update(Text("no turns were recorded", style="dim"))
             return
         turn = turns[self.index]
-        self.query_one("#turn-head", Static).update(turn_heading(turn, len(turns)))
+        self.query_one("#turn-head", Static).update(turn_heading(turns, self.index))
         action = self.query_one("#action", Static)
         if turn.info.get("rejected"):
-            action.update(Text("proposed (not run): ", style="magenta") + Text(turn.proposed or ""))
+            action.update(Text("proposed (not run): ", style="magenta") + highlighted(turn.proposed or "", traj.env))
         else:
-            action.update(action_text(turn.proposed, turn.action))
+            action.update(action_text(turn.proposed, turn.action, traj.env))
         action.border_title = "Action" + (" (edited: - proposed, + ran)" if turn.proposed not in (None, turn.action)
                                           and turn.action else "")
         notes = Text()
@@ -544,7 +557,7 @@ class CompareScreen(Screen):
         return text
 
     @staticmethod
-    def cell(group: list[Turn] | None) -> Text:
+    def cell(group: list[Turn] | None, language: str = "") -> Text:
         if not group:
             return Text("—", style="dim")
         text = Text()
@@ -560,11 +573,12 @@ class CompareScreen(Screen):
                 text.append(f" · {turn.reward:.2f}")
             text.append("\n")
             if turn.info.get("rejected"):
-                text.append("(rejected) " + (turn.proposed or ""), style="magenta")
+                text.append("(rejected) ", style="magenta")
+                text.append_text(highlighted(turn.proposed or "", language))
                 if turn.comment:
                     text.append(f"\n“{turn.comment}”", style="italic")
                 continue
-            text.append_text(action_text(turn.proposed, turn.action))
+            text.append_text(action_text(turn.proposed, turn.action, language))
             call = call_brief(turn)
             if call:
                 text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
@@ -597,9 +611,9 @@ class CompareScreen(Screen):
                 with Horizontal(classes="compare-row" + (" same" if same else "")):
                     yield Static(Text(f"{i + 1:>2} {'=' if same else '≠'}", style="dim" if same else "bold"),
                                  classes="turn-no")
-                    yield Static(self.cell(a), classes="half")
-                    yield Static(self.cell(b), classes="half")
-        yield Footer(compact=True)
+                    yield Static(self.cell(a, left.env), classes="half")
+                    yield Static(self.cell(b, right.env), classes="half")
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         left, right = self.left, self.right

@@ -19,13 +19,15 @@ from textual.app import ComposeResult
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
                            SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
 from icplay.driver.events import Failure, Retrying, State
+from icplay.envs.base import parse_submit
 from icplay.episode import Episode
+from icplay.languages.submitting import submit_preview
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice
-from icplay.tui.keys import bindings
+from icplay.tui.keys import bindings, run_key_label
 from icplay.frontend.policies import PolicyError, make_policy
 from icplay.frontend.opening import Opened, user_name
-from icplay.tui.screens.modals import CommentScreen, ConfirmScreen
+from icplay.tui.screens.modals import CommentScreen, ConfirmScreen, submit_question
 from icplay.tui.screens.play import (BROKEN, READY, RUNNING, SUBMITTED, SUBMITTING,
                                      PlayScreen)
 from icplay.tui.widgets.agent import AgentPanel
@@ -46,7 +48,7 @@ HINTS = {
     INVALID: "no action in the reply · Ctrl+E edit it into one · Ctrl+Y ask again · F7 take over",
     FAILED: "the model call failed · Ctrl+Y try again · F7 take over · F12 stop",
     PAUSED: "paused · Alt+G go on · Alt+N one step · F7 take over",
-    ACTION: "your turn: type an action, Enter runs it · F7 hands back · Ctrl+S submit",
+    ACTION: "your turn: type an action, {run} runs it · F7 hands back · Ctrl+S submit",
 }
 
 
@@ -72,6 +74,11 @@ class WatchScreen(PlayScreen):
 
     def compose_agent(self) -> ComposeResult:
         yield AgentPanel(self.task_record.env, model=self.agent.label, frozen=self.frozen, id="agent")
+
+    @property
+    def run_key(self) -> str:
+        """The key that runs the typed action in this language's input (Enter, or F5 in an editor)."""
+        return run_key_label(self.app, self.language.keys_scope)
 
     @property
     def panel(self) -> AgentPanel:
@@ -180,14 +187,17 @@ class WatchScreen(PlayScreen):
                 raw = "\n".join(filter(None, [raw.strip(), str(info.get("retry_message") or "")]))
             self.panel.show_failure(why, raw=raw, reasoning=reasoning, truncated=truncated)
         else:
+            is_submit, arg = parse_submit(proposal.action or "submit")
             self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None,
                                      reasoning=reasoning, truncated=truncated,
-                                     tool=call_label(info) if call else None)
+                                     tool=call_label(info) if call else None,
+                                     scored=submit_preview(self.task_record.env, self.trajectory.turns, arg, "agent")
+                                     if is_submit and self.trajectory is not None else None)
         self._show_usage()
 
     def on_driver_request(self, request) -> None:
         self.request = request
-        self.panel.set_hint(self._note + HINTS.get(request.kind, ""))
+        self.panel.set_hint(self._note + HINTS.get(request.kind, "").format(run=self.run_key))
         self._note = ""
         if request.kind == FAILED and request.message:
             self.panel.show_failure(request.message)
@@ -331,7 +341,7 @@ class WatchScreen(PlayScreen):
             pane.editor.move_cursor(pane.editor.document.end)
         self._sync_input()
         pane.focus_input()
-        self.panel.set_hint("editing the proposal · Enter runs it as edited · Ctrl+Y runs the original")
+        self.panel.set_hint(f"editing the proposal · {self.run_key} runs it as edited · Ctrl+Y runs the original")
 
     def action_reject(self) -> None:
         request = self.request
@@ -386,7 +396,9 @@ class WatchScreen(PlayScreen):
             return
         request = self.request
         if request is not None and "submit" in request.allowed:
-            self.app.push_screen(ConfirmScreen(f"Submit {self.task_record.key} for scoring?", yes="Submit"),
+            turns = self.trajectory.turns if self.trajectory is not None else []
+            self.app.push_screen(ConfirmScreen(submit_question(self.task_record.key, self.task_record.env, turns),
+                                               yes="Submit"),
                                  lambda yes: yes and self._answer(Decision.submit()))
             return
         # the model is thinking or a command runs: take the turn, then submit when asked

@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 
 from rich.console import Group
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
+
+from icplay.tui.highlight import highlighted
 
 # state -> (label, style)
 STATES = {
@@ -92,6 +93,7 @@ class AgentPanel(Vertical):
         self.thought = ""
         self.action: str | None = None
         self.tool: str | None = None        # the tool the proposed action calls (tools protocol)
+        self.scored: list[str] = []         # a proposed submit: what it would score (languages/submitting.py)
         self.failure: str | None = None
         self.retry_at: float | None = None
         self.reasoning = ""
@@ -108,6 +110,7 @@ class AgentPanel(Vertical):
         yield Static(id="agent-hint")
 
     def on_mount(self) -> None:
+        self.follow()
         self.redraw()
         self.set_interval(0.05, self._flush)
         self.set_interval(1.0, self._tick)
@@ -118,9 +121,11 @@ class AgentPanel(Vertical):
         self.state = state
         if state == "thinking":
             self.stream, self.thought, self.action, self.failure, self.tool = "", "", None, None, None
+            self.scored = []
             self.reasoning, self.truncated = "", False
             self.retry_at = None
             self._dirty = True           # the last proposal goes: "the model is writing…"
+            self.follow()
         if state not in ("failed",):
             self.remove_class("-failed")
         self._draw_head()
@@ -155,8 +160,11 @@ class AgentPanel(Vertical):
         self._draw_body()
 
     def show_proposal(self, thought: str | None, action: str | None, submit: bool = False,
-                      reasoning: str | None = None, truncated: bool = False, tool: str | None = None) -> None:
-        """A proposal; ``tool``: the tool it calls (tools protocol), shown above it."""
+                      reasoning: str | None = None, truncated: bool = False, tool: str | None = None,
+                      scored: list[str] | None = None) -> None:
+        """A proposal; ``tool``: the tool it calls (tools protocol), shown above it; ``scored``: for a
+        submit, what it would score, shown below it."""
+        self.scored = list(scored or [])
         self.thought = thought or (self.thought if self.stream else "")
         if "</think>" in self.thought:       # a lone closing tag: what came before it was reasoning
             self.thought = self.thought.rsplit("</think>", 1)[1]
@@ -166,6 +174,7 @@ class AgentPanel(Vertical):
         self.truncated = truncated
         self.failure = None
         self._dirty = False
+        self.follow()
         self._draw_body()
 
     def show_failure(self, message: str, raw: str | None = None, retry_in: float | None = None,
@@ -183,6 +192,12 @@ class AgentPanel(Vertical):
             self.add_class("-failed")
         self._draw_head()
         self._draw_body()
+
+    def follow(self) -> None:
+        """Keep the body scrolled to its end (the proposed action is last) until the user scrolls:
+        in a short panel the action stays in view below a long thought."""
+        if self.is_mounted:
+            self.query_one("#agent-scroll", VerticalScroll).anchor()
 
     def set_hint(self, hint: str) -> None:
         self.hint = hint
@@ -239,9 +254,9 @@ class AgentPanel(Vertical):
             if self.action.strip() == "submit":
                 parts.append(Text("▶ submit", style="bold magenta"))
             else:
-                lexer = "sql" if self.language == "sql" else "bash"
-                parts.append(Syntax(self.action or " ", lexer, theme="ansi_dark", word_wrap=True,
-                                    background_color="default"))
+                parts.append(highlighted(self.action or " ", self.language))
+            if self.scored:
+                parts.append(Text("\n".join(self.scored), style="yellow"))
         if not parts:
             waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
             if self.state == "thinking" and self.tokens is None:

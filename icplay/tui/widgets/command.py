@@ -12,9 +12,9 @@ from pathlib import Path
 
 from textual import events
 from textual.message import Message
-from textual.widgets import TextArea
 
 from icplay.tui.keys import active_keys, bindings
+from icplay.tui.widgets.code_area import CodeArea
 
 
 class History:
@@ -73,7 +73,7 @@ def _decode_lines(text: str) -> list[str]:
     return items
 
 
-class CommandInput(TextArea):
+class CommandInput(CodeArea):
     """The command being typed; posts ``CommandInput.Run`` on Enter."""
 
     BINDINGS = bindings("bash")

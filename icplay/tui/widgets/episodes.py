@@ -14,6 +14,7 @@ from textual.message import Message
 from icplay.episode import strict_mark
 from icplay.formats.summary import EpisodeSummary
 from icplay.session import format_duration
+from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.results import MAX_COL, ResultsTable
 
 # "solved": two marks side by side, InterCode's then the strict verdict's (✓ solved, ✗ not, – no
@@ -117,15 +118,18 @@ def reward_curve(rewards: list[float | None], current: int | None = None) -> Tex
     return text
 
 
-def action_text(proposed: str | None, action: str) -> Text:
-    """The executed action; when it differs from the proposal, a line diff (- proposed, + ran)."""
+def action_text(proposed: str | None, action: str, language: str = "") -> Text:
+    """The executed action, coloured for its language; when it differs from the proposal, a line
+    diff (- proposed, dimmed; + ran)."""
     if proposed is None or proposed == action or not action:
-        return Text(action or "(nothing ran)")
+        return highlighted(action, language) if action else Text("(nothing ran)")
     text = Text()
     for line in difflib.ndiff(proposed.splitlines(), action.splitlines()):
         if line.startswith("?"):
             continue
-        style = "red" if line.startswith("-") else "green" if line.startswith("+") else ""
-        text.append(line + "\n", style=style)
+        sign = line[:2]
+        text.append(sign, style="bold red" if sign.startswith("-") else "bold green" if sign.startswith("+") else "")
+        text.append_text(highlighted(line[2:], language, style="dim" if sign.startswith("-") else ""))
+        text.append("\n")
     text.rstrip()
     return text

@@ -8,6 +8,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from icplay.episode import Turn
+from icplay.tui.highlight import highlighted
 
 
 def short_duration(seconds: float) -> str:
@@ -77,6 +78,18 @@ def turn_author(turn: Turn) -> tuple[str, str]:
     return AUTHORS[turn_kind(turn)]
 
 
+def taken_numbers(turns: list[Turn]) -> list[int | None]:
+    """Each turn's number among the turns taken (``Turn.counts``, as the status bars count them),
+    None for a turn that used none up (a rejected proposal): one rule for every screen."""
+    numbers: list[int | None] = []
+    taken = 0
+    for turn in turns:
+        if turn.counts:
+            taken += 1
+        numbers.append(taken if turn.counts else None)
+    return numbers
+
+
 class StatusBar(Static):
     """One line on top: task, environment, sandbox, turns, time worked."""
 
@@ -123,22 +136,28 @@ class TurnList(OptionList):
             super().__init__()
             self.index = index
 
-    def __init__(self, frozen: bool = False, **kwargs):
+    def __init__(self, frozen: bool = False, language: str = "", **kwargs):
         super().__init__(**kwargs)
         self.frozen = frozen
+        self.language = language             # the actions' language, for their colours
+        self.taken = 0                       # turns taken so far (the next one's number - 1)
         self.border_title = "Turns"
 
-    def render_turn(self, turn: Turn) -> Text:
+    def render_turn(self, turn: Turn, number: int | None) -> Text:
+        """Two lines: the turn's number among those taken ("–" for one that is not a turn),
+        its author and the first line of its action; then its status, duration and reward."""
         status, style = turn_status(turn)
         author, author_style = turn_author(turn)
         line = Text()
-        prefix = f"{turn.index + 1:>2} {author} "
-        line.append(f"{turn.index + 1:>2} ", style="bold")
+        label = f"{number:>2}" if number is not None else " –"
+        prefix = f"{label} {author} "
+        line.append(f"{label} ", style="bold")
         line.append(f"{author} ", style=author_style)
         width = self.scrollable_content_region.width or 30
         room = max(4, width - len(prefix) - 1)
         action = first_line(turn.action or (turn.proposed or ""), 400)
-        line.append(action if len(action) <= room else action[:room - 1] + "…")
+        action = action if len(action) <= room else action[:room - 1] + "…"
+        line.append_text(highlighted(action, self.language, style="dim" if not turn.action else ""))
         line.append("\n   ")
         if status:
             line.append(status, style=style)
@@ -150,14 +169,18 @@ class TurnList(OptionList):
 
     def set_turns(self, turns: list[Turn]) -> None:
         self.clear_options()
-        self.add_options([Option(self.render_turn(t), id=str(t.index)) for t in turns])
-        self.border_subtitle = f"{len(turns)}"
+        numbers = taken_numbers(turns)
+        self.taken = sum(1 for n in numbers if n is not None)
+        self.add_options([Option(self.render_turn(t, n), id=str(t.index)) for t, n in zip(turns, numbers)])
+        self.border_subtitle = f"{self.taken}"
         if turns:
             self.highlighted = len(turns) - 1
 
     def add_turn(self, turn: Turn) -> None:
-        self.add_option(Option(self.render_turn(turn), id=str(turn.index)))
-        self.border_subtitle = f"{self.option_count}"
+        if turn.counts:
+            self.taken += 1
+        self.add_option(Option(self.render_turn(turn, self.taken if turn.counts else None), id=str(turn.index)))
+        self.border_subtitle = f"{self.taken}"
         self.highlighted = self.option_count - 1
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -8,12 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Label, Static, TextArea, Tree
+from textual.widgets import Label, Static, Tree
 
 from icplay.envs.base import HAS_CWD, HAS_SCHEMA, capabilities_of, observation_parts
 from icplay.episode import Turn
 from icplay.tui.keys import bindings
 from icplay.tui.sqltext import offset_of, statement_at
+from icplay.tui.widgets.code_area import CodeArea
 from icplay.tui.widgets.command import CommandInput, History
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.widgets.panels import short_duration
@@ -153,7 +154,7 @@ class BashPane(WorkPane):
         self.set_status(turn_status(turn, verdict, self.frozen))
 
 
-class SqlEditor(TextArea):
+class SqlEditor(CodeArea):
     """The SQL editor: F5 / Ctrl+Enter / Ctrl+J runs the statement under the cursor."""
 
     BINDINGS = bindings("sql")

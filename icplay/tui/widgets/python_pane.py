@@ -20,10 +20,11 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.widgets import Static, TextArea
+from textual.widgets import Static
 
 from icplay.episode import Turn
 from icplay.tui.keys import active_keys, bindings
+from icplay.tui.widgets.code_area import CodeArea
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.widgets.panes import WorkPane
 from icplay.tui.widgets.turn_output import finish_turn, turn_status, write_saved_turns
@@ -54,7 +55,7 @@ def enter_runs(text: str, row: int) -> bool:
     return row == len(lines) - 1 and not lines[-1].strip()
 
 
-class PythonEditor(TextArea):
+class PythonEditor(CodeArea):
     """The code being written; posts ``PythonEditor.Run`` with the code to run."""
 
     BINDINGS = bindings("python")

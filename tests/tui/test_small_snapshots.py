@@ -1,0 +1,237 @@
+"""Every screen at 40x12, the smallest terminal icplay supports: panels may go (the sidebars,
+the schema) or shrink to a few scrolling lines (the task, the agent), nothing crashes, what is
+left is usable. Snapshots as in test_snapshots.py (deterministic: frozen display, fixed tasks).
+Update after an intended change: pytest tests/tui/test_small_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from icplay.tui.config import AgentChoice, Config
+from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, ScoreScreen, TurnScreen
+from icplay.tui.screens.view import ViewApp, ViewScreen
+from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+from icplay.tui.screens.view_fork import ForkPlayScreen
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
+
+from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
+
+from test_play_sql import run_sql  # noqa: E402
+from tui_helpers import FakeClock, run_command, settled, wait_for, wait_ready  # noqa: E402
+from view_fixtures import record_bash, record_sql  # noqa: E402
+
+SMALL = (40, 12)
+
+
+@pytest.fixture
+def frozen_app(make_app):
+    def make(**kwargs):
+        kwargs.setdefault("clock", FakeClock())
+        return make_app(frozen=True, **kwargs)
+    return make
+
+
+def sql_app(frozen_app, shop_catalog, **kwargs):
+    return frozen_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None, **kwargs)
+
+
+async def one_query(pilot) -> None:
+    await wait_ready(pilot)
+    await run_sql(pilot, "SELECT name, city FROM customers ORDER BY name")
+
+
+# -- the playground ------------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_picker(snap_compare, frozen_app):
+    assert snap_compare(frozen_app(env="bash", tasks="bash"), terminal_size=SMALL, run_before=settled)
+
+
+def test_play_sql(snap_compare, frozen_app, shop_catalog):
+    async def work(pilot):
+        await one_query(pilot)
+        await settled(pilot)
+
+    assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=SMALL, run_before=work)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_play_bash(snap_compare, frozen_app):
+    async def work(pilot):
+        await wait_ready(pilot)
+        await run_command(pilot, "ls /testbed/logs")
+        await settled(pilot)
+
+    assert snap_compare(frozen_app(env="bash", tasks="bash", task="b001"), terminal_size=SMALL, run_before=work)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_play_python(snap_compare, frozen_app):
+    async def work(pilot):
+        await wait_ready(pilot)
+        await run_command(pilot, "print(6 * 7)")
+        await settled(pilot)
+
+    assert snap_compare(frozen_app(env="python", tasks="python", task="py-01"), terminal_size=SMALL,
+                        run_before=work)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_play_ctf(snap_compare, frozen_app):
+    async def work(pilot):
+        await wait_ready(pilot)
+        await run_command(pilot, "ls")
+        await settled(pilot)
+
+    assert snap_compare(frozen_app(env="ctf", tasks="ctf", task="base64-note"), terminal_size=SMALL,
+                        run_before=work)
+
+
+def test_help(snap_compare, frozen_app, shop_catalog):
+    async def work(pilot):
+        await wait_ready(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 10, "the help")
+        await settled(pilot)
+
+    assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=SMALL, run_before=work)
+
+
+def test_submit_confirmation(snap_compare, frozen_app, shop_catalog):
+    async def work(pilot):
+        await one_query(pilot)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), 10, "the confirmation")
+        await settled(pilot)
+
+    assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=SMALL, run_before=work)
+
+
+def test_score(snap_compare, frozen_app, shop_catalog):
+    async def work(pilot):
+        await one_query(pilot)
+        await pilot.press("ctrl+s", "enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ScoreScreen), 30, "the score")
+        await settled(pilot)
+
+    assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=SMALL, run_before=work)
+
+
+def test_turn_details(snap_compare, frozen_app, shop_catalog):
+    async def work(pilot):
+        await one_query(pilot)
+        pilot.app.screen.on_turn_list_show(type("Show", (), {"index": 0})())   # the sidebar is hidden here
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TurnScreen), 10, "the turn")
+        await settled(pilot)
+
+    assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=SMALL, run_before=work)
+
+
+def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
+    """One approved agent turn, the next proposal waiting."""
+    from icplay.tui.screens.watch import WatchScreen
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake = FakeOpenAIServer(Script([
+        "Thought: first see who the customers are.\n" + fenced("SELECT name, city FROM customers"),
+        "Thought: keep the London ones.\n" + fenced("SELECT name FROM customers WHERE city = 'London'")],
+        then="submit")).start()
+
+    def waiting(app, n):
+        screen = next(s for s in app.screen_stack if isinstance(s, WatchScreen))
+        request = screen.request
+        return request is not None and request.kind == "proposal" and request.open and len(fake.requests) == n \
+            and len(screen.trajectory.turns) == n - 1
+
+    async def work(pilot):
+        await wait_for(pilot, lambda: waiting(pilot.app, 1), 30, "the first proposal")
+        await pilot.press("ctrl+y")
+        await wait_for(pilot, lambda: waiting(pilot.app, 2), 30, "the second proposal")
+        await settled(pilot)
+
+    try:
+        app = sql_app(frozen_app, shop_catalog,
+                      watch=AgentChoice(policy="llm", model="fake-model", base_url=fake.url, mode="confirm"))
+        assert snap_compare(app, terminal_size=SMALL, run_before=work)
+    finally:
+        fake.stop()
+
+
+# -- the viewer ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def frozen_view(home):
+    apps = []
+
+    def make(record=record_sql) -> ViewApp:
+        record(home)
+        app = ViewApp(home=home, config=Config(history=False), frozen=True, clock=FakeClock())
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close_envs()
+
+
+async def loaded(pilot) -> None:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.loading, 20,
+                   "the episodes")
+
+
+def test_view_browser(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await settled(pilot)
+
+    assert snap_compare(frozen_view(), terminal_size=SMALL, run_before=work)
+
+
+def test_view_help(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 10, "the help")
+        await settled(pilot)
+
+    assert snap_compare(frozen_view(), terminal_size=SMALL, run_before=work)
+
+
+def test_view_stepper(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("right", "right")
+        await settled(pilot)
+
+    assert snap_compare(frozen_view(), terminal_size=SMALL, run_before=work)
+
+
+def test_view_comparison(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("space", "down", "down", "c")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), 10, "the comparison")
+        await settled(pilot)
+
+    assert snap_compare(frozen_view(), terminal_size=SMALL, run_before=work)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_view_fork(snap_compare, frozen_view):
+    async def work(pilot):
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+        await pilot.press("k")                                   # fork after turn 1, you go on
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_ready(pilot)
+        await settled(pilot)
+
+    assert snap_compare(frozen_view(record_bash), terminal_size=SMALL, run_before=work)

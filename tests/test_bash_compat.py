@@ -127,6 +127,38 @@ def test_reset_deletes_the_images_empty_directories(nl2bash_image):
 
 @pytest.mark.docker
 @pytest.mark.shared
+@pytest.mark.parametrize("reuse", [True, False])
+def test_reused_containers_carry_what_git_leaves_to_the_next_episode(nl2bash_image, reuse):
+    """InterCode ran a file system's episodes in one agent and one eval container reset by
+    git only: a file's time an episode (or a gold) set survives the reset, as ages did in
+    the recordings (fs1 episode 11 gzipped the files episode 12's `find -mtime +7` looks
+    for; git restored them new). A fresh pair per episode starts from the image."""
+    touch = "touch -d 2000-01-01 /testbed/hello.c"
+    year = "stat -c %y /testbed/hello.c | cut -c1-4"
+    env = make_env("bash", sandbox="docker", image=nl2bash_image, compat="intercode", reuse_containers=reuse)
+    try:
+        env.reset(_task(touch, "first"))
+        env.step(touch)
+        first = env.submit()
+        agent, evaluation = env.agent.container.id, env.eval.container.id
+        assert first.reward == 1.0
+        env.reset(_task(year, "second"))
+        seen = env.step(year).observation
+        second = env.submit()
+        if reuse:
+            assert (env.agent.container.id, env.eval.container.id) == (agent, evaluation)
+            assert seen == "2000\n" and second.gold_output == "2000\n"
+        else:
+            assert env.agent.container.id != agent and env.eval.container.id != evaluation
+            assert seen != "2000\n" and second.gold_output == seen
+        assert second.reward == 1.0
+    finally:
+        env.close()
+    assert env.agent is None and env.eval is None
+
+
+@pytest.mark.docker
+@pytest.mark.shared
 def test_rescore_replays_bash_episodes_in_both_modes(nl2bash_image, tmp_path):
     """Recorded rewards made with the compat env itself replay identically in compat mode;
     in icplay's mode the quoting turn's observation differs."""

@@ -180,22 +180,27 @@ def test_rescore_replays_bash_episodes_in_both_modes(nl2bash_image, tmp_path):
     results.write_text(json.dumps({"0": {"environment": "ic_bash", "task_id": 0, "turn_history": {
         "actions": actions, "observations": observations, "rewards": rewards}}}))
     lines = {}
-    for mode in ("compat", "default"):
+    modes = {"compat": ["--compat", "intercode", "--jobs", "2"], "default": [],
+             "compat-fresh": ["--compat", "intercode", "--fresh-containers"]}
+    for mode, options in modes.items():
         out = tmp_path / f"{mode}.jsonl"
         argv = [sys.executable, "-m", "icplay.cli", "rescore", str(results), "--tasks", str(tasks), "--env", "bash",
-                "--image", nl2bash_image, "--out", str(out)] + (["--compat", "intercode"] if mode == "compat" else [])
+                "--image", nl2bash_image, "--out", str(out)] + options
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
+        # one container pair for the file, in order, as InterCode ran it: --jobs cannot apply
+        assert ("--jobs is ignored" in done.stderr) == (mode == "compat")
         lines[mode] = done.stdout
         turns = [json.loads(line) for line in out.read_text().splitlines()]
         assert [t["turn"] for t in turns] == [0, 1]
-        if mode == "compat":
+        if mode.startswith("compat"):
             assert [t["agrees"] for t in turns] == [True, True]
             assert [t["observation_agrees"] for t in turns] == [True, True]
         else:
             assert turns[0]["observation"] == "hello world\n" and turns[0]["observation_agrees"] is False
-    assert "turns agreeing within 0.01: 2 / 2" in lines["compat"]
-    assert "episodes whose solved status agrees: 1 / 1" in lines["compat"]
+    for mode in ("compat", "compat-fresh"):
+        assert "turns agreeing within 0.01: 2 / 2" in lines[mode]
+        assert "episodes whose solved status agrees: 1 / 1" in lines[mode]
 
 
 def test_rescore_of_bash_without_an_image_says_so(tmp_path):

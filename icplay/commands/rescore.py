@@ -1,7 +1,8 @@
 """``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded episodes.
 
 Re-executes every recorded action (SQL: on pristine task databases; Bash: in a new
-container of ``--image``, icplay's shell or ``--compat intercode``; Python and CTF: in
+container of ``--image`` per episode in icplay's shell, or with ``--compat intercode`` in
+order in one container pair reset by git, as InterCode ran them; Python and CTF: in
 fresh sandboxes), recomputes each turn's
 reward, writes one JSON line per turn (``--out``) and prints how many turns and episodes
 agree with the recorded numbers. The logic is in ``icplay.rescore.sql``,

@@ -127,6 +127,38 @@ def test_reset_deletes_the_images_empty_directories(nl2bash_image):
 
 @pytest.mark.docker
 @pytest.mark.shared
+@pytest.mark.parametrize("reuse", [True, False])
+def test_reused_containers_carry_what_git_leaves_to_the_next_episode(nl2bash_image, reuse):
+    """InterCode ran a file system's episodes in one agent and one eval container reset by
+    git only: a file's time an episode (or a gold) set survives the reset, as ages did in
+    the recordings (fs1 episode 11 gzipped the files episode 12's `find -mtime +7` looks
+    for; git restored them new). A fresh pair per episode starts from the image."""
+    touch = "touch -d 2000-01-01 /testbed/hello.c"
+    year = "stat -c %y /testbed/hello.c | cut -c1-4"
+    env = make_env("bash", sandbox="docker", image=nl2bash_image, compat="intercode", reuse_containers=reuse)
+    try:
+        env.reset(_task(touch, "first"))
+        env.step(touch)
+        first = env.submit()
+        agent, evaluation = env.agent.container.id, env.eval.container.id
+        assert first.reward == 1.0
+        env.reset(_task(year, "second"))
+        seen = env.step(year).observation
+        second = env.submit()
+        if reuse:
+            assert (env.agent.container.id, env.eval.container.id) == (agent, evaluation)
+            assert seen == "2000\n" and second.gold_output == "2000\n"
+        else:
+            assert env.agent.container.id != agent and env.eval.container.id != evaluation
+            assert seen != "2000\n" and second.gold_output == seen
+        assert second.reward == 1.0
+    finally:
+        env.close()
+    assert env.agent is None and env.eval is None
+
+
+@pytest.mark.docker
+@pytest.mark.shared
 def test_rescore_replays_bash_episodes_in_both_modes(nl2bash_image, tmp_path):
     """Recorded rewards made with the compat env itself replay identically in compat mode;
     in icplay's mode the quoting turn's observation differs."""
@@ -148,22 +180,27 @@ def test_rescore_replays_bash_episodes_in_both_modes(nl2bash_image, tmp_path):
     results.write_text(json.dumps({"0": {"environment": "ic_bash", "task_id": 0, "turn_history": {
         "actions": actions, "observations": observations, "rewards": rewards}}}))
     lines = {}
-    for mode in ("compat", "default"):
+    modes = {"compat": ["--compat", "intercode", "--jobs", "2"], "default": [],
+             "compat-fresh": ["--compat", "intercode", "--fresh-containers"]}
+    for mode, options in modes.items():
         out = tmp_path / f"{mode}.jsonl"
         argv = [sys.executable, "-m", "icplay.cli", "rescore", str(results), "--tasks", str(tasks), "--env", "bash",
-                "--image", nl2bash_image, "--out", str(out)] + (["--compat", "intercode"] if mode == "compat" else [])
+                "--image", nl2bash_image, "--out", str(out)] + options
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
+        # one container pair for the file, in order, as InterCode ran it: --jobs cannot apply
+        assert ("--jobs is ignored" in done.stderr) == (mode == "compat")
         lines[mode] = done.stdout
         turns = [json.loads(line) for line in out.read_text().splitlines()]
         assert [t["turn"] for t in turns] == [0, 1]
-        if mode == "compat":
+        if mode.startswith("compat"):
             assert [t["agrees"] for t in turns] == [True, True]
             assert [t["observation_agrees"] for t in turns] == [True, True]
         else:
             assert turns[0]["observation"] == "hello world\n" and turns[0]["observation_agrees"] is False
-    assert "turns agreeing within 0.01: 2 / 2" in lines["compat"]
-    assert "episodes whose solved status agrees: 1 / 1" in lines["compat"]
+    for mode in ("compat", "compat-fresh"):
+        assert "turns agreeing within 0.01: 2 / 2" in lines[mode]
+        assert "episodes whose solved status agrees: 1 / 1" in lines[mode]
 
 
 def test_rescore_of_bash_without_an_image_says_so(tmp_path):

@@ -25,8 +25,13 @@ otherwise, and its published rewards carry the marks of it. This env reproduces 
 
 Containers are made as InterCode makes them (its image's command, a tty, Docker's default
 network: this mode's actions reach what the host's network reaches) and carry nothing of
-icplay's; one pair per episode, removed at the end (InterCode reuses one pair
-for every task, which leaks state in git-ignored folders from task to task: not copied).
+icplay's. By default each episode gets a new pair, removed at its end. With
+``reuse_containers`` (``icplay rescore --compat intercode``) one pair serves every episode,
+as InterCode's experiment scripts ran a file system's tasks in order in one agent and one
+eval container reset only by git: whatever git does not restore carries over to the next
+episode, as it did in the recordings — the times of files ``git reset --hard`` rewrote or
+an action touched, git-ignored folders, ownership and modes, processes a timed-out
+action left running.
 """
 
 from __future__ import annotations
@@ -205,8 +210,10 @@ class IntercodeBashEnv:
     sandbox_kind = "docker"
     compat = "intercode"
 
-    def __init__(self, image: str | None = None, timeout: float | None = None, client: Any = None):
+    def __init__(self, image: str | None = None, timeout: float | None = None, client: Any = None,
+                 reuse_containers: bool = False):
         self.image = image
+        self.reuse_containers = reuse_containers
         self.timeout = timeout or DEFAULT_TIMEOUT
         self._client = client
         self.task: Task | None = None
@@ -215,6 +222,7 @@ class IntercodeBashEnv:
         self.workdir = "/"
         self.last_output: str = ""
         self.cwd: str | None = None
+        self._image: str | None = None   # the image of the pair held
         self._lock = threading.Lock()
 
     def _image_for(self, task: Task) -> str:
@@ -232,10 +240,13 @@ class IntercodeBashEnv:
         return self._client
 
     def reset(self, task: Task) -> str:
-        self._release()
+        image = self._image_for(task)
+        if not (self.reuse_containers and self._image == image):
+            self._release()
         self.task = task
-        client = self._client_once()
-        self.agent = IntercodeContainer(client, self._image_for(task))
+        if self.agent is None:
+            self.agent = IntercodeContainer(self._client_once(), image)
+            self._image = image
         self.agent.reset()
         self.workdir = self.cwd = "/"
         self.last_output = ""
@@ -319,6 +330,7 @@ class IntercodeBashEnv:
             if container is not None:
                 container.close()
         self.agent = self.eval = None
+        self._image = None
 
     def close(self) -> None:
         self._release()

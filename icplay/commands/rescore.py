@@ -1,7 +1,8 @@
 """``icplay rescore RESULTS --tasks TASKFILE``: replay InterCode's recorded episodes.
 
 Re-executes every recorded action (SQL: on pristine task databases; Bash: in a new
-container of ``--image``, icplay's shell or ``--compat intercode``; Python and CTF: in
+container of ``--image`` per episode in icplay's shell, or with ``--compat intercode`` in
+order in one container pair reset by git, as InterCode ran them; Python and CTF: in
 fresh sandboxes), recomputes each turn's
 reward, writes one JSON line per turn (``--out``) and prints how many turns and episodes
 agree with the recorded numbers. The logic is in ``icplay.rescore.sql``,
@@ -41,6 +42,9 @@ def register(sub) -> None:
                                    "Bash: the task image (e.g. intercode-nl2bash-fs1)")
     p.add_argument("--compat", choices=("intercode",), default=None,
                    help="Bash: replay with InterCode's own execution semantics (see docs/rewards.md)")
+    p.add_argument("--fresh-containers", action="store_true",
+                   help="Bash --compat intercode: a new container pair per episode (--jobs apply) instead of "
+                        "InterCode's one pair for every episode in task order")
     p.add_argument("--out", help="write one JSON line per turn here")
     p.add_argument("--jobs", type=int, default=1, help="episodes replayed in parallel, each on its own server")
     p.add_argument("--limit", type=int, help="replay only the first N episodes")
@@ -169,6 +173,16 @@ def run_bash(args) -> int:
     if args.limit:
         episodes = episodes[:args.limit]
     options = {"compat": args.compat} if args.compat else {}
+    jobs = max(1, args.jobs)
+    if args.compat and not args.fresh_containers:
+        # InterCode's experiments ran a file system's tasks in order in one agent and one
+        # eval container, reset by git only: what git leaves carries over (docs/rewards.md)
+        options["reuse_containers"] = True
+        episodes = sorted(episodes, key=lambda e: e.task_index)
+        if jobs > 1:
+            print("--compat intercode replays the episodes in order in one container pair, as InterCode "
+                  "did: --jobs is ignored (--fresh-containers for a pair per episode)", file=sys.stderr)
+        jobs = 1
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
@@ -180,7 +194,7 @@ def run_bash(args) -> int:
     print(f"replaying {len(episodes)} Bash episodes on {where} ({mode})", file=sys.stderr)
     results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox="docker", image=args.image,
                                                                  **options),
-                               jobs=max(1, args.jobs), progress=progress)
+                               jobs=jobs, progress=progress)
     return report(args, episodes, results, summary, started)
 
 

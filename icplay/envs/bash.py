@@ -424,21 +424,22 @@ def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None 
     """One Bash env with its own sandbox pools (the language spec's ``env``); with
     ``compat="intercode"``, InterCode's own execution semantics (icplay/bash/compat.py)."""
     if options.get("compat") == "intercode":
-        return intercode_bash(sandbox, image, timeout)
+        return intercode_bash(sandbox, image, timeout, options.get("reuse_containers", False))
     return BashEnv(_sandboxes(sandbox, image, timeout, progress, recycle))
 
 
 COMPAT_MODES = ("intercode",)
 
 
-def intercode_bash(sandbox: str, image: str | None, timeout: float | None):
-    """``compat="intercode"``: a new InterCode-style env (its own gold and agent containers)."""
+def intercode_bash(sandbox: str, image: str | None, timeout: float | None, reuse_containers: bool = False):
+    """``compat="intercode"``: a new InterCode-style env (its own gold and agent containers;
+    ``reuse_containers``: one pair for all its episodes, as InterCode's experiments ran)."""
     from icplay.bash.compat import IntercodeBashEnv
     from icplay.sandbox.base import SandboxError
 
     if sandbox != "docker":
         raise SandboxError("--compat intercode runs on Docker only (InterCode's containers)")
-    return IntercodeBashEnv(image=image, timeout=timeout)
+    return IntercodeBashEnv(image=image, timeout=timeout, reuse_containers=reuse_containers)
 
 
 class SharedBashEnvs:

@@ -1,7 +1,9 @@
 """Re-execute recorded Bash episodes (InterCode's results files, icplay's recordings) and
 recompute every turn's reward, as ``icplay.rescore.sql`` does for SQL.
 
-Each episode starts in a new container of the task image; after each recorded action the
+Each episode starts in a new container of the task image (``compat="intercode"`` with
+``reuse_containers``: in the one container pair InterCode's experiments reused, reset by
+git); after each recorded action the
 episode is scored as InterCode's Try-Again loop scored it (a submit after every action),
 in either execution mode: icplay's persistent shell (default) or ``compat="intercode"``
 (InterCode's own semantics, icplay/bash/compat.py). A turn whose recorded observation is

@@ -39,7 +39,20 @@ fi
 step "harbor: .venv-harbor (Python 3.12) with the harbor package, for tests/test_harbor_export.py's lint"
 # Harbor needs Python >= 3.12 and pins what icplay's venv would conflict with: its own venv.
 # Under CI=true a failed install fails CI (the lint test would fail anyway, not skip).
-HARBOR_PYTHON=${HARBOR_PYTHON:-$(command -v python3.12 || ls "$HOME"/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -1 || true)}
+# The first interpreter that really runs and is 3.12 or later: a pyenv shim can exist on PATH
+# and still refuse to run ("pyenv: python3.12: command not found" when 3.12 is not selected).
+python_312() {
+    local candidate
+    for candidate in "${HARBOR_PYTHON:-}" "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12*/bin/python3.12 \
+                     "$(command -v python3.13 || true)" "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] \
+           && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+}
+HARBOR_PYTHON=$(python_312)
 if [ ! -x .venv-harbor/bin/harbor ]; then
     if [ -z "$HARBOR_PYTHON" ] || ! { "$HARBOR_PYTHON" -m venv .venv-harbor && .venv-harbor/bin/python -m pip install -q harbor; }; then
         echo "FAIL: could not install the harbor package in .venv-harbor (HARBOR_PYTHON=${HARBOR_PYTHON:-none})" >&2

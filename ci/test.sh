@@ -59,7 +59,8 @@ if [ ! -x .venv-harbor/bin/harbor ]; then
         if [ "$CI" = true ]; then exit 1; fi
     fi
 fi
-[ -x .venv-harbor/bin/harbor ] && .venv-harbor/bin/python -m pip show harbor | head -2
+# (sed reads to the end: `head` would close the pipe early, and pipefail would stop the script)
+if [ -x .venv-harbor/bin/harbor ]; then .venv-harbor/bin/python -m pip show harbor | sed -n 1,2p; fi
 
 step "images: build (cached layers make an unchanged image instant)"
 .venv/bin/icplay images build

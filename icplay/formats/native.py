@@ -156,5 +156,23 @@ def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[l
     return [trajectory_from_json(data, path)], {}
 
 
+def load_earlier_attempts(path: str | Path, skipped: list[Skipped] | None = None) -> list[Trajectory]:
+    """The earlier attempts kept for a trajectory folder (``icplay.store.attempts_folders``:
+    a store's ``.attempts`` beside it, a session's ``attempts/<name>``), numbered; [] for a
+    file. A file that cannot be read goes to ``skipped``."""
+    from icplay.store import ATTEMPT_NAME, attempts_folders, readable
+
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    out: list[Trajectory] = []
+    for folder in attempts_folders(path):
+        bad: list = []
+        out += readable(sorted(p for p in folder.rglob("*.json") if ATTEMPT_NAME.fullmatch(p.name)), bad)
+        if skipped is not None:
+            skipped += [Skipped.of(file, exc) for file, exc in bad]
+    return out
+
+
 def run_label(meta: dict[str, Any], fallback: str) -> str:
     return str(meta.get("label") or fallback)

@@ -211,3 +211,32 @@ def test_an_agents_episode_signs_only_the_humans_turns(tmp_path):
     episode.act("echo", author="human")
     assert [t.info.get("annotator") for t in episode.trajectory.turns] == [None, "ada", "ada"]
     assert isinstance(Episode, type)
+
+
+def test_the_browser_lists_every_attempt(tmp_path, monkeypatch):
+    from icplay.formats.native import trajectory_folders
+    from icplay.formats.summary import scan
+
+    monkeypatch.setenv("ICPLAY_HOME", str(tmp_path))
+    session = Session("study", home=tmp_path, annotator="ada")
+    play(session, "icplay{wrong}", see_gold=True)
+    play(session, "icplay{right}")
+    assert trajectory_folders(tmp_path) == [tmp_path / "trajectories" / "study", tmp_path / "attempts" / "study"]
+    rows = scan(trajectory_folders(tmp_path), cache=False)
+    assert sorted((r.attempt, r.final, r.after_gold_seen, r.who) for r in rows) == [
+        (1, 0.0, False, "ada"), (2, 1.0, True, "ada")]
+
+
+def test_export_reads_every_attempt_when_asked(tmp_path, capsys):
+    session = Session("study", home=tmp_path, annotator="ada")
+    play(session, "icplay{wrong}", see_gold=True)
+    play(session, "icplay{right}")
+    out = tmp_path / "rows.csv"
+    assert main(["export", "csv", str(session.root), "--out", str(out)]) == 0
+    assert [r["attempt"] for r in csv.DictReader(out.open())] == ["2"]            # the latest, as before
+    assert main(["export", "csv", str(session.root), "--out", str(out), "--attempts", "all"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["attempt"], r["final_reward"], r["after_gold_seen"], r["annotator"]) for r in rows] == [
+        ("1", "0.0", "0", "ada"), ("2", "1.0", "1", "ada")]
+    assert main(["export", "csv", str(session.root), "--out", str(out), "--attempts", "first"]) == 0
+    assert [r["attempt"] for r in csv.DictReader(out.open())] == ["1"]

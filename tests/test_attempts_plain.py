@@ -64,3 +64,14 @@ def test_a_bad_annotator_is_one_sentence(tmp_path):
     done = icplay("play", "ctf", "--plain", "--sandbox", "bwrap", "--task", "hex-dump", "--out", str(tmp_path / "x"),
                   "--annotator", " ", home=tmp_path / "home")
     assert done.returncode != 0 and "--annotator" in done.stderr and "printable" in done.stderr
+
+
+def test_watch_plain_records_the_supervising_annotator(tmp_path):
+    out = tmp_path / "watched"
+    done = icplay("watch", "sql", "--plain", "--policy", "gold", "--mode", "auto", "--task", "bookshop-01", "--limit",
+                  "1", "--sandbox", "sqlite", "--out", str(out), "--annotator", "ada", home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    assert "no annotator set" not in done.stderr
+    saved = load_trajectory(out / "sql" / "bookshop-01.json")
+    assert (saved.annotator, saved.attempt, saved.policy["kind"]) == ("ada", 1, "gold")
+    assert saved.turns and all("annotator" not in t.info for t in saved.turns)     # the agent's turns are its own

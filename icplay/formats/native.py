@@ -39,9 +39,10 @@ def sessions_root(home: str | Path | None = None) -> Path:
 
 
 def trajectory_folders(home: str | Path | None = None) -> list[Path]:
-    """Every session and run folder under the home, sessions first."""
+    """Every session and run folder under the home, sessions first, then the sessions' earlier
+    attempts (``attempts/<session>``: every attempt stays viewable)."""
     out = []
-    for root in (sessions_root(home), runs_root(home)):
+    for root in (sessions_root(home), runs_root(home), Path(home or home_dir()) / "attempts"):
         if root.is_dir():
             out += sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     return out

@@ -39,7 +39,7 @@ from typing import Callable, Iterable
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn, without_account
 from icplay.paths import home_dir
-from icplay.store import StoreError, TrajectoryFileError, TrajectoryStore, readable
+from icplay.store import ATTEMPT_NAME, StoreError, TrajectoryFileError, TrajectoryStore, readable, safe_name
 from icplay.tasks.model import Task
 
 DEFAULT_SESSION = "default"
@@ -197,8 +197,17 @@ class Session:
 
     # -- progress ----------------------------------------------------------------------
 
+    def _with_kept_attempts(self) -> set[str]:
+        """``<set folder>/<task stem>`` of every task with an earlier attempt kept (one listing
+        per set folder, not one per task: a picker shows a thousand tasks)."""
+        root = self.store.attempts_root
+        if not root.is_dir():
+            return set()
+        return {f"{p.parent.name}/{m['stem']}" for p in root.glob("*/*.json") if (m := ATTEMPT_NAME.fullmatch(p.name))}
+
     def progress(self, tasks: Iterable[Task]) -> Progress:
         progress = Progress()
+        kept = self._with_kept_attempts()
         for task in tasks:
             progress.total += 1
             try:
@@ -206,7 +215,7 @@ class Session:
             except ValueError:
                 trajectory = None
             status = status_of(trajectory)
-            if self.store.attempt_paths(task.set, task.id):
+            if f"{safe_name(task.set)}/{safe_name(task.id)}" in kept:
                 status.attempts = [AttemptMark(t.attempt or 0, status_of(t).state, t.reward, t.after_gold_seen)
                                    for t in self.all_attempts(task)]
             progress.by_task[task.key] = status

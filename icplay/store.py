@@ -453,7 +453,7 @@ class TrajectoryStore:
     def attempts_of(self, set_name: str, task_id: str) -> list[Trajectory]:
         """Every readable attempt of a task, the kept ones and the current one, by attempt number."""
         current = self.task_path(set_name, task_id)
-        return numbered_attempts(readable(self.attempt_paths(set_name, task_id)), readable([current]))
+        return numbered_attempts(readable(self.attempt_paths(set_name, task_id)), readable([current], kept=False))
 
     def load_for(self, set_name: str, task_id: str) -> Trajectory | None:
         path = self.task_path(set_name, task_id)
@@ -473,9 +473,11 @@ class TrajectoryStore:
 ATTEMPT_NAME = re.compile(r"(?P<stem>.+)\.(?P<n>[0-9]+)\.json")
 
 
-def readable(paths: Iterable[Path], skipped: list | None = None) -> list[Trajectory]:
+def readable(paths: Iterable[Path], skipped: list | None = None, kept: bool = True) -> list[Trajectory]:
     """The trajectories of ``paths`` that exist and can be read; the others are left out (and,
-    with ``skipped``, added to it as ``TrajectoryFileError``s)."""
+    with ``skipped``, added to it as ``TrajectoryFileError``s). ``kept``: the paths are kept
+    attempts, whose name numbers an older, unnumbered one (a current file's name never does:
+    task ``t.1`` is ``t.1.json``)."""
     out = []
     for path in paths:
         if not path.exists():
@@ -486,7 +488,7 @@ def readable(paths: Iterable[Path], skipped: list | None = None) -> list[Traject
             if skipped is not None:
                 skipped.append((path, exc))
             continue
-        if traj.attempt is None and (m := ATTEMPT_NAME.fullmatch(path.name)):
+        if kept and traj.attempt is None and (m := ATTEMPT_NAME.fullmatch(path.name)):
             traj.attempt = int(m["n"])
         out.append(traj)
     return out

@@ -240,3 +240,13 @@ def test_export_reads_every_attempt_when_asked(tmp_path, capsys):
         ("1", "0.0", "0", "ada"), ("2", "1.0", "1", "ada")]
     assert main(["export", "csv", str(session.root), "--out", str(out), "--attempts", "first"]) == 0
     assert [r["attempt"] for r in csv.DictReader(out.open())] == ["1"]
+
+
+def test_a_task_whose_id_looks_like_an_attempt_is_not_numbered_by_its_name(tmp_path):
+    task = Task(id="t.7", set="ctf", env="ctf", query="q", gold="icplay{right}")
+    session = Session("dots", home=tmp_path)
+    d = Trajectory(task=task.to_dict(), env="ctf", sandbox="x", status="submitted", reward=1.0).to_dict()
+    d.pop("attempt")
+    session.path_for(task).parent.mkdir(parents=True)
+    session.path_for(task).write_text(json.dumps(d))
+    assert [t.attempt for t in session.all_attempts(task)] == [1]

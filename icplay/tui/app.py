@@ -181,8 +181,14 @@ class PlayApp(App):
     def record_gold_seen(self, trajectory: Trajectory) -> None:
         """The score dialog showed this attempt's gold: recorded on its file (``gold_seen_at``),
         so later attempts of the task are marked as after it."""
+        from icplay.store import StoreError
+
         for session in self.sessions():
-            if session.mark_gold_seen(trajectory):
+            try:
+                if session.mark_gold_seen(trajectory):
+                    return
+            except StoreError as exc:       # a full disk: said, the dialog stays usable
+                self.notify(f"The gold reveal could not be recorded: {exc}", severity="error", timeout=10)
                 return
 
     def sandbox_for(self, kind: str) -> str | None:

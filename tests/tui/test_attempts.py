@@ -91,3 +91,16 @@ async def test_the_app_says_when_no_annotator_is_set(make_app, home):
     async with named.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert not [n for n in named._notifications if "annotator" in n.message]
+
+
+def test_every_session_the_app_opens_records_its_annotator(make_app, home):
+    """The play session, the watch session (an agent a human supervises) and the forks'."""
+    from icplay.tui.screens.view import ViewApp
+
+    app = make_app(env="ctf", tasks="ctf", annotator="ada")
+    assert (app.session.annotator, app.watch_session.annotator) == ("ada", "ada")
+    viewer = ViewApp(home=home, annotator="bob")
+    try:
+        assert viewer.fork_session.annotator == "bob"
+    finally:
+        viewer.close_envs()

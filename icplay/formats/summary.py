@@ -96,9 +96,8 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
 
 
 def _who(policy: dict, kind: str, model: str, source: str) -> str:
-    """Who played: the user (or where the episode was found), the model and strategy, or the policy."""
-    if kind == "human":
-        return str(policy.get("user") or source or "human")
+    """Who played an agent's episode: the model and strategy, or the policy (a human's episode
+    is its annotator's)."""
     if kind == "llm":
         return "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
     return "/".join(x for x in (kind, model) if x)

@@ -40,6 +40,23 @@ STRICT_MARKS = {True: "✓", False: "✗", None: "–"}
 POLICY_IDENTITY = ("kind", "model", "strategy", "source", "actions")
 
 
+# The OS account a front end once put in the policy block (``user``): never recorded as who
+# played, since on a shared machine it names the machine, not the person (the annotator does).
+ACCOUNT_KEYS = ("user",)
+
+
+def without_account(policy: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in policy.items() if k not in ACCOUNT_KEYS}
+
+
+def annotator_label(annotator: str | None) -> str:
+    """How an episode's annotator is shown: the name, or ``(no annotator)``."""
+    return annotator or NO_ANNOTATOR
+
+
+NO_ANNOTATOR = "(no annotator)"
+
+
 def strict_mark(verdict: bool | None) -> str:
     return STRICT_MARKS[verdict]
 
@@ -141,6 +158,11 @@ class Trajectory:
     error: str | None = None
     version: int = TRAJECTORY_VERSION
     forked_from: dict[str, Any] | None = None   # {"id", "turn"}: the episode whose first turns this one replayed
+    # who played, and which try this is (docs/tui.md "Annotators and attempts"); None in older files
+    annotator: str | None = None     # the human's name as given (--annotator); never the OS user
+    attempt: int | None = None       # 1, 2, ...: this episode's place among the task's attempts in its store
+    gold_seen_at: float | None = None   # when the gold solution was shown after this attempt's submit
+    after_gold_seen: bool = False    # an earlier attempt of this task by this annotator had its gold shown
 
     @property
     def task_key(self) -> str:
@@ -210,7 +232,7 @@ class Trajectory:
     def adopt_policy(self, info: dict[str, Any]) -> None:
         """A resumed episode goes on with this policy: its block says so, the earlier one is kept
         under ``previous`` (with the usage summed over both)."""
-        old = self.policy or {}
+        old, info = self.policy or {}, without_account(info)
         if all(old.get(k) == info.get(k) for k in POLICY_IDENTITY):
             return
         earlier = list(old.get("previous") or [])
@@ -246,7 +268,8 @@ TRAJECTORY_FIELDS = field_types({
     "task": (dict,), "env": _TEXT, "sandbox": _TEXT, "policy": (dict,), "turns": (list,), "status": _TEXT,
     "reward": _OPT_NUMBER, "best_reward": _OPT_NUMBER, "breakdown": _OPT_OBJECT, "strict": _OPT_OBJECT,
     "gold_output": _OPT_TEXT, "time_worked": NUMBER, "started_at": NUMBER, "updated_at": NUMBER, "id": _TEXT,
-    "error": _OPT_TEXT, "version": (int,), "forked_from": _OPT_OBJECT,
+    "error": _OPT_TEXT, "version": (int,), "forked_from": _OPT_OBJECT, "annotator": _OPT_TEXT,
+    "attempt": (int, type(None)), "gold_seen_at": _OPT_NUMBER, "after_gold_seen": (bool,),
 })
 NESTED_FIELDS = {
     "task": field_types({"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT,
@@ -367,13 +390,16 @@ class Episode:
     """One task on one env: records each turn and saves after it."""
 
     def __init__(self, env: Env, task: Task, save: Saver | None = None, policy: dict[str, Any] | None = None,
-                 trajectory: Trajectory | None = None):
+                 trajectory: Trajectory | None = None, annotator: str | None = None):
         self.env = env
         self.task = task
         self._save = save
         self.before_save: Callable[[Trajectory], None] | None = None   # e.g. the driver notes the time worked
         self.trajectory = trajectory or Trajectory(task=task.to_dict(), env=env.name, sandbox=env.sandbox_kind,
-                                                   policy=policy or {"kind": "human"})
+                                                   policy=without_account(policy or {"kind": "human"}))
+        self.annotator = annotator    # who signs the human turns from now on (else the trajectory's)
+        if self.trajectory.annotator is None:
+            self.trajectory.annotator = annotator
         self.query = env.reset(task)
 
     def save(self) -> None:
@@ -382,6 +408,12 @@ class Episode:
             self.before_save(self.trajectory)
         if self._save is not None:
             self._save(self.trajectory)
+
+    def _sign(self, turn: Turn) -> None:
+        """A turn a human authored (acted, edited or rejected) names the episode's annotator."""
+        annotator = self.annotator or self.trajectory.annotator
+        if turn.author in (HUMAN, AGENT_EDITED) and annotator:
+            turn.info["annotator"] = annotator
 
     def act(self, action: str, author: str = HUMAN, proposed: str | None = None, thought: str | None = None,
             comment: str | None = None, on_output: Callable[[str], None] | None = None,
@@ -392,6 +424,7 @@ class Episode:
         turn = Turn(index=len(self.trajectory.turns), author=author, action=action, observation=result.observation,
                     exit_code=result.exit_code, started_at=started, duration=result.duration, proposed=proposed,
                     thought=thought, comment=comment, info={**result.info, **(info or {})})
+        self._sign(turn)
         self.trajectory.turns.append(turn)
         self.save()
         return turn
@@ -404,6 +437,7 @@ class Episode:
         turn = Turn(index=len(self.trajectory.turns), author=HUMAN, action="", observation="",
                     started_at=time.time(), proposed=proposal.action if proposal.action is not None else "submit",
                     thought=proposal.thought, comment=comment, info=info)
+        self._sign(turn)
         self.trajectory.turns.append(turn)
         self.save()
         return turn

@@ -84,6 +84,7 @@ class Summary:
     truncated_replies: int = 0                                       # replies cut at the token limit
     usage_unknown_calls: int = 0                                     # calls whose server reported no usage
     reasoning_tokens: int = 0
+    after_gold: int = 0                                              # counted attempts made after the gold was shown
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -135,6 +136,7 @@ def _add_outcomes(s: Summary, trajs: list[Trajectory], done: list[Trajectory]) -
     s.strict_judged = sum(v is not None for v in verdicts)
     s.strict_solved = sum(v is True for v in verdicts)
     s.negative = sum((t.reward or 0.0) < 0 for t in done)
+    s.after_gold = sum(t.after_gold_seen for t in done)
 
 
 def _hardness_key(h: str) -> tuple[int, str]:
@@ -250,6 +252,7 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
     rows.append(("mean turns", [f"{s.mean_turns:.2f}" for s in summaries]))
     rows.append(("mean best reward", [f"{s.mean_reward:.3f}" for s in summaries]))
     rows += _when_any(summaries, "  final reward < 0", "negative")
+    rows += _when_any(summaries, "  after the gold was shown", "after_gold")
     rows += _by_turn_rows(summaries)
     rows += _usage_rows(summaries)
     rows += _when_any(summaries, "truncated replies", "truncated_replies")

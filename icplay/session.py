@@ -5,7 +5,9 @@ A *session* is a named folder, ``$ICPLAY_HOME/trajectories/<name>/`` (default ho
 human works through tasks. It keeps exactly one current trajectory per task
 (``<set>/<id>.json``, the TrajectoryStore layout, so ``icplay report`` reads it as is);
 starting a task again after submitting it first moves the old file to
-``$ICPLAY_HOME/attempts/<name>/<set>/<id>.<n>.json``, so nothing is ever overwritten.
+``$ICPLAY_HOME/attempts/<name>/<set>/<id>.<n>.json`` (beside the folder, in
+``.attempts/<folder>/``, for a session given its own folder with ``--out``), so nothing is
+ever overwritten: every attempt is numbered (``Trajectory.attempt``) and kept.
 
 Guarantees (from ``TrajectoryStore``, see icplay/store.py): a task's file is only
 replaced by later saves of the same episode; any other episode's file is moved to
@@ -29,14 +31,15 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from icplay.envs.base import Env
-from icplay.episode import Episode, Trajectory, Turn
+from icplay.episode import Episode, Trajectory, Turn, without_account
 from icplay.paths import home_dir
-from icplay.store import StoreError, TrajectoryFileError, TrajectoryStore, load_trajectory
+from icplay.store import ATTEMPT_NAME, StoreError, TrajectoryFileError, TrajectoryStore, readable, safe_name
 from icplay.tasks.model import Task
 
 DEFAULT_SESSION = "default"
@@ -51,6 +54,27 @@ class TaskStatus:
     turns: int = 0
     reward: float | None = None
     time_worked: float = 0.0
+    attempts: list["AttemptMark"] = field(default_factory=list)   # every attempt, when there was more than one
+
+
+@dataclass(frozen=True)
+class AttemptMark:
+    """One attempt of a task as a task list shows it."""
+
+    attempt: int
+    state: str
+    reward: float | None
+    after_gold: bool
+
+    def text(self) -> str:
+        mark = {SOLVED: "✓", SUBMITTED: "✗"}.get(self.state, "▶")
+        score = f" {self.reward:.2f}" if self.reward is not None and self.state != IN_PROGRESS else ""
+        return f"{mark}{score} (attempt {self.attempt}{', after gold' if self.after_gold else ''})"
+
+
+def attempts_line(marks: list[AttemptMark]) -> str:
+    """``✗ 0.00 (attempt 1) · ✓ 1.00 (attempt 2, after gold)``: every attempt, in order."""
+    return " · ".join(m.text() for m in marks)
 
 
 @dataclass
@@ -115,12 +139,16 @@ def check_session_name(name: str) -> str:
 class Session:
     """A named baseline session: a folder of trajectories, one per task."""
 
-    def __init__(self, name: str = DEFAULT_SESSION, home: str | Path | None = None, root: str | Path | None = None):
+    def __init__(self, name: str = DEFAULT_SESSION, home: str | Path | None = None, root: str | Path | None = None,
+                 annotator: str | None = None):
         self.name = check_session_name(name)
+        self.annotator = annotator       # who plays here (--annotator); recorded in every episode opened
         home = Path(home or home_dir())
         self.root = Path(root) if root is not None else home / "trajectories" / name
-        self.attempts_root = home / "attempts" / name
-        self.store = TrajectoryStore(self.root, attempts=self.attempts_root)
+        # earlier attempts: ``<home>/attempts/<name>``; a session in a folder of its own (--out)
+        # keeps them beside it (``<parent>/.attempts/<folder>``), where report looks for them
+        self.store = TrajectoryStore(self.root, attempts=None if root is not None else home / "attempts" / name)
+        self.attempts_root = self.store.attempts_root
         self._lock = threading.Lock()
         self.stopped_abandoned = self.store.stop_abandoned()   # episodes whose process died, now ``stopped``
         self.set_aside: list[str] = []     # one sentence per unreadable file moved aside by open_episode
@@ -144,18 +172,42 @@ class Session:
 
     def attempts(self, task: Task) -> list[Trajectory]:
         """The task's earlier attempts that can be read (an unreadable one is left out)."""
-        out = []
-        for path in self.store.attempt_paths(task.set, task.id):
-            try:
-                out.append(load_trajectory(path))
-            except TrajectoryFileError:
-                continue
-        return out
+        return readable(self.store.attempt_paths(task.set, task.id))
+
+    def all_attempts(self, task: Task) -> list[Trajectory]:
+        """Every readable attempt of the task, the current one last (``attempt`` 1, 2, ...)."""
+        return self.store.attempts_of(task.set, task.id)
+
+    def mark_gold_seen(self, trajectory: Trajectory, when: float | None = None) -> bool:
+        """Record that the gold of this (submitted) attempt was shown: ``gold_seen_at`` on its
+        file, so that every later attempt of the task by the same annotator is marked
+        ``after_gold_seen``. False when this session does not hold that attempt as the task's
+        current one (it is left as it is)."""
+        task = trajectory.task
+        try:
+            current = self.store.load_for(str(task.get("set", "")), str(task.get("id", "")))
+        except TrajectoryFileError:
+            return False
+        if current is None or current.id != trajectory.id:
+            return False
+        if trajectory.gold_seen_at is None:
+            trajectory.gold_seen_at = time.time() if when is None else when
+            self.save(trajectory)
+        return True
 
     # -- progress ----------------------------------------------------------------------
 
+    def _with_kept_attempts(self) -> set[str]:
+        """``<set folder>/<task stem>`` of every task with an earlier attempt kept (one listing
+        per set folder, not one per task: a picker shows a thousand tasks)."""
+        root = self.store.attempts_root
+        if not root.is_dir():
+            return set()
+        return {f"{p.parent.name}/{m['stem']}" for p in root.glob("*/*.json") if (m := ATTEMPT_NAME.fullmatch(p.name))}
+
     def progress(self, tasks: Iterable[Task]) -> Progress:
         progress = Progress()
+        kept = self._with_kept_attempts()
         for task in tasks:
             progress.total += 1
             try:
@@ -163,6 +215,9 @@ class Session:
             except ValueError:
                 trajectory = None
             status = status_of(trajectory)
+            if f"{safe_name(task.set)}/{safe_name(task.id)}" in kept:
+                status.attempts = [AttemptMark(t.attempt or 0, status_of(t).state, t.reward, t.after_gold_seen)
+                                   for t in self.all_attempts(task)]
             progress.by_task[task.key] = status
             progress.time_worked += status.time_worked
             if status.state == SOLVED:
@@ -214,7 +269,9 @@ class Session:
         if trajectory is not None:
             trajectory.status = "running"
             trajectory.error = None
-        episode = Episode(env, task, save=save, policy=policy or {"kind": "human"}, trajectory=trajectory)
+            trajectory.policy = without_account(trajectory.policy)
+        episode = Episode(env, task, save=save, policy=policy or {"kind": "human"}, trajectory=trajectory,
+                          annotator=self.annotator)
         replayed = replay_turns(env, episode.trajectory.turns, on_replay) if trajectory is not None else 0
         episode.save()
         return episode, replayed

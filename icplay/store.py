@@ -26,7 +26,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from icplay.episode import Trajectory
 from icplay.json_shape import FieldError, JsonFileError, kind_of, read_json_text
@@ -393,6 +393,7 @@ class TrajectoryStore:
             if claim.trajectory is not trajectory:
                 if claim.trajectory is None or claim.trajectory.id != trajectory.id:
                     self._archive_if_other(path, trajectory.id)
+                    self._place_attempt(trajectory)
                 claim.trajectory = trajectory
                 claim.store = self
         try:
@@ -402,6 +403,18 @@ class TrajectoryStore:
         claim.saved_turns = len(trajectory.turns)
         if trajectory.status in FINAL_STATUSES:
             _release(path)
+
+    def _place_attempt(self, trajectory: Trajectory) -> None:
+        """Number a task's new (or older, unnumbered) episode after the attempts kept before it,
+        and mark it ``after_gold_seen`` when one of them by the same annotator had its gold shown."""
+        task = trajectory.task
+        earlier = self.attempt_paths(str(task.get("set", "")), str(task.get("id", "")))
+        if trajectory.attempt is None:
+            trajectory.attempt = len(earlier) + 1
+        if not trajectory.after_gold_seen:
+            trajectory.after_gold_seen = any(
+                t.gold_seen_at is not None and t.annotator == trajectory.annotator
+                for t in readable(earlier) if t.id != trajectory.id)
 
     def _archive_if_other(self, path: Path, episode_id: str) -> None:
         """Move the file away if it holds another episode than ``episode_id``."""
@@ -437,6 +450,11 @@ class TrajectoryStore:
         paths = [p for p in folder.glob(f"{stem}.*.json") if p.name[len(stem) + 1:-5].isdigit()]
         return sorted(paths, key=lambda p: int(p.name[len(stem) + 1:-5]))
 
+    def attempts_of(self, set_name: str, task_id: str) -> list[Trajectory]:
+        """Every readable attempt of a task, the kept ones and the current one, by attempt number."""
+        current = self.task_path(set_name, task_id)
+        return numbered_attempts(readable(self.attempt_paths(set_name, task_id)), readable([current], kept=False))
+
     def load_for(self, set_name: str, task_id: str) -> Trajectory | None:
         path = self.task_path(set_name, task_id)
         return load_trajectory(path) if path.exists() else None
@@ -444,3 +462,51 @@ class TrajectoryStore:
     def __iter__(self) -> Iterator[Trajectory]:
         for path in sorted(self.root.rglob("*.json")):
             yield load_trajectory(path)
+
+
+# --- attempts: every try of a task, numbered ---------------------------------------------
+#
+# A task's current file is its latest attempt; the earlier ones are the files the store moved
+# to its attempts folder (``<set>/<id>.<n>.json``, n = 1, 2, ... in the order they were
+# replaced). Files written before attempts were numbered get their number from that order.
+
+ATTEMPT_NAME = re.compile(r"(?P<stem>.+)\.(?P<n>[0-9]+)\.json")
+
+
+def readable(paths: Iterable[Path], skipped: list | None = None, kept: bool = True) -> list[Trajectory]:
+    """The trajectories of ``paths`` that exist and can be read; the others are left out (and,
+    with ``skipped``, added to it as ``TrajectoryFileError``s). ``kept``: the paths are kept
+    attempts, whose name numbers an older, unnumbered one (a current file's name never does:
+    task ``t.1`` is ``t.1.json``)."""
+    out = []
+    for path in paths:
+        if not path.exists():
+            continue
+        try:
+            traj = load_trajectory(path)
+        except TrajectoryFileError as exc:
+            if skipped is not None:
+                skipped.append((path, exc))
+            continue
+        if kept and traj.attempt is None and (m := ATTEMPT_NAME.fullmatch(path.name)):
+            traj.attempt = int(m["n"])
+        out.append(traj)
+    return out
+
+
+def numbered_attempts(kept: list[Trajectory], current: list[Trajectory]) -> list[Trajectory]:
+    """``kept`` then ``current`` in attempt order; an unnumbered current file comes last."""
+    for traj in current:
+        if traj.attempt is None:
+            traj.attempt = max((t.attempt or 0 for t in kept), default=0) + 1
+    return sorted(kept + current, key=lambda t: t.attempt or 0)
+
+
+def attempts_folders(root: Path) -> list[Path]:
+    """Where a trajectory folder's replaced attempts are kept: a store's ``<parent>/.attempts/<name>``,
+    and for a session folder (``<home>/trajectories/<name>``) ``<home>/attempts/<name>``."""
+    root = Path(root)
+    candidates = [root.parent / ".attempts" / root.name]
+    if root.parent.name == "trajectories":
+        candidates.append(root.parent.parent / "attempts" / root.name)
+    return [c for c in candidates if c.is_dir()]

@@ -26,7 +26,7 @@ def recorded_bash_episode(tmp_path):
     env = make_env("bash", sandbox="bwrap")
     try:
         session = Session("orig", root=tmp_path / "orig")
-        episode = Episode(env, BASH_TASK, save=session.save, policy={"kind": "human", "user": "ann"})
+        episode = Episode(env, BASH_TASK, save=session.save, policy={"kind": "human"}, annotator="ann")
         episode.act("echo first > /testbed/fork_note.txt")
         episode.act("echo second >> /testbed/fork_note.txt")
         episode.act("rm /testbed/fork_note.txt && ls /testbed/fork_note.txt")
@@ -42,8 +42,8 @@ def test_fork_continues_with_the_first_turns_state(tmp_path):
     assert "No such file" in source.turns[2].observation
     env = make_env("bash", sandbox="bwrap")
     try:
-        forks = Session("forks", root=tmp_path / "forks")
-        episode, replayed = open_fork(env, source, 2, forks, policy={"kind": "human", "user": "bob"})
+        forks = Session("forks", root=tmp_path / "forks", annotator="bob")
+        episode, replayed = open_fork(env, source, 2, forks, policy={"kind": "human", "user": "bob-os-account"})
         assert replayed == 2
         assert [t.action for t in episode.trajectory.turns] == [t.action for t in source.turns[:2]]
         turn = episode.act("cat /testbed/fork_note.txt")
@@ -55,7 +55,9 @@ def test_fork_continues_with_the_first_turns_state(tmp_path):
     assert saved.forked_from == {"id": source.id, "turn": 2}
     assert saved.id != source.id
     assert len(saved.turns) == 3 and saved.turns[2].action == "cat /testbed/fork_note.txt"
-    assert saved.policy["user"] == "bob" and saved.status == "submitted"
+    # the fork records its annotator (on the episode and on the human turn made in it), never an OS account
+    assert saved.annotator == "bob" and "user" not in saved.policy and saved.status == "submitted"
+    assert saved.turns[2].info["annotator"] == "bob" and saved.turns[0].info["annotator"] == "ann"   # kept from the source
     # the source is untouched, and view's family links the two
     assert len(load_trajectory(tmp_path / "orig" / "bash" / "b001.json").turns) == 3
     rows = scan([tmp_path / "orig", tmp_path / "forks"], cache=False)

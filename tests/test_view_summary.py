@@ -30,7 +30,9 @@ def test_a_row_says_who_and_the_author_mix():
         Turn(2, "human", "", "", proposed="DROP TABLE t", info={"rejected": True})])
     s = summarize(t, "x.json", "watch")
     assert (s.who, s.author, s.mix_text, s.turns, s.final, s.solved) == ("m1/react", "mixed", "A1 E1 R1", 2, 0.5, False)
-    assert summarize(traj(policy={"kind": "human", "user": "ann"}), "y", "s").who == "ann"
+    assert summarize(traj(annotator="ann"), "y", "s").who == "ann"
+    # the OS account an older file recorded is never shown as who played
+    assert summarize(traj(policy={"kind": "human", "user": "root"}), "y", "s").who == "(no annotator)"
     assert summarize(traj(policy={"kind": "gold"}, turns=[Turn(0, "agent", "x", "")]), "z", "r").author == "agent"
 
 
@@ -83,7 +85,7 @@ def test_filters_sort_and_families(tmp_path):
     child.updated_at = 2.0
     grandchild = fork(child, 1)
     grandchild.updated_at = 3.0
-    other = traj("bookshop-02", policy={"kind": "human", "user": "ann"}, reward=0.0, at=4.0)
+    other = traj("bookshop-02", annotator="ann", reward=0.0, at=4.0)
     for n, t in enumerate((original, child, grandchild, other)):
         path = tmp_path / f"{n}.json"
         path.write_text(trajectory_json(t))

@@ -41,6 +41,9 @@ def register(sub) -> None:
                    help="only solved episodes: intercode (best reward 1.0) or strict (the strict verdict says "
                         "solved; episodes without a verdict are left out)")
     p.add_argument("--solved-only", action="store_true", help="the same as --solved intercode")
+    p.add_argument("--attempts", choices=["latest", "first", "best", "all"], default="latest",
+                   help="which attempts of a task: its latest (the current file, the default), first, best, or all "
+                        "(earlier attempts are read from the folder's attempts store)")
     p.add_argument("--author", choices=AUTHORS, default="any",
                    help="human: no agent turn; agent: no human step-in; mixed: both (default any)")
     p.add_argument("--min-reward", type=float, default=None, help="only episodes whose best reward is at least X")
@@ -59,7 +62,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from icplay.agents.strategies import strategy_name
     from icplay.formats import load_logs
-    from icplay.formats.native import Skipped, skipped_note
+    from icplay.attempts import choose
+    from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
     from icplay.formats.export import ExportError, render, select
     from icplay.store import TrajectoryFileError, escape_surrogates
 
@@ -77,7 +81,10 @@ def run(args) -> int:
     skipped: list[Skipped] = []
     for path in args.paths:
         try:
-            trajs.extend(load_logs(path, skipped)[0])
+            current = load_logs(path, skipped)[0]
+            if args.attempts != "latest":
+                current = choose(current, load_earlier_attempts(path, skipped), args.attempts)
+            trajs.extend(current)
         except TrajectoryFileError as exc:     # this path as a whole: the others are still exported
             skipped.append(Skipped.of(path, exc))
     if not trajs:

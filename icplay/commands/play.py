@@ -18,6 +18,7 @@ from pathlib import Path
 
 from icplay.driver.lines import HUMAN_HELP as REPL_HELP  # noqa: F401  (kept for importers)
 from icplay.driver.lines import describe_reward, format_table  # noqa: F401
+from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, make_env, names
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import find_set
@@ -36,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--session", help="a named baseline session: one trajectory per task, resumable")
     p.add_argument("--out", type=Path, help="folder for trajectories (default: ~/.icplay/trajectories)")
     p.add_argument("--plain", action="store_true", help="line-mode REPL instead of the app")
+    add_annotator_argument(p)
     p.set_defaults(func=run)
 
 
@@ -88,7 +90,7 @@ def run(args) -> int:
 
     all_tasks = select_tasks(args.env, args.tasks, None, args.image)
     tasks = select_tasks(args.env, args.tasks, args.task, args.image)
-    session = open_session(args.session or "plain", args.out)
+    session = open_session(args.session or "plain", args.out, cli_annotator(args))
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
     env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr),
@@ -101,8 +103,20 @@ def run(args) -> int:
         env.close()
 
 
-def open_session(name: str, out: Path | None = None):
-    """The session (``--session``; ``--out`` puts its trajectories in another folder)."""
+def open_session(name: str, out: Path | None = None, annotator: str | None = None):
+    """The session (``--session``; ``--out`` puts its trajectories in another folder) of ``annotator``."""
     from icplay.session import Session
 
-    return Session(name, root=out) if out is not None else Session(name)
+    return Session(name, root=out, annotator=annotator) if out is not None else Session(name, annotator=annotator)
+
+
+def cli_annotator(args, say=None) -> str | None:
+    """``--annotator`` / $ICPLAY_ANNOTATOR / config.toml of a human front end; when none is set
+    it says so in one line (``say``, default stderr)."""
+    from icplay.frontend.config import ConfigError, annotator_of_args
+    from icplay.process import UserError
+
+    try:
+        return annotator_of_args(args, say=say)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None

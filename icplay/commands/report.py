@@ -6,6 +6,9 @@ them); each becomes one column of the table, followed by the success-by-turn cur
 Episodes of several envs or sets get one table each. ``--json`` prints the figures for scripts.
 A file that cannot be read is left out and named, with the field that is wrong, in one line
 on stderr after the tables (``2 files skipped: ...``); the rest is reported.
+Each task counts once, by its first attempt (pass@1; ``--attempts best|all`` to choose, said
+in the table's header; earlier attempts are read from the folder's attempts store), and a
+log holding several annotators' episodes gets a column per annotator beside its own.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ def register(sub) -> None:
     p.add_argument("--turns", type=int, default=None, help="success by turn up to N (default: the runs' limit)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--no-curve", action="store_true", help="leave out the success-by-turn chart")
+    p.add_argument("--attempts", choices=["first", "best", "all"], default="first",
+                   help="which attempts of a task are counted: the first (pass@1, the default), the best, or all")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from icplay.attempts import counted_note
     from icplay.formats.native import skipped_note
     from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
 
@@ -46,13 +52,14 @@ def run(args) -> int:
     if args.json:
         runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
                 for (env, set_name), summaries in tables for s in summaries]
-        print(json.dumps({"runs": runs, "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+        print(json.dumps({"runs": runs, "attempts": args.attempts,
+                          "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
         say_skipped(skipped)
         return 0
     for n, ((env, set_name), summaries) in enumerate(tables):
         if n:
             print()
-        print(render_table(summaries, title=f"== {env} · {set_name} ==" if split else None))
+        print(render_table(summaries, title=(f"== {env} · {set_name} ==\n" if split else "") + counted_note(args.attempts)))
         if env == "sql":
             print(SQL_NEGATIVE_NOTE)
         if not args.no_curve:
@@ -74,7 +81,8 @@ def say_skipped(skipped) -> None:
 def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
     """(label, path, {(env, set): trajectories}) per log given; a file (or a whole LOG) that
     cannot be read goes to ``skipped`` and the others are still reported."""
-    from icplay.formats.native import Skipped
+    from icplay.attempts import choose
+    from icplay.formats.native import Skipped, load_earlier_attempts
     from icplay.report import group_by_set, load_logs, run_label
     from icplay.store import TrajectoryFileError
 
@@ -85,11 +93,25 @@ def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
         except TrajectoryFileError as exc:      # this LOG as a whole: the others are still reported
             skipped.append(Skipped.of(log, exc))
             continue
+        trajs = choose(trajs, load_earlier_attempts(log, skipped), getattr(args, "attempts", "first"))
         if not trajs:
             continue                            # every file of it was skipped (and named)
         label = args.label[i] if args.label else run_label(meta, Path(log).name or str(log))
         logs.append((label, str(log), group_by_set(trajs)))
+        logs += _by_annotator(label, str(log), trajs)
     return logs
+
+
+def _by_annotator(label: str, path: str, trajs: list) -> list[tuple[str, str, dict]]:
+    """One more column per annotator when a log holds the episodes of more than one."""
+    from icplay.episode import annotator_label
+    from icplay.report import group_by_set
+
+    names = sorted({annotator_label(t.annotator) for t in trajs})
+    if len(names) < 2:
+        return []
+    return [(f"{label} · {name}", path, group_by_set(t for t in trajs if annotator_label(t.annotator) == name))
+            for name in names]
 
 
 def _tables(logs: list[tuple[str, str, dict]], turns: int | None) -> list[tuple[tuple[str, str], list]]:

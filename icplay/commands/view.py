@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from icplay.frontend.config import add_annotator_argument
 from icplay.process import UserError
 
 from icplay.languages import add_sandbox_argument
@@ -34,6 +35,7 @@ def register(sub) -> None:
     p.add_argument("--session", default="forks", help="session forks are saved in (default: forks)")
     fork = p.add_argument_group("forking from the command line (one PATH: a trajectory file, or FILE#N in an "
                                 "InterCode file)")
+    add_annotator_argument(fork)
     fork.add_argument("--fork", type=int, metavar="K",
                       help="open a fork of the episode keeping its first K turns (replayed into a fresh sandbox)")
     fork.add_argument("--agent", action="store_true",
@@ -102,15 +104,29 @@ def run(args) -> int:
     from icplay.tui.launch import check_terminal, quit_on_shutdown_signal
     from icplay.tui.screens.view import ViewApp
 
+    from icplay.commands.play import cli_annotator
+    from icplay.frontend.config import resolve_annotator
+
+    annotator = cli_annotator(args) if fork is not None else _quiet_annotator(args, resolve_annotator)
     check_terminal()
     app = ViewApp(paths=args.paths or None, sandbox=args.sandbox, image=args.image, fork_session=args.session,
-                  fork=fork)
+                  fork=fork, annotator=annotator, annotator_note=fork is not None)
     try:
         with quit_on_shutdown_signal(app):
             app.run()
     finally:
         app.close_envs()
     return app.return_code or 0
+
+
+def _quiet_annotator(args, resolve) -> str | None:
+    """The annotator a fork made from the browser records (said only when --fork starts one)."""
+    from icplay.frontend.config import ConfigError, load_config
+
+    try:
+        return resolve(args.annotator, load_config())
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
 
 
 def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = None) -> int:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
+from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
 
@@ -57,6 +58,7 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
     p.add_argument("--retries", type=int, default=6, help="retries per model call on 429/5xx/timeouts")
     p.add_argument("--plain", action="store_true", help="line mode on stdin instead of the watch screen")
+    add_annotator_argument(p)
     p.set_defaults(func=run)
 
 
@@ -112,7 +114,7 @@ def actions_of(args) -> str:
 
 
 def run(args) -> int:
-    from icplay.commands.play import env_from_tasks, open_session, select_tasks
+    from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
 
     env_from_tasks(args, "watch")
     if args.turns < 1:
@@ -136,7 +138,7 @@ def run(args) -> int:
     from icplay.driver.lines import first_unfinished, run_tasks
     from icplay.languages import make_env
 
-    session = open_session(args.session or "watch", args.out)
+    session = open_session(args.session or "watch", args.out, cli_annotator(args))
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
     first = playable - len(tasks) + 1

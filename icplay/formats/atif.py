@@ -84,7 +84,8 @@ def _observation(turn: Turn) -> tuple[str, list[str]]:
 
 def _human_step(step_id: int, turn: Turn) -> dict[str, Any]:
     text, notes = _observation(turn)
-    extra = {"author": turn.author, "observation": text, "exit_code": turn.exit_code, "duration": turn.duration}
+    extra = {"author": turn.author, "observation": text, "exit_code": turn.exit_code, "duration": turn.duration,
+             "annotator": turn.info.get("annotator")}
     if notes:
         extra["notes"] = notes
     if turn.comment:
@@ -136,7 +137,8 @@ def atif_document(traj: Trajectory) -> dict[str, Any]:
     final = {"total_prompt_tokens": usage.get("prompt_tokens"), "total_completion_tokens": usage.get("completion_tokens"),
              "total_cost_usd": usage.get("cost"), "total_steps": len(steps)}
     agent: dict[str, Any] = {"name": AGENT_NAME, "version": AGENT_VERSION,
-                             "extra": {"policy": {k: v for k, v in traj.policy.items() if k != "usage"}}}
+                             "extra": {"policy": {k: v for k, v in traj.policy.items() if k != "usage"},
+                                       "annotator": traj.annotator}}
     if model:
         agent["model_name"] = str(model)
     return {
@@ -144,7 +146,9 @@ def atif_document(traj: Trajectory) -> dict[str, Any]:
         "final_metrics": {k: v for k, v in final.items() if v is not None},
         "extra": {"task": f"{traj.task.get('set')}/{traj.task.get('id')}",
                   "env": traj.env, "sandbox": traj.sandbox, "status": traj.status, "reward": traj.reward,
-                  "best_reward": traj.best_reward, "time_worked": traj.time_worked,
+                  "best_reward": traj.best_reward, "time_worked": traj.time_worked, "annotator": traj.annotator,
+                  "attempt": traj.attempt, "gold_seen_at": traj.gold_seen_at,
+                  **({"after_gold_seen": True} if traj.after_gold_seen else {}),
                   **({"forked_from": traj.forked_from} if traj.forked_from else {})},
     }
 

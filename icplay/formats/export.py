@@ -238,7 +238,18 @@ def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | No
     schemas = Replies(traj, strategy, actions).schemas()
     if schemas is not None:
         record["tools"] = schemas
+    if (meta := attempt_metadata(traj)):
+        record["metadata"] = meta
     return record
+
+
+def attempt_metadata(traj: Trajectory) -> dict[str, Any]:
+    """Who played and which attempt this was, for episodes a named annotator played or
+    supervised (others, and older files, say nothing: a record stays ``messages`` alone)."""
+    if traj.annotator is None:
+        return {}
+    return {"episode": traj.id, "annotator": traj.annotator, "attempt": traj.attempt,
+            "after_gold_seen": traj.after_gold_seen}
 
 
 def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
@@ -405,7 +416,7 @@ def intercode_results(trajs: list[Trajectory]) -> dict[str, Any]:
 CSV_COLUMNS = ("set", "task", "env", "episode", "who", "author", "policy", "model", "strategy", "protocol",
                "status", "turns", "agent_turns", "edited_turns", "human_turns", "rejected", "invalid",
                "final_reward", "best_reward", "solved", "strict", "strict_reasons", "time_worked", "tokens", "cost",
-               "started_at", "query")
+               "started_at", "query", "annotator", "attempt", "after_gold_seen")
 
 
 def csv_text(trajs: list[Trajectory]) -> str:
@@ -424,7 +435,8 @@ def csv_text(trajs: list[Trajectory]) -> str:
                          "" if t.strictly_solved is None else int(t.strictly_solved), "; ".join(t.strict_reasons),
                          round(t.time_worked, 3),
                          t.tokens, "" if t.cost is None else round(t.cost, 6), round(t.started_at, 3),
-                         t.task.get("query", "")])
+                         t.task.get("query", ""), t.annotator or "", "" if t.attempt is None else t.attempt,
+                         int(t.after_gold_seen)])
     return buf.getvalue()
 
 

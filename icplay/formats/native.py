@@ -39,9 +39,10 @@ def sessions_root(home: str | Path | None = None) -> Path:
 
 
 def trajectory_folders(home: str | Path | None = None) -> list[Path]:
-    """Every session and run folder under the home, sessions first."""
+    """Every session and run folder under the home, sessions first, then the sessions' earlier
+    attempts (``attempts/<session>``: every attempt stays viewable)."""
     out = []
-    for root in (sessions_root(home), runs_root(home)):
+    for root in (sessions_root(home), runs_root(home), Path(home or home_dir()) / "attempts"):
         if root.is_dir():
             out += sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     return out
@@ -154,6 +155,24 @@ def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[l
     if intercode.is_intercode(data):
         return _intercode_trajectories(data, path), {"label": path.stem}
     return [trajectory_from_json(data, path)], {}
+
+
+def load_earlier_attempts(path: str | Path, skipped: list[Skipped] | None = None) -> list[Trajectory]:
+    """The earlier attempts kept for a trajectory folder (``icplay.store.attempts_folders``:
+    a store's ``.attempts`` beside it, a session's ``attempts/<name>``), numbered; [] for a
+    file. A file that cannot be read goes to ``skipped``."""
+    from icplay.store import ATTEMPT_NAME, attempts_folders, readable
+
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    out: list[Trajectory] = []
+    for folder in attempts_folders(path):
+        bad: list = []
+        out += readable(sorted(p for p in folder.rglob("*.json") if ATTEMPT_NAME.fullmatch(p.name)), bad)
+        if skipped is not None:
+            skipped += [Skipped.of(file, exc) for file, exc in bad]
+    return out
 
 
 def run_label(meta: dict[str, Any], fallback: str) -> str:

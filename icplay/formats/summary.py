@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from icplay.episode import HUMAN, Trajectory
+from icplay.episode import HUMAN, Trajectory, annotator_label
 from icplay.formats import intercode
 from icplay.formats.native import RUN_FILE, Skipped, file_trajectory, is_trajectory, load_logs, trajectory_folders
 from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
-INDEX_VERSION = 4    # 3: the strict verdict; 4: why a file was skipped
+INDEX_VERSION = 5    # 3: the strict verdict; 4: why a file was skipped; 5: annotator and attempt
 MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
 
 
@@ -57,6 +57,9 @@ class EpisodeSummary:
     date: float = 0.0             # last saved (epoch seconds)
     source: str = ""              # the session or run folder it came from
     forked_from: dict[str, Any] | None = None
+    annotator: str | None = None  # who played or supervised (None: no annotator was set)
+    attempt: int | None = None    # which attempt of its task this is (None: recorded before attempts were)
+    after_gold_seen: bool = False
 
     @property
     def mix_text(self) -> str:
@@ -79,7 +82,7 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
     policy = traj.policy or {}
     kind = str(policy.get("kind") or "human")
     model = str(policy.get("model") or "")
-    who = _who(policy, kind, model, source)
+    who = annotator_label(traj.annotator) if kind == "human" else _who(policy, kind, model, source)
     mix = {k: v for k, v in traj.author_mix().items() if v}
     author = _author(kind, mix)
     return EpisodeSummary(
@@ -88,13 +91,13 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         turns=traj.turns_taken, best=traj.best_reward if traj.best_reward is not None else traj.reward,
         final=traj.reward, solved=traj.solved, strict=traj.strictly_solved, status=traj.status,
         time_worked=traj.time_worked or 0.0,
-        date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from)
+        date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from,
+        annotator=traj.annotator, attempt=traj.attempt, after_gold_seen=traj.after_gold_seen)
 
 
 def _who(policy: dict, kind: str, model: str, source: str) -> str:
-    """Who played: the user (or where the episode was found), the model and strategy, or the policy."""
-    if kind == "human":
-        return str(policy.get("user") or source or "human")
+    """Who played an agent's episode: the model and strategy, or the policy (a human's episode
+    is its annotator's)."""
     if kind == "llm":
         return "/".join(x for x in (model, str(policy.get("strategy") or "")) if x)
     return "/".join(x for x in (kind, model) if x)

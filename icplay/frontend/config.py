@@ -15,6 +15,10 @@ Example::
     [bash]
     history = true                 # keep a command history across tasks
 
+    [human]
+    annotator = "ada"              # who plays: recorded in every episode and human turn
+                                   #   (--annotator NAME and $ICPLAY_ANNOTATOR win over it)
+
     [agent]                        # who tries a task from the picker (Ctrl+W) and in icplay watch
     policy = "llm"                 # llm | gold | replay:FILE
     model = "gpt-4o-mini"
@@ -28,7 +32,7 @@ Example::
     reasoning_effort = "low"
     extra_body = { top_k = 20 }
 
-Environment overrides: ``ICPLAY_THEME``, ``ICPLAY_STRICT=1``. A bad file gives one
+Environment overrides: ``ICPLAY_THEME``, ``ICPLAY_STRICT=1``, ``ICPLAY_ANNOTATOR``. A bad file gives one
 sentence naming the file and the setting, never a traceback.
 """
 
@@ -65,6 +69,7 @@ class Config:
     history: bool = True
     keys: dict[str, str] = field(default_factory=dict)
     agent: dict[str, Any] = field(default_factory=dict)   # [agent]: policy, model, ..., mode, actions, request parameters
+    annotator: str | None = None                          # [human] annotator (else $ICPLAY_ANNOTATOR)
     path: Path | None = None
 
     @property
@@ -108,6 +113,12 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
     bash = pick(data, "bash", dict, "bash") or {}
     if (history := pick(bash, "history", bool, "bash.history")) is not None:
         config.history = history
+    human = pick(data, "human", dict, "human") or {}
+    for name in human:
+        if name != "annotator":
+            raise ConfigError(f"{path}: setting 'human.{name}' is unknown (one of: annotator)")
+    if (annotator := pick(human, "annotator", str, "human.annotator")) is not None:
+        config.annotator = check_annotator(annotator, f"{path}: setting 'human.annotator'")
     agent = pick(data, "agent", dict, "agent") or {}
     for name in agent:
         if name not in AGENT_SETTINGS:
@@ -130,7 +141,40 @@ def load_config(path: str | Path | None = None, environ: dict[str, str] | None =
         config.theme = environ["ICPLAY_THEME"]
     if environ.get("ICPLAY_STRICT", "").lower() in ("1", "true", "yes"):
         config.strict = True
+    if environ.get("ICPLAY_ANNOTATOR"):
+        config.annotator = check_annotator(environ["ICPLAY_ANNOTATOR"], "$ICPLAY_ANNOTATOR")
     return config
+
+
+# -- annotators: who played, as they name themselves (never the OS account) ----------------
+
+ANNOTATOR_MAX = 64
+NO_ANNOTATOR_NOTE = ("no annotator set: episodes record none, shown as \"(no annotator)\" (name yourself with "
+                     "--annotator NAME, $ICPLAY_ANNOTATOR or config.toml [human] annotator)")
+
+
+def check_annotator(name: str, where: str = "--annotator") -> str:
+    """``name`` stripped, if it can name an annotator (1-64 printable characters); else
+    ``ConfigError`` naming ``where``."""
+    name = name.strip()
+    if not name or len(name) > ANNOTATOR_MAX or not name.isprintable():
+        raise ConfigError(f"{where}: an annotator is named by 1-{ANNOTATOR_MAX} printable characters, "
+                          f"got {name[:80]!r}")
+    return name
+
+
+def resolve_annotator(given: str | None, config: Config) -> str | None:
+    """The annotator of a human front end: ``--annotator``, else $ICPLAY_ANNOTATOR, else
+    config.toml's ``[human] annotator`` (both read into ``config``), else None."""
+    if given is not None:
+        return check_annotator(given)
+    return config.annotator
+
+
+def add_annotator_argument(parser) -> None:
+    parser.add_argument("--annotator", metavar="NAME", default=None,
+                        help="who plays, recorded in every episode and human turn (default: $ICPLAY_ANNOTATOR, "
+                             "else config.toml [human] annotator, else none)")
 
 
 @dataclass
@@ -193,3 +237,14 @@ def remember_agent(choice: AgentChoice, home: str | Path | None = None) -> None:
         path.write_text(json.dumps(choice.to_dict(), indent=1), encoding="utf-8")
     except OSError:
         pass
+
+
+def annotator_of_args(args, config: Config | None = None, say=None) -> str | None:
+    """The annotator a human front end's command line asks for (``resolve_annotator``); when
+    there is none, ``say`` (default: stderr) is told so in one line. ``ConfigError`` for a bad name."""
+    import sys
+
+    annotator = resolve_annotator(getattr(args, "annotator", None), config if config is not None else load_config())
+    if annotator is None:
+        (say or (lambda line: print(f"({line})", file=sys.stderr)))(NO_ANNOTATOR_NOTE)
+    return annotator

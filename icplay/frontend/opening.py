@@ -62,6 +62,8 @@ def describe(exc: BaseException) -> str:
 
 
 def user_name() -> str:
+    """The OS account. The screens still put it in their policy block; the episode drops it
+    (``icplay.episode.ACCOUNT_KEYS``): who played is the annotator, never the account."""
     try:
         return getpass.getuser()
     except Exception:

@@ -18,6 +18,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from icplay.envs import Env
+from icplay.episode import Trajectory
 from icplay.languages import find as find_language
 from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
@@ -119,7 +120,10 @@ class PlayApp(App):
                  clock: Callable[[], float] | None = None, frozen: bool = False,
                  env_factory: EnvFactory | None = None, catalog: Catalog | None = None,
                  out: str | Path | None = None, watch: "AgentChoice | None" = None,
-                 watch_session: str | None = None, watch_policy: tuple | None = None, watch_limits=None):
+                 watch_session: str | None = None, watch_policy: tuple | None = None, watch_limits=None,
+                 annotator: str | None = None, annotator_note: bool = False):
+        """``annotator``: who plays (recorded in every episode and human turn); with
+        ``annotator_note`` the app says at start when there is none."""
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -128,7 +132,9 @@ class PlayApp(App):
         self.image = image
         self.frozen = frozen
         self.clock = clock or time.monotonic
-        self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out)
+        self.annotator = annotator
+        self.annotator_note = annotator_note and annotator is None
+        self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator)
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
         self.watch = watch                   # icplay watch: the task opens on the watch screen
@@ -152,6 +158,7 @@ class PlayApp(App):
             if bad:
                 self.notify(f"config.toml names unknown key ids: {', '.join(bad)}", severity="warning", timeout=8)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
+        self.say_annotator()
         if self.start_task_id is not None:
             task = self.catalog.find(self.start_task_id, self.start_set)
             if self.watch is not None:
@@ -160,6 +167,29 @@ class PlayApp(App):
                 self.push_screen(PlayScreen(task))
         else:
             self.push_screen(PickerScreen(self.start_set))
+
+    def say_annotator(self) -> None:
+        if self.annotator_note:
+            from icplay.frontend.config import NO_ANNOTATOR_NOTE
+
+            self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8)
+
+    def sessions(self) -> list[Session]:
+        """The sessions this app has opened (the baseline's, the watched agents', the forks')."""
+        return [self.session, *(s for s in (self._watch_session, getattr(self, "_fork_session", None)) if s)]
+
+    def record_gold_seen(self, trajectory: Trajectory) -> None:
+        """The score dialog showed this attempt's gold: recorded on its file (``gold_seen_at``),
+        so later attempts of the task are marked as after it."""
+        from icplay.store import StoreError
+
+        for session in self.sessions():
+            try:
+                if session.mark_gold_seen(trajectory):
+                    return
+            except StoreError as exc:       # a full disk: said, the dialog stays usable
+                self.notify(f"The gold reveal could not be recorded: {exc}", severity="error", timeout=10)
+                return
 
     def sandbox_for(self, kind: str) -> str | None:
         spec = find_language(kind)
@@ -175,7 +205,8 @@ class PlayApp(App):
     def watch_session(self) -> Session:
         """Where watched (agent) episodes are saved: apart from the human's own baseline."""
         if self._watch_session is None:
-            self._watch_session = Session(self._watch_session_name, home=self.home, root=self._out)
+            self._watch_session = Session(self._watch_session_name, home=self.home, root=self._out,
+                                          annotator=self.annotator)
         return self._watch_session
 
     def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):

@@ -58,6 +58,16 @@ def _isatty(stream) -> bool:
         return False
 
 
+def app_annotator(args, config) -> str | None:
+    """``--annotator``, else $ICPLAY_ANNOTATOR / config.toml (the app says when there is none)."""
+    from icplay.frontend.config import ConfigError, resolve_annotator
+
+    try:
+        return resolve_annotator(getattr(args, "annotator", None), config)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
 def run_app(args) -> int:
     from icplay.tui.app import Catalog, PlayApp
     from icplay.frontend.config import ConfigError, load_config
@@ -71,13 +81,14 @@ def run_app(args) -> int:
         raise TaskFileError(str(exc).split(":", 1)[0], str(exc).split(":", 1)[1].strip()) from None
     if getattr(args, "strict", False):
         config.strict = True
+    annotator = app_annotator(args, config)
     catalog = Catalog(env, tasks)
     if task_id is not None:
         catalog.find(str(task_id), catalog.default_set(env, tasks))   # fail early, in one line
     app = PlayApp(env=env, tasks=tasks, task=None if task_id is None else str(task_id),
                   sandbox=getattr(args, "sandbox", None), session=getattr(args, "session", None),
                   image=getattr(args, "image", None), config=config, catalog=catalog,
-                  out=getattr(args, "out", None))
+                  out=getattr(args, "out", None), annotator=annotator, annotator_note=True)
     check_terminal()
     try:
         with quit_on_shutdown_signal(app):
@@ -141,7 +152,8 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
                   config=config, catalog=catalog, out=getattr(args, "out", None), watch=agent,
                   watch_session=getattr(args, "session", None),
                   watch_policy=None if policy is None else (policy, policy_info or {}),
-                  watch_limits=Limits(max_turns=turns) if turns else None)
+                  watch_limits=Limits(max_turns=turns) if turns else None,
+                  annotator=app_annotator(args, config), annotator_note=True)
     try:
         app.run()
     finally:

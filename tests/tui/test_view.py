@@ -271,7 +271,8 @@ async def test_fork_from_turn_one_goes_on_in_the_play_screen(view_app, home):
         assert {s.id for s in screen.shown} == {source.id, fork.id}
     saved = Session("forks", home=home).load(BASH_TASK)
     assert [t.action for t in saved.turns] == [source.turns[0].action, "cat /testbed/fork_note.txt"]
-    assert saved.policy["kind"] == "human" and saved.policy["previous"][0]["user"] == "ann"
+    assert saved.policy["kind"] == "human" and "user" not in saved.policy["previous"][0]
+    assert saved.turns[0].info["annotator"] == "ann" and saved.annotator is None   # no annotator named here
 
 
 async def test_fork_goes_on_with_an_agent_in_the_watch_screen(view_app, home, monkeypatch):

@@ -44,7 +44,7 @@ def record_sql(home: Path) -> dict[str, Path]:
     out = {}
     try:
         human = Session("ann", home=home)
-        ep = Episode(env, SQL_TASK, save=human.save, policy={"kind": "human", "ui": "tui", "user": "ann"})
+        ep = Episode(env, SQL_TASK, save=human.save, policy={"kind": "human", "ui": "tui"}, annotator="ann")
         ep.trajectory.time_worked = 1.0
         ep.act("SELECT title FROM books")
         ep.act("SELECT title FROM books WHERE genre = 'Poetry'")
@@ -53,7 +53,7 @@ def record_sql(home: Path) -> dict[str, Path]:
         out["human"] = human.path_for(SQL_TASK)
         fix(out["human"], "a1a1a1a1a1a1", T0)
 
-        ep = Episode(env, SQL_TASK2, save=human.save, policy={"kind": "human", "ui": "tui", "user": "ann"})
+        ep = Episode(env, SQL_TASK2, save=human.save, policy={"kind": "human", "ui": "tui"}, annotator="ann")
         ep.act("SELECT COUNT(*) FROM customers")
         ep.submit()
         out["human2"] = human.path_for(SQL_TASK2)
@@ -83,7 +83,7 @@ def record_bash(home: Path) -> Path:
     env = make_env("bash", sandbox="bwrap")
     try:
         session = Session("ann", home=home)
-        ep = Episode(env, BASH_TASK, save=session.save, policy={"kind": "human", "ui": "tui", "user": "ann"})
+        ep = Episode(env, BASH_TASK, save=session.save, policy={"kind": "human", "ui": "tui"}, annotator="ann")
         ep.act("echo kept-by-fork > /testbed/fork_note.txt")
         ep.act("rm /testbed/fork_note.txt")
         ep.act("wc -l /testbed/logs/nginx/access.log")

@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from icplay.session import IN_PROGRESS, SOLVED, SUBMITTED, TaskStatus, format_duration
+from icplay.session import IN_PROGRESS, SOLVED, SUBMITTED, Progress, TaskStatus, attempts_line, format_duration
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings
 from icplay.tui.widgets.footer import KeysFooter
@@ -38,6 +38,7 @@ class PickerScreen(Screen):
         super().__init__()
         self.initial_set = initial_set
         self.current_set: str | None = None
+        self._progress: Progress | None = None
         self.tasks: list[Task] = []
 
     def compose(self) -> ComposeResult:
@@ -107,7 +108,7 @@ class PickerScreen(Screen):
         table = self.query_one("#tasks", DataTable)
         keep = table.cursor_row
         table.clear()
-        progress = self.app.session.progress(self.tasks)
+        progress = self._progress = self.app.session.progress(self.tasks)
         query_width = self._query_width()
         table.columns["query"].width = query_width
         for task in self.tasks:
@@ -117,6 +118,8 @@ class PickerScreen(Screen):
                 label = f"▶ {status.turns} turn{'s' if status.turns != 1 else ''}"
             elif status.reward is not None:
                 label = f"{label} {status.reward:.2f}"
+            if len(status.attempts) > 1:
+                label = f"{label} ×{len(status.attempts)}"     # the attempts; the preview lists each
             worked = compact_duration(status.time_worked) if status.time_worked else ""
             query = " ".join(task.query.split())
             if len(query) > query_width:
@@ -156,6 +159,9 @@ class PickerScreen(Screen):
         if task.db:
             head.append(f" · database {task.db}")
         head.append("\n")
+        attempts = self._progress.by_task.get(task.key, TaskStatus()).attempts if self._progress else []
+        if len(attempts) > 1:
+            head.append(f"{len(attempts)} attempts: {attempts_line(attempts)}\n", style="dim")
         head.append(task.query)
         preview.update(head)
 

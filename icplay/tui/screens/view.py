@@ -54,6 +54,7 @@ class ViewApp(PlayApp):
         if self.config.keys:
             bad = unknown_ids(self.config.keys)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
+        self.say_annotator()
         self.push_screen(ViewScreen(self.view_paths))
         if self.fork_at_start is not None:
             from icplay.tui.screens.view_fork import start_fork
@@ -65,7 +66,7 @@ class ViewApp(PlayApp):
     def fork_session(self) -> Session:
         """Where forks are saved (a session of their own: the baseline's files stay as they are)."""
         if self._fork_session is None:
-            self._fork_session = Session(self.fork_session_name, home=self.home)
+            self._fork_session = Session(self.fork_session_name, home=self.home, annotator=self.annotator)
         return self._fork_session
 
     async def refork(self, source, k: int, agent: bool, choice=None) -> None:

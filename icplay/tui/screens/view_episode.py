@@ -256,6 +256,11 @@ class EpisodeScreen(Screen):
         parts = [f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}",
                  f"solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}",
                  self.summary.source or traj.env]
+        if (traj.attempt or 1) > 1 or traj.after_gold_seen:
+            parts.insert(0, f"attempt {traj.attempt or '?'}" + (", after the gold was shown" if traj.after_gold_seen
+                                                                else ""))
+        if traj.annotator and traj.policy.get("kind", "human") != "human":
+            parts.append(f"annotator {traj.annotator}")
         if traj.forked_from:
             parts.insert(0, f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
         if self.reexecution is not None:

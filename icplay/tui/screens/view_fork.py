@@ -14,7 +14,6 @@ from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice, agent_choice
-from icplay.frontend.opening import user_name
 from icplay.tui.screens.play import PlayScreen
 from icplay.tui.screens.watch import WatchScreen
 
@@ -79,7 +78,7 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     try:
         task = Task.from_dict(source.task)
         earlier = {key: v for key, v in (source.policy or {}).items() if key not in ("usage", "previous")}
-        policy = None if agent else {"kind": "human", "ui": "tui", "user": user_name(), "previous": [earlier]}
+        policy = None if agent else {"kind": "human", "ui": "tui", "previous": [earlier]}
         trajectory = fork(source, k, policy)
         app.fork_session.save(trajectory)
     except (ForkError, KeyError, ValueError, OSError) as exc:

@@ -29,17 +29,24 @@ import os
 import queue
 import sys
 import threading
-from typing import Callable
+from typing import Any, Callable, Protocol, Sequence, cast
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
 from icplay.driver.driver import Driver
 from icplay.driver.events import (Delta, Event, Failure, Finished, Output, Proposed, Reasoning, RequestOpened,
                                   Retrying, Scored, State, TurnRecorded)
-from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
+from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, Env, SubmitResult, capabilities_of, observation_parts,
                               parse_submit, render_notes, shown_observation, strict_doubts)
-from icplay.episode import Decision, Proposal, Trajectory, Turn
+from icplay.episode import Decision, Episode, Proposal, Trajectory, Turn
 from icplay.languages import find
 from icplay.languages.submitting import submit_preview
+from icplay.session import IN_PROGRESS, NEW, Session
+from icplay.tasks.model import Task
+
+
+class _HasCwd(Protocol):
+    """An env that declares HAS_CWD: its shell's working directory, for the prompt."""
+    cwd: str | None
 
 HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
@@ -72,13 +79,16 @@ def display(text: str) -> str:
     return "".join(out)
 
 
-def format_table(columns: list[str], rows: list[tuple], limit: int = 50) -> str:
+def format_table(columns: list[str], rows: Sequence[Sequence[Any]], limit: int = 50) -> str:
     """A plain text table of the first ``limit`` rows."""
     shown = [tuple("NULL" if v is None else str(v) for v in row) for row in rows[:limit]]
     widths = [len(c) for c in columns]
     for row in shown:
         widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    line = lambda values: " | ".join(v.ljust(w) for v, w in zip(values, widths))  # noqa: E731
+
+    def line(values: Sequence[str]) -> str:
+        return " | ".join(v.ljust(w) for v, w in zip(values, widths))
+
     out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in shown]
     if len(rows) > limit:
         out.append(f"... {len(rows) - limit} more rows")
@@ -148,6 +158,7 @@ class StdinLines:
     process (``shared()``): a second reader would take the next task's lines."""
 
     _shared: "StdinLines | None" = None
+    told = False    # the control keys were shown (once per process)
 
     def __init__(self, fd: int = 0):
         self.fd = fd
@@ -210,7 +221,7 @@ class LineLoop:
             else:
                 read_line = echoing_input
         self.stdin = stdin
-        if stdin is not None and not getattr(stdin, "told", False):
+        if stdin is not None and not stdin.told:
             stdin.told = True
             write(CONTROL_HELP)
         self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
@@ -478,6 +489,7 @@ class LineLoop:
         any moment are carried out on the way; None-like "" is never returned for them:
         they raise ``_Answered`` when the request no longer waits."""
         if self.stdin is None:
+            assert self.read_line is not None, "a human's loop reads with read_line"
             while True:
                 line = self.read_line(prompt)
                 if line.strip() in CONTROL_LINES and self._control(line.strip()):
@@ -485,20 +497,26 @@ class LineLoop:
                         raise _Answered()
                     continue
                 return line
+        return self._read_stdin(self.stdin, prompt, request)
+
+    def _read_stdin(self, stdin: StdinLines, prompt: str, request: Request) -> str:
+        """``_read`` from the shared stdin reader: it gives up when the request is answered
+        meanwhile (a stop from another thread) instead of blocking in a read."""
         self.write_raw(prompt)
         while True:
-            line = self.stdin.peek(timeout=0.1)
-            if line is None:
+            got = stdin.peek(timeout=0.1)
+            if got is None:
                 if not request.open:          # answered meanwhile (a stop)
                     self.write_raw("\n")
                     raise _Answered()
                 continue
-            self.stdin.take()
-            if line is EOF:
-                self.stdin._head.insert(0, EOF)    # stays: every later question ends too
+            stdin.take()
+            if got is EOF:
+                stdin._head.insert(0, EOF)    # stays: every later question ends too
                 raise EOFError()
-            assert isinstance(line, str)
-            if self.stdin.echo:
+            assert isinstance(got, str)
+            line = got
+            if stdin.echo:
                 self.write_raw(line + "\n")
             else:
                 self._at_line_start = True
@@ -566,7 +584,7 @@ class LineLoop:
         if self.spec is not None and self.spec.prompt is not None:
             return self.spec.prompt
         env = self.driver.episode.env
-        return f"icplay:{(env.cwd if HAS_CWD in capabilities_of(env) else None) or '?'}$ "
+        return f"icplay:{(cast(_HasCwd, env).cwd if HAS_CWD in capabilities_of(env) else None) or '?'}$ "
 
     def _human_help(self, agent: bool) -> str:
         text = WATCH_HUMAN_HELP if agent else HUMAN_HELP
@@ -628,10 +646,8 @@ def action_complete(lines: list[str], mode: str) -> bool:
     return True
 
 
-def first_unfinished(session, tasks: list) -> int:
+def first_unfinished(session: Session, tasks: list[Task]) -> int:
     """Where a session stopped: the first task not submitted (0 when all are)."""
-    from icplay.session import IN_PROGRESS, NEW
-
     progress = session.progress(tasks)
     for i, task in enumerate(tasks):
         status = progress.by_task.get(task.key)
@@ -642,8 +658,6 @@ def first_unfinished(session, tasks: list) -> int:
 
 def echoing_input(prompt: str) -> str:
     """``input``, echoing the line when stdin is not a terminal (a script's transcript reads right)."""
-    import sys
-
     line = input(prompt)
     if not sys.stdin.isatty():
         sys.stdout.write(line + "\n")
@@ -651,14 +665,15 @@ def echoing_input(prompt: str) -> str:
     return line
 
 
-def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] | None = None,
-              write: Callable[[str], None] = print, policy_info: dict | None = None, first: int = 1,
+def run_tasks(tasks: list[Task], env: Env, session: Session, make_driver: Callable[[Episode], Driver],
+              read_line: Callable[[str], str] | None = None,
+              write: Callable[[str], None] = print, policy_info: dict[str, Any] | None = None, first: int = 1,
               total: int | None = None) -> int:
     """Play ``tasks`` in order in ``session`` (each resumed if it was left unfinished), one
     line loop each; ``make_driver(episode)`` builds the driver. ``first`` / ``total``: the
     first task's number in its set, and the set's size. Returns the exit code."""
     total = total or len(tasks)
-    for path in getattr(session, "stopped_abandoned", []):
+    for path in session.stopped_abandoned:
         print(f"icplay: {path} was left running by an icplay that ended; it is marked stopped (and resumes)",
               file=sys.stderr)
     for number, task in enumerate(tasks, start=first):

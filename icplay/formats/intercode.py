@@ -93,7 +93,7 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
         task_index, task_id = -1, named      # a recording keyed by task id, not InterCode's index
     else:
         task_index = _index(named, where, f"{key}.task_id")
-    summary = record.get("summary") if isinstance(record.get("summary"), dict) else {}
+    summary = record["summary"] if isinstance(record.get("summary"), dict) else {}
     rewards = [None if r is None else float(r) for r in rewards[:len(actions)]]
     scored = [r for r in rewards if r is not None]
     return RecordedEpisode(str(key), task_index, actions, observations[:len(actions)], rewards,
@@ -209,8 +209,8 @@ def read_results(path: str | Path) -> list[RecordedEpisode]:
 def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
     turns = [_recorded_turn(ep, i, action) for i, action in enumerate(ep.actions)]
-    task = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
-            "gold": ep.gold or "", "hardness": ep.hardness}
+    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env,
+                            "query": ep.query or "", "gold": ep.gold or "", "hardness": ep.hardness}
     if ep.task_id is None:
         task["index"] = ep.task_index
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",

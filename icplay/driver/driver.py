@@ -103,14 +103,10 @@ class Driver:
         self.policy = policy
         self.protocol = protocol
         self.limits = limits or Limits()
-        if isinstance(broker, Broker) or broker is None:
-            self.broker, self._gate = broker or Broker(AUTO), None
-        else:   # a plain Gate: it decides proposals; the mode stays auto
-            self.broker, self._gate = Broker(AUTO), broker
+        self.broker, self._gate = _broker_and_gate(broker)
         self.budget = budget
         self.should_stop = should_stop
-        self.listeners: list[Callable[[Event], None]] = (
-            list(on_event) if isinstance(on_event, list) else [on_event] if on_event else [])
+        self.listeners: list[Callable[[Event], None]] = _listeners(on_event)
         self.on_turn = on_turn
         self.on_failure = on_failure
         self.save_failure: Exception | None = None     # the StoreWriteError that ended the episode
@@ -120,10 +116,7 @@ class Driver:
         self.run_blank = run_blank      # a blank proposed action runs as a turn (the gym's contract)
         # wraps each command (the TUI pauses the garbage collector while a big result is built)
         self.around_action = around_action or nullcontext
-        self.max_turns = self.limits.max_turns
-        cap = getattr(policy, "max_turns", None)
-        if cap:
-            self.max_turns = cap if self.max_turns is None else min(self.max_turns, cap)
+        self.max_turns = _turn_cap(self.limits.max_turns, getattr(policy, "max_turns", None))
         traj = episode.trajectory
         if policy is not None:
             traj.policy.setdefault("usage", {})
@@ -479,19 +472,7 @@ class Driver:
     # -- one step, and the loop ---------------------------------------------------------
     def step(self) -> bool:
         """One step of the episode; False when it has ended."""
-        if self._ended:
-            return False
-        if self._stop.is_set():
-            self.stop_episode(error=self._stop_reason)
-            return False
-        if self.should_stop is not None and self.should_stop():
-            self.stop_episode(error="the run was stopped")
-            return False
-        if self.budget is not None and (why := self.budget.exhausted()):
-            self.stop_episode(error=why)
-            return False
-        if self.policy is not None and (reason := self.limit_reached()):
-            self.finish(reason)
+        if self._ended or self._ended_before_step():
             return False
         control = self.broker.checkpoint() if self.policy is not None else None
         if control is not None:
@@ -499,6 +480,25 @@ class Driver:
         if self.policy is None or self.broker.mode == HUMAN_MODE:
             self._set_state(State.WAITING)
             return self._human_move(self.broker.ask_action())
+        return self._agent_step()
+
+    def _ended_before_step(self) -> bool:
+        """End the episode when a stop, the run's budget or the episode's limits say so."""
+        if self._stop.is_set():
+            self.stop_episode(error=self._stop_reason)
+        elif self.should_stop is not None and self.should_stop():
+            self.stop_episode(error="the run was stopped")
+        elif self.budget is not None and (why := self.budget.exhausted()):
+            self.stop_episode(error=why)
+        elif self.policy is not None and (reason := self.limit_reached()):
+            self.finish(reason)
+        else:
+            return False
+        return True
+
+    def _agent_step(self) -> bool:
+        """The policy proposes, the gate decides, the decision is applied. A failed call is
+        an error event and the human's choice (try again, take over, submit, stop)."""
         try:
             proposal = self.propose()
         except Cancelled:
@@ -557,6 +557,27 @@ class Driver:
 
 __all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name",
            "State"]
+
+
+def _broker_and_gate(broker: Broker | Gate | None) -> tuple[Broker, Gate | None]:
+    """A Broker as it is (or a new auto one); a plain Gate decides proposals beside an auto broker."""
+    if isinstance(broker, Broker) or broker is None:
+        return broker or Broker(AUTO), None
+    return Broker(AUTO), broker
+
+
+def _listeners(on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None
+               ) -> list[Callable[[Event], None]]:
+    if isinstance(on_event, list):
+        return list(on_event)
+    return [on_event] if on_event else []
+
+
+def _turn_cap(limit: int | None, policy_cap: int | None) -> int | None:
+    """The episode's turn limit: the smaller of the run's and the policy's own (a replay's)."""
+    if not policy_cap:
+        return limit
+    return policy_cap if limit is None else min(limit, policy_cap)
 
 
 class _Move(NamedTuple):

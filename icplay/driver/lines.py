@@ -42,6 +42,7 @@ from icplay.languages import find
 from icplay.languages.submitting import submit_preview
 from icplay.session import IN_PROGRESS, NEW, Session
 from icplay.tasks.model import Task
+from icplay.threads import Worker
 
 
 class _HasCwd(Protocol):
@@ -111,25 +112,48 @@ def describe_observation(turn: Turn, env_name: str) -> str:
 
 
 def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
-    b = result.breakdown or {}
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
     if isinstance(result.strict, dict) and result.solved:
         lines[0] += "  strictly solved" if result.strict.get("solved") else "  NOT strictly solved"
         lines += [f"  {doubt}" for doubt in strict_doubts(result)]
+    return "\n".join(lines + _breakdown_lines(result.breakdown or {}, env_name))
+
+
+def _breakdown_lines(b: dict[str, Any], env_name: str | None) -> list[str]:
+    """The reward's parts as its language explains them (Bash's and SQL's here)."""
     spec = find(env_name) if env_name else None
     if spec is not None and spec.name not in ("bash", "sql"):
-        lines += [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
-    elif "p1" in b:
-        lines.append(f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}")
-        for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
-                           ("different_content", "files with different content")):
-            if b.get(key):
-                lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
-                                                        for x in b[key]))
-    elif "iou" in b:
-        lines.append("  " + "   ".join(f"{k} {v}" for k, v in b.items()
-                                       if k != "reward" and not isinstance(v, (list, dict))))
-    return "\n".join(lines)
+        return [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
+    if "p1" in b:
+        return _bash_breakdown(b)
+    if "iou" in b:
+        return ["  " + "   ".join(f"{k} {v}" for k, v in b.items() if k != "reward" and not isinstance(v, (list, dict)))]
+    return []
+
+
+def _invalid_note(turn: Turn) -> str:
+    """Why a reply ran nothing, as the transcript says it."""
+    why = turn.info.get("invalid_reason")
+    if why == "truncated":
+        return "(the reply was cut at the token limit before it held an action)"
+    if why == "reasoning_only":
+        return "(the reply held only reasoning, no answer)"
+    return display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})")
+
+
+# the decisions a single key gives at the decide> prompt
+_PLAIN_DECISIONS: dict[str, Callable[[], Decision]] = {"t": Decision.take_over, "s": Decision.submit}
+
+
+def _bash_breakdown(b: dict[str, Any]) -> list[str]:
+    """The Bash reward's three parts and the changes that cost it."""
+    lines = [f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}"]
+    for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
+                       ("different_content", "files with different content")):
+        if b.get(key):
+            lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
+                                                    for x in b[key]))
+    return lines
 
 
 def _stdout_raw(text: str) -> None:
@@ -243,22 +267,7 @@ class LineLoop:
     def run(self) -> str:
         thread = self.driver.start()
         try:
-            while True:
-                try:
-                    self._control_lines()
-                    event = self.events.get(timeout=0.05)
-                except queue.Empty:
-                    if not thread.running() and self.events.empty():
-                        break
-                    continue
-                except KeyboardInterrupt as exc:
-                    self._ctrl_c(exc)
-                    continue
-                try:
-                    if self._handle(event):
-                        break
-                except KeyboardInterrupt as exc:
-                    self._ctrl_c(exc)
+            self._show_events(thread)
         finally:
             if thread.running():
                 self.driver.stop()
@@ -273,6 +282,26 @@ class LineLoop:
         if self.outcome is None:
             self.outcome = SUBMITTED if traj.status == "submitted" else QUIT
         return self.outcome
+
+    def _show_events(self, thread: Worker) -> None:
+        """The driver's events as they come (and the ``:`` lines between them), until the
+        episode ends or the driver's thread has ended with every event shown."""
+        while True:
+            try:
+                self._control_lines()
+                event = self.events.get(timeout=0.05)
+            except queue.Empty:
+                if not thread.running() and self.events.empty():
+                    return
+                continue
+            except KeyboardInterrupt as exc:
+                self._ctrl_c(exc)
+                continue
+            try:
+                if self._handle(event):
+                    return
+            except KeyboardInterrupt as exc:
+                self._ctrl_c(exc)
 
     def _shutdown(self, exc: KeyboardInterrupt) -> None:
         """A shutdown signal (SIGTERM, SIGHUP: icplay.cli raises KeyboardInterrupt carrying its
@@ -349,12 +378,7 @@ class LineLoop:
     def _handle(self, event: Event) -> bool:
         """Show one event; True when the episode has ended."""
         if isinstance(event, (Delta, Reasoning)):
-            label = "agent" if isinstance(event, Delta) else "thinking"
-            if self.live and event.text:
-                if self._streaming != label:
-                    self._streaming = label
-                    self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
-                self.write_raw(display(event.text))
+            self._stream(event)
             return False
         streamed, self._streaming = self._streaming, False
         if streamed and not self._at_line_start:
@@ -363,10 +387,7 @@ class LineLoop:
             case Proposed(proposal=proposal):
                 self._show_proposal(proposal, bool(streamed))
             case Output(text=text) if STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
-                shown = display(text)
-                if shown:
-                    self._streamed = True
-                    self.write_raw(shown)
+                self._show_output(text)
             case TurnRecorded(turn=turn):
                 self._on_turn(turn)
             case Scored(result=result):
@@ -382,6 +403,21 @@ class LineLoop:
                 return True
         return False
 
+    def _stream(self, event: Delta | Reasoning) -> None:
+        """A piece of the model's reply (or of its thinking) as it comes, when live."""
+        label = "agent" if isinstance(event, Delta) else "thinking"
+        if self.live and event.text:
+            if self._streaming != label:
+                self._streaming = label
+                self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
+            self.write_raw(display(event.text))
+
+    def _show_output(self, text: str) -> None:
+        shown = display(text)
+        if shown:
+            self._streamed = True
+            self.write_raw(shown)
+
     def _show_proposal(self, p: Proposal, streamed: bool) -> None:
         reasoning = str(p.info.get("reasoning") or "").strip()
         if reasoning and not streamed:
@@ -393,6 +429,10 @@ class LineLoop:
             return
         if p.thought and not streamed:
             self._say(display(f"agent thinks: {p.thought.strip()}"))
+        self._show_proposed_action(p)
+
+    def _show_proposed_action(self, p: Proposal) -> None:
+        """The action (or tool call) proposed, and for a submit what it will score."""
         call = p.info.get("tool_call")
         verb = f"agent calls {call.get('name')}" if call else "agent proposes"
         if p.action is None:
@@ -427,33 +467,29 @@ class LineLoop:
         elif kind == "invalid" and turn.info.get("actions") == "tools":
             self._say(display(f"({turn.observation.removeprefix('[icplay] ').strip()[:300]})"))
         elif kind == "invalid":
-            why = turn.info.get("invalid_reason")
-            if why == "truncated":
-                self._say("(the reply was cut at the token limit before it held an action)")
-            elif why == "reasoning_only":
-                self._say("(the reply held only reasoning, no answer)")
-            else:
-                self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
+            self._say(_invalid_note(turn))
         else:
-            if self._streamed:
-                tail = ""
-                if turn.exit_code not in (0, None):
-                    tail = f"[exit {turn.exit_code}]"
-                if not self._at_line_start:
-                    self.write("")
-                    self._at_line_start = True
-                notes = observation_parts(turn.observation, turn.info)[1]
-                if notes:
-                    self.write(display(render_notes(notes)))
-                if tail:
-                    self.write(tail)
-            else:
-                text = describe_observation(turn, self.env_name)
-                if text:
-                    self._say(display(text))
-            if turn.info.get("interrupted"):
-                self._say("[interrupted]")
+            self._show_ran(turn)
         self._streamed = False
+
+    def _show_ran(self, turn: Turn) -> None:
+        """A turn that ran: what its streamed output has not shown yet (the notes, a failing
+        exit code), or its whole observation when nothing streamed."""
+        if self._streamed:
+            if not self._at_line_start:
+                self.write("")
+                self._at_line_start = True
+            notes = observation_parts(turn.observation, turn.info)[1]
+            if notes:
+                self.write(display(render_notes(notes)))
+            if turn.exit_code not in (0, None):
+                self.write(f"[exit {turn.exit_code}]")
+        else:
+            text = describe_observation(turn, self.env_name)
+            if text:
+                self._say(display(text))
+        if turn.info.get("interrupted"):
+            self._say("[interrupted]")
 
     # -- requests ---------------------------------------------------------------------
     def _help_once(self, key: str, text: str) -> None:
@@ -552,10 +588,7 @@ class LineLoop:
         head, _, rest = text.partition(" ")
         rest = rest.strip()
         if request.kind == PAUSED and text in ("", "n"):
-            if text == "":
-                self.driver.broker.resume()      # answers this request: go on
-            else:
-                self.driver.broker.step_one()    # answers it with the one step
+            self._go_on(step_only=text == "n")
             return None
         if text == "":
             return Decision.run()
@@ -566,10 +599,8 @@ class LineLoop:
             return Decision.edit(rest)
         if head == "r" and request.kind in (PROPOSAL, SUBMIT_PROPOSAL):
             return Decision.reject(rest or None)
-        if text == "t":
-            return Decision.take_over()
-        if text == "s":
-            return Decision.submit()
+        if text in _PLAIN_DECISIONS:
+            return _PLAIN_DECISIONS[text]()
         if text in ("q", ":quit"):     # :quit ends here as at the human's prompt
             self.outcome = QUIT
             return Decision.stop()
@@ -579,6 +610,13 @@ class LineLoop:
             return None
         self._say(f"? {PAUSED_HELP if request.kind == PAUSED else AGENT_HELP}")
         return None
+
+    def _go_on(self, step_only: bool) -> None:
+        """At the pause: go on (enter) or take one step (n); either answers the request."""
+        if step_only:
+            self.driver.broker.step_one()
+        else:
+            self.driver.broker.resume()
 
     def _prompt(self) -> str:
         if self.spec is not None and self.spec.prompt is not None:
@@ -609,31 +647,34 @@ class LineLoop:
                 break
             stripped = line.strip()
             if not lines:
-                if stripped == ":help":
-                    self._say(self._human_help(agent))
-                    if agent:
-                        self._say(CONTROL_HELP)
-                    return None
-                if stripped == ":quit":
-                    self.outcome = QUIT
-                    return Decision.stop()
-                if stripped == ":skip":
-                    self.outcome = SKIPPED
-                    return Decision.stop()
-                if stripped == ":agent":
-                    if not agent:
-                        self._say("there is no agent here (icplay watch lets one work)")
-                        return None
-                    return Decision.hand_back()
-                is_submit, arg = parse_submit(stripped)
-                if is_submit:
-                    return Decision.submit(arg)
+                handled, decision = self._first_line(stripped, agent)
+                if handled:
+                    return decision
                 if not stripped:
                     continue
             lines.append(line)
             if self._action_complete(lines):
                 break
         return Decision.run("\n".join(lines))
+
+    def _first_line(self, stripped: str, agent: bool) -> tuple[bool, Decision | None]:
+        """A command on the action's first line (:help, :quit, :skip, :agent, submit):
+        (True, its decision, None for none); (False, None) for the start of an action."""
+        if stripped == ":help":
+            self._say(self._human_help(agent))
+            if agent:
+                self._say(CONTROL_HELP)
+            return True, None
+        if stripped in (":quit", ":skip"):
+            self.outcome = QUIT if stripped == ":quit" else SKIPPED
+            return True, Decision.stop()
+        if stripped == ":agent":
+            if not agent:
+                self._say("there is no agent here (icplay watch lets one work)")
+                return True, None
+            return True, Decision.hand_back()
+        is_submit, arg = parse_submit(stripped)
+        return (True, Decision.submit(arg)) if is_submit else (False, None)
 
 
 def action_complete(lines: list[str], mode: str) -> bool:

@@ -157,8 +157,6 @@ def _bash_breakdown(b: dict[str, Any]) -> list[str]:
 
 
 def _stdout_raw(text: str) -> None:
-    import sys
-
     sys.stdout.write(text)
     sys.stdout.flush()
 

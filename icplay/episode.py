@@ -309,9 +309,11 @@ class AgentError(RuntimeError):
 
 
 class Policy(Protocol):
-    def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None) -> Proposal:
+    def propose(self, task: Task, trajectory: Trajectory, cancel: threading.Event | None = None,
+                notify: Callable[[str, dict[str, Any]], None] | None = None) -> Proposal:
         """The next proposal. When ``cancel`` is set the policy stops (also mid-request) and
-        raises ``Cancelled``; the driver records nothing for it."""
+        raises ``Cancelled``; the driver records nothing for it. ``notify(kind, data)``, when
+        given, hears what the policy does meanwhile (a streamed reply, a retry)."""
         ...
 
 

@@ -4,6 +4,7 @@ mypy over the files its [tool.mypy] lists, with no baseline of ignored errors (a
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -46,3 +47,30 @@ def test_mypy_finds_nothing(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success" in done.stdout
+
+
+MAX_FUNCTION_LINES = 60   # issue 21: no function over 60 lines
+
+
+def long_functions(root: Path) -> list[str]:
+    """Every function (or method) under ``root`` longer than MAX_FUNCTION_LINES, docstring included."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_is_over_60_lines():
+    assert long_functions(ROOT / "icplay") == []
+
+
+def test_a_long_function_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (package / "long.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}")
+    assert long_functions(package) == [f"pkg/long.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]

@@ -148,18 +148,28 @@ def call_differences(left: Trajectory, right: Trajectory) -> list[tuple[str, str
         a, b = left.policy.get(key), right.policy.get(key)
         if a != b:
             rows.append((key, _show(a), _show(b)))
+    return rows + _system_difference(left, right) + _total_differences(episode_calls(left), episode_calls(right))
+
+
+def _system_difference(left: Trajectory, right: Trajectory) -> list[tuple[str, str, str]]:
+    """A row when both episodes' first calls show a system prompt and the two differ."""
     first = [next((t for t in traj.turns if isinstance(t.info.get("request"), dict)), None) for traj in (left, right)]
     systems = [_system(traj, turn) for traj, turn in zip((left, right), first)]
-    if None not in systems and systems[0] != systems[1]:
-        rows.append(("system prompt", f"{len(systems[0] or '')} chars", f"{len(systems[1] or '')} chars (differs)"))
-    a, b = episode_calls(left), episode_calls(right)
+    if None in systems or systems[0] == systems[1]:
+        return []
+    return [("system prompt", f"{len(systems[0] or '')} chars", f"{len(systems[1] or '')} chars (differs)")]
+
+
+_CALL_TOTALS = (("calls", "calls"), ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"),
+                ("reasoning_tokens", "reasoning tokens"), ("truncated", "truncated replies"),
+                ("unknown_usage", "calls without usage"))
+
+
+def _total_differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The rows for the two episodes' call totals that differ ([] when neither made a call)."""
     if not a["calls"] and not b["calls"]:
-        return rows
-    for key, label in (("calls", "calls"), ("prompt_tokens", "prompt tokens"),
-                       ("completion_tokens", "completion tokens"), ("reasoning_tokens", "reasoning tokens"),
-                       ("truncated", "truncated replies"), ("unknown_usage", "calls without usage")):
-        if a[key] != b[key]:
-            rows.append((label, f"{a[key]:,}", f"{b[key]:,}"))
+        return []
+    rows = [(label, f"{a[key]:,}", f"{b[key]:,}") for key, label in _CALL_TOTALS if a[key] != b[key]]
     if round(a["latency"], 1) != round(b["latency"], 1):
         rows.append(("model time", f"{a['latency']:.1f} s", f"{b['latency']:.1f} s"))
     if a["cost"] != b["cost"]:

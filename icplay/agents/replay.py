@@ -102,7 +102,7 @@ def by_task_id(recordings: dict[str, Recorded], tasks: list[Task]) -> dict[str, 
     """Recordings keyed by an index into ``tasks`` (InterCode's ``task_id``/``query_idx``)
     rekeyed by those tasks' ids, unless the key already is a task id."""
     ids = {t.id for t in tasks}
-    out = {}
+    out: dict[str, Recorded] = {}
     for key, rec in recordings.items():
         if rec.indexed and key not in ids and key.isdigit() and int(key) < len(tasks):
             key = tasks[int(key)].id

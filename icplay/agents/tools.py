@@ -338,6 +338,7 @@ def tool_exchanges(trajectory: Trajectory, task: Task, strategy: str, limits: Co
                 reply.fill(NOT_RUN_REPLY)
             reply = ToolExchange(info.get("raw") or None, "", calls=list(info.get("tool_calls") or [call]))
             out.append(reply)
+        assert reply is not None, "a call answers the open reply or opens one"
         reply.results.append(tool_result(turn, task.env, limits))
         if _closes_reply(turn):
             reply.fill(NOT_RUN_REPLY)

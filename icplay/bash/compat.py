@@ -302,9 +302,11 @@ class IntercodeBashEnv:
         agent_changes = parse_status(self.agent.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
         gold_changes = parse_status(self.eval.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
 
+        agent, gold = self.agent, self.eval
+
         def same_hash(path: str) -> bool:
             command = hash_command(path)
-            return self._hash(self.agent, command) == self._hash(self.eval, command)
+            return self._hash(agent, command) == self._hash(gold, command)
 
         breakdown = intercode_reward(agent_changes, gold_changes, same_hash, self.last_output, gold_obs)
         breakdown["corrupt_gold"] = corrupt

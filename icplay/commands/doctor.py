@@ -20,7 +20,7 @@ BWRAP_TOOLS = ("bash", "git", "find", "grep", "sed", "gawk", "tree", "jq", "file
 
 def checks() -> list[tuple[str, bool | None, str]]:
     """(what, ok, detail or fix) for each thing icplay can use; ok None for a note."""
-    results: list[tuple[str, bool, str]] = []
+    results: list[tuple[str, bool | None, str]] = []
     try:
         from icplay.languages import all_specs
         from icplay.sandbox.images import IMAGES, docker_client, image_exists, image_is_current

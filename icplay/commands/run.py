@@ -190,8 +190,33 @@ def _exit_code(planned: int, result) -> int:
 
 def build(args) -> dict:
     """Tasks, policy and the run's description from the command line."""
-    from icplay.executors.specs import policy_spec_from_args
+    task_set, tasks = _chosen_tasks(args)
+    sandbox = _chosen_sandbox(args)
+    kind = args.policy or ("replay" if args.replay else "llm")
+    if args.turns < 1:
+        raise UserError("--turns must be at least 1")
+    if args.demos and kind != "llm":
+        raise UserError("--demos is for an LLM policy (--model), not --policy " + kind)
+    policy, info, label, tasks, turns = _chosen_policy(args, kind, task_set, tasks)
+    if args.limit is not None:
+        tasks = tasks[:max(0, args.limit)]
+    label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"
+    info = {k: v for k, v in info.items() if v is not None}
+    return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
+            "sandbox": sandbox, "turns": turns, "kind": kind}
+
+
+def _chosen_sandbox(args) -> str:
     from icplay.languages import default_sandbox, sandboxes
+
+    if args.sandbox and args.sandbox not in sandboxes(args.env):
+        raise UserError(f"{args.env} runs on {' or '.join(sandboxes(args.env))}, not {args.sandbox!r}")
+    return args.sandbox or default_sandbox(args.env)
+
+
+def _chosen_tasks(args):
+    """The task set and its tasks the command line names (--task-id picks some), the
+    unplayable ones left out."""
     from icplay.tasks.registry import find_set
 
     task_set = find_set(args.tasks, args.env)
@@ -203,42 +228,33 @@ def build(args) -> dict:
         tasks = [t for t in tasks if t.id in wanted]
         if not tasks:
             raise UserError(f"no task with id {', '.join(sorted(wanted))} in {task_set.name}")
-    tasks = skip_unplayable(tasks, getattr(args, "include_remote", False), getattr(args, "quiet", False))
-    if args.sandbox and args.sandbox not in sandboxes(args.env):
-        raise UserError(f"{args.env} runs on {' or '.join(sandboxes(args.env))}, not {args.sandbox!r}")
-    sandbox = args.sandbox or default_sandbox(args.env)
-    kind = args.policy or ("replay" if args.replay else "llm")
-    if args.turns < 1:
-        raise UserError("--turns must be at least 1")
+    return task_set, skip_unplayable(tasks, getattr(args, "include_remote", False), getattr(args, "quiet", False))
+
+
+def _chosen_policy(args, kind: str, task_set, tasks: list):
+    """(policy, its description, its label, the tasks it plays, the turn limit): a replay
+    plays the tasks it has recordings of; the single strategy takes one turn."""
+    from icplay.executors.specs import policy_spec_from_args
+
     turns = args.turns
-    if args.demos and kind != "llm":
-        raise UserError("--demos is for an LLM policy (--model), not --policy " + kind)
     if kind == "gold":
-        policy = policy_spec_from_args(args, kind).build(args.env)
-        info, label = {"kind": "gold"}, "gold"
-    elif kind == "replay":
+        return policy_spec_from_args(args, kind).build(args.env), {"kind": "gold"}, "gold", tasks, turns
+    if kind == "replay":
         if not args.replay:
             raise UserError("--policy replay needs --replay FILE_OR_FOLDER")
         policy, tasks = load_replay(args.replay, tasks, f"in {task_set.name}", task_set.name)
-        info = policy.describe()
-        label = f"replay-{Path(args.replay).stem}"
-    else:
-        if not args.model:
-            raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
-        args.model_options = configured_model_options(args)
-        policy = build_llm(args)
-        info = policy.describe()
-        if args.demos:
-            info["demos"] = {"file": str(args.demos), "count": len(policy.demos)}
-        if policy.strategy == "single":
-            turns = 1
-        label = f"{args.model}-{policy.strategy}" + ("-tools" if args.actions == "tools" else "")
-    if args.limit is not None:
-        tasks = tasks[:max(0, args.limit)]
-    label = f"{args.env}-{task_set.name}-{label}-{args.protocol}-{turns}t"
-    info = {k: v for k, v in info.items() if v is not None}
-    return {"tasks": tasks, "policy": policy, "info": info, "label": label, "set": task_set.name,
-            "sandbox": sandbox, "turns": turns, "kind": kind}
+        return policy, policy.describe(), f"replay-{Path(args.replay).stem}", tasks, turns
+    if not args.model:
+        raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
+    args.model_options = configured_model_options(args)
+    policy = build_llm(args)
+    info = policy.describe()
+    if args.demos:
+        info["demos"] = {"file": str(args.demos), "count": len(policy.demos)}
+    if policy.strategy == "single":
+        turns = 1
+    label = f"{args.model}-{policy.strategy}" + ("-tools" if args.actions == "tools" else "")
+    return policy, info, label, tasks, turns
 
 
 def build_llm(args):

@@ -14,14 +14,20 @@ mode (``icplay.driver.lines``).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from icplay.agents.families import add_model_arguments
 from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
+
+if TYPE_CHECKING:   # the types only: the modules themselves load when the command runs
+    from icplay.episode import Policy
+    from icplay.tasks.model import Task
 
 
 def register(sub) -> None:
@@ -62,7 +68,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def build_policy(args, tasks: list) -> tuple[object, dict, list]:
+def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, dict[str, Any], list[Task]]:
     """The policy (from its PolicySpec), its description for the trajectory, and the tasks it can play."""
     from icplay.agents.llm import AgentError
     from icplay.agents.strategies import strategy_name

@@ -23,11 +23,15 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from icplay.library import CallerLoop, Outcome
 from icplay.tasks.loaders import read_records, task_from_record
 from icplay.tasks.model import Task
+
+if TYPE_CHECKING:   # types only: the SQL env loads with the SQL drop-in
+    from icplay.envs.base import Env
+    from icplay.envs.sql import SqlEnv as IcplaySqlEnv
 
 AGENT_OBS, EVAL_OBS, CORRUPT_GOLD, ACTION_EXEC, REWARD = (
     "agent_obs", "eval_obs", "corrupt_gold", "action_executed", "reward")
@@ -116,7 +120,7 @@ class IntercodeEnv:
         self.verbose = kwargs.get("verbose") is True
         self.tool_mode = True
         self.data_loader: IntercodeDataLoader | None = None
-        self.data_path = kwargs.get("data_path")
+        self.data_path: str | None = kwargs.get("data_path")
         self._set = None
         if self.data_path is not None:
             self.data_loader = IntercodeDataLoader(self.data_path)
@@ -146,9 +150,14 @@ class IntercodeEnv:
         """icplay's own options: ``timeout`` (seconds per action; 10 as InterCode's by default)."""
         return {"timeout": float(self.kwargs["timeout"])} if self.kwargs.get("timeout") else {}
 
+    def _data_file(self) -> Path:
+        """The task file (there is one whenever a task is asked for: reset refuses otherwise)."""
+        assert self.data_path is not None, "reset() refuses the tool mode"
+        return Path(self.data_path)
+
     def _task(self, index: int, record: dict[str, Any]) -> Task:
-        set_name = self._set.name if self._set is not None else Path(self.data_path).stem
-        task = task_from_record(Path(self.data_path), index, record, self.env_name, set_name)
+        set_name = self._set.name if self._set is not None else self._data_file().stem
+        task = task_from_record(self._data_file(), index, record, self.env_name, set_name)
         if self._set is not None and self._set.databases is not None:
             task.extra.setdefault("databases", str(self._set.databases))
         return task
@@ -166,6 +175,7 @@ class IntercodeEnv:
         """A pristine sandbox for task ``index`` (random when None); returns (query, info)."""
         if self.tool_mode:
             raise ValueError("no data_path: icplay's drop-in needs a task file to reset to")
+        assert self.data_loader is not None, "made with the data_path"
         self.info, self.trajectory, self.reward = {}, [], None
         self.query_idx = random.randrange(len(self.data_loader)) if index is None else int(index)
         if not 0 <= self.query_idx < len(self.data_loader):
@@ -193,13 +203,18 @@ class IntercodeEnv:
             outcome = self.loop.step(action)
             text, exit_code, info = outcome.observation, outcome.info.get("exit_code"), outcome.info
         else:  # InterCode's preprocess runs outside the trajectory
-            result = self.loop.env.step(action)
+            result = self._env().step(action)
             text, exit_code, info = result.observation, result.exit_code, result.info
         self.info[ACTION_EXEC] = self._executed(exit_code, info)
         self.observation = self._observation(text, info)
 
     def _executed(self, exit_code: int | None, info: dict[str, Any]) -> bool:
         return exit_code == 0
+
+    def _env(self) -> Env:
+        """The loop's env, which its reset has made."""
+        assert self.loop.env is not None, "reset() first"
+        return self.loop.env
 
     def step(self, action: str) -> tuple[Any, float, bool, dict[str, Any]]:
         """Run ``action``; ``submit`` (``submit ARG`` for Python and CTF) ends the episode
@@ -210,7 +225,8 @@ class IntercodeEnv:
             return "skipped", 0, True, {}
         if action.startswith("submit"):
             self.trajectory.append((action, None))
-            reward, info = 0, {}
+            reward: float = 0
+            info: dict[str, Any] = {}
             if not self.tool_mode:
                 reward, info = self.get_reward()
             info[ACTION_EXEC] = True
@@ -289,7 +305,7 @@ class SqlEnv(IntercodeEnv):
                                   f"{MISSING_DATA_FIX}") from None
 
     def _observation(self, text: str, info: dict[str, Any]) -> Any:
-        last = self.loop.env.last
+        last = cast("IcplaySqlEnv", self._env()).last
         if last is None:
             return None
         if last.error is not None:
@@ -357,7 +373,7 @@ class CTFEnv(IntercodeEnv):
         elif self.kwargs.get("assets"):
             assets = Path(self.kwargs["assets"])
         else:
-            assets = Path(self.data_path).parent / "task_assets"
+            assets = self._data_file().parent / "task_assets"
         folder = assets / task.id if assets is not None and (assets / task.id).is_dir() else None
         return mark(task, folder, IMAGE_TOOLS)
 

@@ -71,7 +71,7 @@ class Request:
     kind: RequestKind
     proposal: Proposal | None = None
     message: str | None = None       # FAILED: what went wrong; INVALID: the raw reply
-    future: Future = field(default_factory=Future)
+    future: Future[Decision] = field(default_factory=Future)
 
     @property
     def allowed(self) -> set[str]:

@@ -23,13 +23,15 @@ import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
 
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker, Request, RequestKind
 from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
                                   Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
                                   TurnRecorded)
 from icplay.envs.base import SubmitResult, parse_submit
+from icplay.tasks.model import Task
 from icplay.languages import TurnRule, intercode_turn
 from icplay.store import StoreWriteError
 from icplay.threads import Worker
@@ -101,14 +103,10 @@ class Driver:
         self.policy = policy
         self.protocol = protocol
         self.limits = limits or Limits()
-        if isinstance(broker, Broker) or broker is None:
-            self.broker, self._gate = broker or Broker(AUTO), None
-        else:   # a plain Gate: it decides proposals; the mode stays auto
-            self.broker, self._gate = Broker(AUTO), broker
+        self.broker, self._gate = _broker_and_gate(broker)
         self.budget = budget
         self.should_stop = should_stop
-        self.listeners: list[Callable[[Event], None]] = (
-            list(on_event) if isinstance(on_event, list) else [on_event] if on_event else [])
+        self.listeners: list[Callable[[Event], None]] = _listeners(on_event)
         self.on_turn = on_turn
         self.on_failure = on_failure
         self.save_failure: Exception | None = None     # the StoreWriteError that ended the episode
@@ -118,10 +116,7 @@ class Driver:
         self.run_blank = run_blank      # a blank proposed action runs as a turn (the gym's contract)
         # wraps each command (the TUI pauses the garbage collector while a big result is built)
         self.around_action = around_action or nullcontext
-        self.max_turns = self.limits.max_turns
-        cap = getattr(policy, "max_turns", None)
-        if cap:
-            self.max_turns = cap if self.max_turns is None else min(self.max_turns, cap)
+        self.max_turns = _turn_cap(self.limits.max_turns, getattr(policy, "max_turns", None))
         traj = episode.trajectory
         if policy is not None:
             traj.policy.setdefault("usage", {})
@@ -152,7 +147,7 @@ class Driver:
         return self.episode.trajectory
 
     @property
-    def task(self):
+    def task(self) -> Task:
         return self.episode.task
 
     @property
@@ -320,60 +315,48 @@ class Driver:
         """Carry out ``decision`` (on ``proposal``; None for a human's own move).
         Returns False when the episode has ended."""
         kind = decision.kind
+        if kind in (STOP, TAKE_OVER, HAND_BACK, SUBMIT, REJECT):
+            return self._apply_control(proposal, decision)
+        # RUN or EDIT: find the action that will run
+        if proposal is None:
+            action = (decision.action or "").strip("\n")
+            if not action.strip():
+                return True
+            return self._run_move(_Move(action, HUMAN), decision.comment)
+        if kind != EDIT and proposal.info.get("invalid"):
+            reward = 0.0 if self.protocol == "intercode" else None
+            self._after_turn(self.episode.record_invalid(proposal, reward))
+            return True
+        if kind != EDIT and proposal.action is None:
+            return self._submit(None)
+        return self._run_move(_agent_move(proposal, decision), decision.comment)
+
+    def _apply_control(self, proposal: Proposal | None, decision: Decision) -> bool:
+        """The decisions that run no action: stop, take over, hand back, submit, reject."""
+        kind = decision.kind
         if kind == STOP:
             self.stop_episode()
             return False
         if kind == TAKE_OVER:
             self.broker.take_over()
-            return True
-        if kind == HAND_BACK:
+        elif kind == HAND_BACK:
             if self.policy is not None:
                 self.broker.hand_back()
-            return True
-        if kind == SUBMIT:
+        elif kind == SUBMIT:
             return self._submit(decision.action)
-        if kind == REJECT:
-            if proposal is None:
-                return True
-            turn = self.episode.reject(proposal, decision.comment)
-            self._after_turn(turn)
-            return True
-        # RUN or EDIT: find the action that will run
-        proposed = thought = None
-        info: dict[str, Any] = {}
-        if proposal is None:
-            action, author = (decision.action or "").strip("\n"), HUMAN
-            if not action.strip():
-                return True
-        else:
-            proposed, thought = proposal.action, proposal.thought
-            info = dict(proposal.info)
-            if proposal.raw is not None:
-                info.setdefault("raw", proposal.raw)
-            if kind == EDIT:
-                action = decision.action or ""
-                author = AGENT if action == proposal.action else AGENT_EDITED
-                if proposal.action is None:
-                    proposed = "submit"
-                if proposal.info.get("invalid"):
-                    proposed = None
-                    for key in ("invalid", "retry_message"):
-                        info.pop(key, None)
-            elif proposal.info.get("invalid"):
-                reward = 0.0 if self.protocol == "intercode" else None
-                turn = self.episode.record_invalid(proposal, reward)
-                self._after_turn(turn)
-                return True
-            elif proposal.action is None:
-                return self._submit(None)
-            else:
-                action, author = proposal.action, AGENT
-        is_submit, arg = parse_submit(action)
+        elif proposal is not None:   # REJECT
+            self._after_turn(self.episode.reject(proposal, decision.comment))
+        return True
+
+    def _run_move(self, move: _Move, comment: str | None) -> bool:
+        """Run the action a decision chose (a submit ends the episode); under InterCode's
+        protocol a turn that scores 1.0 ends it too. False when the episode has ended."""
+        is_submit, arg = parse_submit(move.action)
         if is_submit:          # what will run is a submit (also a human's edit to "submit")
             return self._submit(arg)
-        if not action.strip() and not (self.run_blank and author == AGENT):
+        if not move.action.strip() and not (self.run_blank and move.author == AGENT):
             return True
-        turn = self.run_action(action, author, proposed, thought, decision.comment, info)
+        self.run_action(move.action, move.author, move.proposed, move.thought, comment, dict(move.info))
         if self._stop.is_set():
             return True
         if self.protocol == "intercode":
@@ -489,19 +472,7 @@ class Driver:
     # -- one step, and the loop ---------------------------------------------------------
     def step(self) -> bool:
         """One step of the episode; False when it has ended."""
-        if self._ended:
-            return False
-        if self._stop.is_set():
-            self.stop_episode(error=self._stop_reason)
-            return False
-        if self.should_stop is not None and self.should_stop():
-            self.stop_episode(error="the run was stopped")
-            return False
-        if self.budget is not None and (why := self.budget.exhausted()):
-            self.stop_episode(error=why)
-            return False
-        if self.policy is not None and (reason := self.limit_reached()):
-            self.finish(reason)
+        if self._ended or self._ended_before_step():
             return False
         control = self.broker.checkpoint() if self.policy is not None else None
         if control is not None:
@@ -509,6 +480,25 @@ class Driver:
         if self.policy is None or self.broker.mode == HUMAN_MODE:
             self._set_state(State.WAITING)
             return self._human_move(self.broker.ask_action())
+        return self._agent_step()
+
+    def _ended_before_step(self) -> bool:
+        """End the episode when a stop, the run's budget or the episode's limits say so."""
+        if self._stop.is_set():
+            self.stop_episode(error=self._stop_reason)
+        elif self.should_stop is not None and self.should_stop():
+            self.stop_episode(error="the run was stopped")
+        elif self.budget is not None and (why := self.budget.exhausted()):
+            self.stop_episode(error=why)
+        elif self.policy is not None and (reason := self.limit_reached()):
+            self.finish(reason)
+        else:
+            return False
+        return True
+
+    def _agent_step(self) -> bool:
+        """The policy proposes, the gate decides, the decision is applied. A failed call is
+        an error event and the human's choice (try again, take over, submit, stop)."""
         try:
             proposal = self.propose()
         except Cancelled:
@@ -567,3 +557,52 @@ class Driver:
 
 __all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name",
            "State"]
+
+
+def _broker_and_gate(broker: Broker | Gate | None) -> tuple[Broker, Gate | None]:
+    """A Broker as it is (or a new auto one); a plain Gate decides proposals beside an auto broker."""
+    if isinstance(broker, Broker) or broker is None:
+        return broker or Broker(AUTO), None
+    return Broker(AUTO), broker
+
+
+def _listeners(on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None
+               ) -> list[Callable[[Event], None]]:
+    if isinstance(on_event, list):
+        return list(on_event)
+    return [on_event] if on_event else []
+
+
+def _turn_cap(limit: int | None, policy_cap: int | None) -> int | None:
+    """The episode's turn limit: the smaller of the run's and the policy's own (a replay's)."""
+    if not policy_cap:
+        return limit
+    return policy_cap if limit is None else min(limit, policy_cap)
+
+
+class _Move(NamedTuple):
+    """What a decision will run, and the proposal it came from (for the turn's record)."""
+    action: str
+    author: str
+    proposed: str | None = None
+    thought: str | None = None
+    info: Mapping[str, Any] = MappingProxyType({})
+
+
+def _agent_move(proposal: Proposal, decision: Decision) -> _Move:
+    """The action a RUN or EDIT of ``proposal`` runs; an edit of a submit or of an invalid
+    reply is recorded as the edited action (no proposal of its own)."""
+    info = dict(proposal.info)
+    if proposal.raw is not None:
+        info.setdefault("raw", proposal.raw)
+    if decision.kind != EDIT:
+        assert proposal.action is not None, "apply() submits a proposal with no action"
+        return _Move(proposal.action, AGENT, proposal.action, proposal.thought, info)
+    action = decision.action or ""
+    author = AGENT if action == proposal.action else AGENT_EDITED
+    proposed: str | None = "submit" if proposal.action is None else proposal.action
+    if proposal.info.get("invalid"):
+        proposed = None
+        for key in ("invalid", "retry_message"):
+            info.pop(key, None)
+    return _Move(action, author, proposed, proposal.thought, info)

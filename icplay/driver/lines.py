@@ -29,17 +29,25 @@ import os
 import queue
 import sys
 import threading
-from typing import Callable
+from typing import Any, Callable, Protocol, Sequence, cast
 
 from icplay.driver.broker import ACTION, FAILED, INVALID, PAUSED, PROPOSAL, SUBMIT_PROPOSAL, Request
 from icplay.driver.driver import Driver
 from icplay.driver.events import (Delta, Event, Failure, Finished, Output, Proposed, Reasoning, RequestOpened,
                                   Retrying, Scored, State, TurnRecorded)
-from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, SubmitResult, capabilities_of, observation_parts,
+from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, Env, SubmitResult, capabilities_of, observation_parts,
                               parse_submit, render_notes, shown_observation, strict_doubts)
-from icplay.episode import Decision, Proposal, Trajectory, Turn
+from icplay.episode import Decision, Episode, Proposal, Trajectory, Turn
 from icplay.languages import find
 from icplay.languages.submitting import submit_preview
+from icplay.session import IN_PROGRESS, NEW, Session
+from icplay.tasks.model import Task
+from icplay.threads import Worker
+
+
+class _HasCwd(Protocol):
+    """An env that declares HAS_CWD: its shell's working directory, for the prompt."""
+    cwd: str | None
 
 HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
@@ -72,13 +80,16 @@ def display(text: str) -> str:
     return "".join(out)
 
 
-def format_table(columns: list[str], rows: list[tuple], limit: int = 50) -> str:
+def format_table(columns: list[str], rows: Sequence[Sequence[Any]], limit: int = 50) -> str:
     """A plain text table of the first ``limit`` rows."""
     shown = [tuple("NULL" if v is None else str(v) for v in row) for row in rows[:limit]]
     widths = [len(c) for c in columns]
     for row in shown:
         widths = [max(w, len(v)) for w, v in zip(widths, row)]
-    line = lambda values: " | ".join(v.ljust(w) for v, w in zip(values, widths))  # noqa: E731
+
+    def line(values: Sequence[str]) -> str:
+        return " | ".join(v.ljust(w) for v, w in zip(values, widths))
+
     out = [line(columns), "-+-".join("-" * w for w in widths)] + [line(r) for r in shown]
     if len(rows) > limit:
         out.append(f"... {len(rows) - limit} more rows")
@@ -101,30 +112,51 @@ def describe_observation(turn: Turn, env_name: str) -> str:
 
 
 def describe_reward(result: SubmitResult, env_name: str | None = None) -> str:
-    b = result.breakdown or {}
     lines = [f"reward: {result.reward:.2f}" + ("  (solved)" if result.solved else "")]
     if isinstance(result.strict, dict) and result.solved:
         lines[0] += "  strictly solved" if result.strict.get("solved") else "  NOT strictly solved"
         lines += [f"  {doubt}" for doubt in strict_doubts(result)]
+    return "\n".join(lines + _breakdown_lines(result.breakdown or {}, env_name))
+
+
+def _breakdown_lines(b: dict[str, Any], env_name: str | None) -> list[str]:
+    """The reward's parts as its language explains them (Bash's and SQL's here)."""
     spec = find(env_name) if env_name else None
     if spec is not None and spec.name not in ("bash", "sql"):
-        lines += [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
-    elif "p1" in b:
-        lines.append(f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}")
-        for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
-                           ("different_content", "files with different content")):
-            if b.get(key):
-                lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
-                                                        for x in b[key]))
-    elif "iou" in b:
-        lines.append("  " + "   ".join(f"{k} {v}" for k, v in b.items()
-                                       if k != "reward" and not isinstance(v, (list, dict))))
-    return "\n".join(lines)
+        return [f"  {label}: " + value.replace("\n", "\n    ") for label, value in spec.explain(b)]
+    if "p1" in b:
+        return _bash_breakdown(b)
+    if "iou" in b:
+        return ["  " + "   ".join(f"{k} {v}" for k, v in b.items() if k != "reward" and not isinstance(v, (list, dict)))]
+    return []
+
+
+def _invalid_note(turn: Turn) -> str:
+    """Why a reply ran nothing, as the transcript says it."""
+    why = turn.info.get("invalid_reason")
+    if why == "truncated":
+        return "(the reply was cut at the token limit before it held an action)"
+    if why == "reasoning_only":
+        return "(the reply held only reasoning, no answer)"
+    return display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})")
+
+
+# the decisions a single key gives at the decide> prompt
+_PLAIN_DECISIONS: dict[str, Callable[[], Decision]] = {"t": Decision.take_over, "s": Decision.submit}
+
+
+def _bash_breakdown(b: dict[str, Any]) -> list[str]:
+    """The Bash reward's three parts and the changes that cost it."""
+    lines = [f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}"]
+    for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
+                       ("different_content", "files with different content")):
+        if b.get(key):
+            lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
+                                                    for x in b[key]))
+    return lines
 
 
 def _stdout_raw(text: str) -> None:
-    import sys
-
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -148,6 +180,7 @@ class StdinLines:
     process (``shared()``): a second reader would take the next task's lines."""
 
     _shared: "StdinLines | None" = None
+    told = False    # the control keys were shown (once per process)
 
     def __init__(self, fd: int = 0):
         self.fd = fd
@@ -210,7 +243,7 @@ class LineLoop:
             else:
                 read_line = echoing_input
         self.stdin = stdin
-        if stdin is not None and not getattr(stdin, "told", False):
+        if stdin is not None and not stdin.told:
             stdin.told = True
             write(CONTROL_HELP)
         self.live = sys.stdout.isatty() if live is None else live   # stream the model's reply as it comes
@@ -232,22 +265,7 @@ class LineLoop:
     def run(self) -> str:
         thread = self.driver.start()
         try:
-            while True:
-                try:
-                    self._control_lines()
-                    event = self.events.get(timeout=0.05)
-                except queue.Empty:
-                    if not thread.running() and self.events.empty():
-                        break
-                    continue
-                except KeyboardInterrupt as exc:
-                    self._ctrl_c(exc)
-                    continue
-                try:
-                    if self._handle(event):
-                        break
-                except KeyboardInterrupt as exc:
-                    self._ctrl_c(exc)
+            self._show_events(thread)
         finally:
             if thread.running():
                 self.driver.stop()
@@ -262,6 +280,26 @@ class LineLoop:
         if self.outcome is None:
             self.outcome = SUBMITTED if traj.status == "submitted" else QUIT
         return self.outcome
+
+    def _show_events(self, thread: Worker) -> None:
+        """The driver's events as they come (and the ``:`` lines between them), until the
+        episode ends or the driver's thread has ended with every event shown."""
+        while True:
+            try:
+                self._control_lines()
+                event = self.events.get(timeout=0.05)
+            except queue.Empty:
+                if not thread.running() and self.events.empty():
+                    return
+                continue
+            except KeyboardInterrupt as exc:
+                self._ctrl_c(exc)
+                continue
+            try:
+                if self._handle(event):
+                    return
+            except KeyboardInterrupt as exc:
+                self._ctrl_c(exc)
 
     def _shutdown(self, exc: KeyboardInterrupt) -> None:
         """A shutdown signal (SIGTERM, SIGHUP: icplay.cli raises KeyboardInterrupt carrying its
@@ -338,12 +376,7 @@ class LineLoop:
     def _handle(self, event: Event) -> bool:
         """Show one event; True when the episode has ended."""
         if isinstance(event, (Delta, Reasoning)):
-            label = "agent" if isinstance(event, Delta) else "thinking"
-            if self.live and event.text:
-                if self._streaming != label:
-                    self._streaming = label
-                    self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
-                self.write_raw(display(event.text))
+            self._stream(event)
             return False
         streamed, self._streaming = self._streaming, False
         if streamed and not self._at_line_start:
@@ -352,10 +385,7 @@ class LineLoop:
             case Proposed(proposal=proposal):
                 self._show_proposal(proposal, bool(streamed))
             case Output(text=text) if STREAMS_OUTPUT in capabilities_of(self.driver.episode.env):
-                shown = display(text)
-                if shown:
-                    self._streamed = True
-                    self.write_raw(shown)
+                self._show_output(text)
             case TurnRecorded(turn=turn):
                 self._on_turn(turn)
             case Scored(result=result):
@@ -371,6 +401,21 @@ class LineLoop:
                 return True
         return False
 
+    def _stream(self, event: Delta | Reasoning) -> None:
+        """A piece of the model's reply (or of its thinking) as it comes, when live."""
+        label = "agent" if isinstance(event, Delta) else "thinking"
+        if self.live and event.text:
+            if self._streaming != label:
+                self._streaming = label
+                self.write_raw(("" if self._at_line_start else "\n") + f"{label}: ")
+            self.write_raw(display(event.text))
+
+    def _show_output(self, text: str) -> None:
+        shown = display(text)
+        if shown:
+            self._streamed = True
+            self.write_raw(shown)
+
     def _show_proposal(self, p: Proposal, streamed: bool) -> None:
         reasoning = str(p.info.get("reasoning") or "").strip()
         if reasoning and not streamed:
@@ -382,6 +427,10 @@ class LineLoop:
             return
         if p.thought and not streamed:
             self._say(display(f"agent thinks: {p.thought.strip()}"))
+        self._show_proposed_action(p)
+
+    def _show_proposed_action(self, p: Proposal) -> None:
+        """The action (or tool call) proposed, and for a submit what it will score."""
         call = p.info.get("tool_call")
         verb = f"agent calls {call.get('name')}" if call else "agent proposes"
         if p.action is None:
@@ -416,33 +465,29 @@ class LineLoop:
         elif kind == "invalid" and turn.info.get("actions") == "tools":
             self._say(display(f"({turn.observation.removeprefix('[icplay] ').strip()[:300]})"))
         elif kind == "invalid":
-            why = turn.info.get("invalid_reason")
-            if why == "truncated":
-                self._say("(the reply was cut at the token limit before it held an action)")
-            elif why == "reasoning_only":
-                self._say("(the reply held only reasoning, no answer)")
-            else:
-                self._say(display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})"))
+            self._say(_invalid_note(turn))
         else:
-            if self._streamed:
-                tail = ""
-                if turn.exit_code not in (0, None):
-                    tail = f"[exit {turn.exit_code}]"
-                if not self._at_line_start:
-                    self.write("")
-                    self._at_line_start = True
-                notes = observation_parts(turn.observation, turn.info)[1]
-                if notes:
-                    self.write(display(render_notes(notes)))
-                if tail:
-                    self.write(tail)
-            else:
-                text = describe_observation(turn, self.env_name)
-                if text:
-                    self._say(display(text))
-            if turn.info.get("interrupted"):
-                self._say("[interrupted]")
+            self._show_ran(turn)
         self._streamed = False
+
+    def _show_ran(self, turn: Turn) -> None:
+        """A turn that ran: what its streamed output has not shown yet (the notes, a failing
+        exit code), or its whole observation when nothing streamed."""
+        if self._streamed:
+            if not self._at_line_start:
+                self.write("")
+                self._at_line_start = True
+            notes = observation_parts(turn.observation, turn.info)[1]
+            if notes:
+                self.write(display(render_notes(notes)))
+            if turn.exit_code not in (0, None):
+                self.write(f"[exit {turn.exit_code}]")
+        else:
+            text = describe_observation(turn, self.env_name)
+            if text:
+                self._say(display(text))
+        if turn.info.get("interrupted"):
+            self._say("[interrupted]")
 
     # -- requests ---------------------------------------------------------------------
     def _help_once(self, key: str, text: str) -> None:
@@ -478,6 +523,7 @@ class LineLoop:
         any moment are carried out on the way; None-like "" is never returned for them:
         they raise ``_Answered`` when the request no longer waits."""
         if self.stdin is None:
+            assert self.read_line is not None, "a human's loop reads with read_line"
             while True:
                 line = self.read_line(prompt)
                 if line.strip() in CONTROL_LINES and self._control(line.strip()):
@@ -485,20 +531,26 @@ class LineLoop:
                         raise _Answered()
                     continue
                 return line
+        return self._read_stdin(self.stdin, prompt, request)
+
+    def _read_stdin(self, stdin: StdinLines, prompt: str, request: Request) -> str:
+        """``_read`` from the shared stdin reader: it gives up when the request is answered
+        meanwhile (a stop from another thread) instead of blocking in a read."""
         self.write_raw(prompt)
         while True:
-            line = self.stdin.peek(timeout=0.1)
-            if line is None:
+            got = stdin.peek(timeout=0.1)
+            if got is None:
                 if not request.open:          # answered meanwhile (a stop)
                     self.write_raw("\n")
                     raise _Answered()
                 continue
-            self.stdin.take()
-            if line is EOF:
-                self.stdin._head.insert(0, EOF)    # stays: every later question ends too
+            stdin.take()
+            if got is EOF:
+                stdin._head.insert(0, EOF)    # stays: every later question ends too
                 raise EOFError()
-            assert isinstance(line, str)
-            if self.stdin.echo:
+            assert isinstance(got, str)
+            line = got
+            if stdin.echo:
                 self.write_raw(line + "\n")
             else:
                 self._at_line_start = True
@@ -534,10 +586,7 @@ class LineLoop:
         head, _, rest = text.partition(" ")
         rest = rest.strip()
         if request.kind == PAUSED and text in ("", "n"):
-            if text == "":
-                self.driver.broker.resume()      # answers this request: go on
-            else:
-                self.driver.broker.step_one()    # answers it with the one step
+            self._go_on(step_only=text == "n")
             return None
         if text == "":
             return Decision.run()
@@ -548,10 +597,8 @@ class LineLoop:
             return Decision.edit(rest)
         if head == "r" and request.kind in (PROPOSAL, SUBMIT_PROPOSAL):
             return Decision.reject(rest or None)
-        if text == "t":
-            return Decision.take_over()
-        if text == "s":
-            return Decision.submit()
+        if text in _PLAIN_DECISIONS:
+            return _PLAIN_DECISIONS[text]()
         if text in ("q", ":quit"):     # :quit ends here as at the human's prompt
             self.outcome = QUIT
             return Decision.stop()
@@ -562,11 +609,18 @@ class LineLoop:
         self._say(f"? {PAUSED_HELP if request.kind == PAUSED else AGENT_HELP}")
         return None
 
+    def _go_on(self, step_only: bool) -> None:
+        """At the pause: go on (enter) or take one step (n); either answers the request."""
+        if step_only:
+            self.driver.broker.step_one()
+        else:
+            self.driver.broker.resume()
+
     def _prompt(self) -> str:
         if self.spec is not None and self.spec.prompt is not None:
             return self.spec.prompt
         env = self.driver.episode.env
-        return f"icplay:{(env.cwd if HAS_CWD in capabilities_of(env) else None) or '?'}$ "
+        return f"icplay:{(cast(_HasCwd, env).cwd if HAS_CWD in capabilities_of(env) else None) or '?'}$ "
 
     def _human_help(self, agent: bool) -> str:
         text = WATCH_HUMAN_HELP if agent else HUMAN_HELP
@@ -591,31 +645,34 @@ class LineLoop:
                 break
             stripped = line.strip()
             if not lines:
-                if stripped == ":help":
-                    self._say(self._human_help(agent))
-                    if agent:
-                        self._say(CONTROL_HELP)
-                    return None
-                if stripped == ":quit":
-                    self.outcome = QUIT
-                    return Decision.stop()
-                if stripped == ":skip":
-                    self.outcome = SKIPPED
-                    return Decision.stop()
-                if stripped == ":agent":
-                    if not agent:
-                        self._say("there is no agent here (icplay watch lets one work)")
-                        return None
-                    return Decision.hand_back()
-                is_submit, arg = parse_submit(stripped)
-                if is_submit:
-                    return Decision.submit(arg)
+                handled, decision = self._first_line(stripped, agent)
+                if handled:
+                    return decision
                 if not stripped:
                     continue
             lines.append(line)
             if self._action_complete(lines):
                 break
         return Decision.run("\n".join(lines))
+
+    def _first_line(self, stripped: str, agent: bool) -> tuple[bool, Decision | None]:
+        """A command on the action's first line (:help, :quit, :skip, :agent, submit):
+        (True, its decision, None for none); (False, None) for the start of an action."""
+        if stripped == ":help":
+            self._say(self._human_help(agent))
+            if agent:
+                self._say(CONTROL_HELP)
+            return True, None
+        if stripped in (":quit", ":skip"):
+            self.outcome = QUIT if stripped == ":quit" else SKIPPED
+            return True, Decision.stop()
+        if stripped == ":agent":
+            if not agent:
+                self._say("there is no agent here (icplay watch lets one work)")
+                return True, None
+            return True, Decision.hand_back()
+        is_submit, arg = parse_submit(stripped)
+        return (True, Decision.submit(arg)) if is_submit else (False, None)
 
 
 def action_complete(lines: list[str], mode: str) -> bool:
@@ -628,10 +685,8 @@ def action_complete(lines: list[str], mode: str) -> bool:
     return True
 
 
-def first_unfinished(session, tasks: list) -> int:
+def first_unfinished(session: Session, tasks: list[Task]) -> int:
     """Where a session stopped: the first task not submitted (0 when all are)."""
-    from icplay.session import IN_PROGRESS, NEW
-
     progress = session.progress(tasks)
     for i, task in enumerate(tasks):
         status = progress.by_task.get(task.key)
@@ -642,8 +697,6 @@ def first_unfinished(session, tasks: list) -> int:
 
 def echoing_input(prompt: str) -> str:
     """``input``, echoing the line when stdin is not a terminal (a script's transcript reads right)."""
-    import sys
-
     line = input(prompt)
     if not sys.stdin.isatty():
         sys.stdout.write(line + "\n")
@@ -651,14 +704,15 @@ def echoing_input(prompt: str) -> str:
     return line
 
 
-def run_tasks(tasks: list, env, session, make_driver: Callable, read_line: Callable[[str], str] | None = None,
-              write: Callable[[str], None] = print, policy_info: dict | None = None, first: int = 1,
+def run_tasks(tasks: list[Task], env: Env, session: Session, make_driver: Callable[[Episode], Driver],
+              read_line: Callable[[str], str] | None = None,
+              write: Callable[[str], None] = print, policy_info: dict[str, Any] | None = None, first: int = 1,
               total: int | None = None) -> int:
     """Play ``tasks`` in order in ``session`` (each resumed if it was left unfinished), one
     line loop each; ``make_driver(episode)`` builds the driver. ``first`` / ``total``: the
     first task's number in its set, and the set's size. Returns the exit code."""
     total = total or len(tasks)
-    for path in getattr(session, "stopped_abandoned", []):
+    for path in session.stopped_abandoned:
         print(f"icplay: {path} was left running by an icplay that ended; it is marked stopped (and resumes)",
               file=sys.stderr)
     for number, task in enumerate(tasks, start=first):

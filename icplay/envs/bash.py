@@ -17,19 +17,22 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
+from icplay.bash.compat import IntercodeBashEnv
 from icplay.envs.held import PooledShellEnv
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.bash_facts import Facts, gather
-from icplay.envs.bash_reward import bash_reward, paths_to_hash
+from icplay.envs.bash_reward import BashReward, bash_reward, paths_to_hash
 from icplay.paths import data_dir
-from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
+from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError, ShellResult
 from icplay.sandbox.faithful import advance_pids
 from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
+
+_R = TypeVar("_R")
 
 DEFAULT_IMAGE = "icplay-bash:latest"
 
@@ -125,7 +128,7 @@ def run_gold(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int 
     return gold_facts(sandbox, *gold_command(sandbox, gold, isolated, start_pid))
 
 
-def gold_command(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> tuple:
+def gold_command(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: int = 0) -> tuple[ShellResult, int, int]:
     """The gold's command run (its result and the pids around it), its facts not yet read."""
     if start_pid > last_pid(sandbox) > 0:
         sandbox.run(advance_pids(start_pid))   # one subshell a pid
@@ -134,7 +137,7 @@ def gold_command(sandbox: Sandbox, gold: str, isolated: bool = True, start_pid: 
     return result, before, last_pid(sandbox)
 
 
-def gold_facts(sandbox: Sandbox, result, before: int, after: int) -> GoldRun:
+def gold_facts(sandbox: Sandbox, result: ShellResult, before: int, after: int) -> GoldRun:
     """The gold's run with what it changed, read from its sandbox."""
     facts = gather(sandbox)
     if facts.errors:
@@ -226,7 +229,7 @@ class BashSandboxes:
             return gold.nondeterministic
         return sandbox.faithful
 
-    def bracket(self, task: Task, action: Callable[[], object]) -> tuple[object, list[GoldRun]]:
+    def bracket(self, task: Task, action: Callable[[], _R]) -> tuple[_R, list[GoldRun]]:
         """Run ``action`` between two gold runs in ready pristine sandboxes, one just before
         and one just after: a gold that prints the time (``date``) printed, in one of
         them, the second the action saw (when the three take less than a second)."""
@@ -337,15 +340,16 @@ class BashEnv(PooledShellEnv):
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         if self.sandbox is None:
             raise RuntimeError("reset() the environment before step()")
-        sandbox = self.sandbox
+        sandbox, task = self.sandbox, self.task
+        assert task is not None, "reset() set the task with the sandbox"
         self._last_start_pid = last_pid(sandbox)
         self._shell_pid = sandbox.shell.pid or 0
         # A gold that may print the time runs just before and just after the action, each
         # in its own pristine sandbox: one of the two saw the agent's moment.
         self._bracket = []
-        if self.sandboxes.should_bracket(self.task, sandbox):
+        if self.sandboxes.should_bracket(task, sandbox):
             result, self._bracket = self.sandboxes.bracket(
-                self.task, lambda: sandbox.run(action, on_output=on_output))
+                task, lambda: sandbox.run(action, on_output=on_output))
         else:
             result = sandbox.run(action, on_output=on_output)
         # InterCode compares the raw output; icplay's notes travel in info["notes"].
@@ -382,9 +386,9 @@ class BashEnv(PooledShellEnv):
         scored, gold, verdict = self._best(golds, agent)
         return self._result(scored, gold, verdict, golds)
 
-    def _best(self, golds: list[GoldRun], agent):
+    def _best(self, golds: list[GoldRun], agent: Facts) -> tuple[BashReward, GoldRun, dict[str, Any]]:
         """The agent's state scored against each gold run: (score, run, strict verdict) of the best."""
-        best = None
+        best: tuple[BashReward, GoldRun, dict[str, Any], tuple[float, bool, bool]] | None = None
         for candidate in golds:
             paths = paths_to_hash(agent.changes, list(candidate.changes))
             agent_hashes = {path: agent.hashes.get(path.rstrip("/"), "missing") for path in paths}
@@ -397,10 +401,11 @@ class BashEnv(PooledShellEnv):
             rank = (scored.reward, verdict["solved"], candidate.output == self.last_output)
             if best is None or rank > best[3]:
                 best = (scored, candidate, verdict, rank)
+        assert best is not None, "at least one gold run"
         scored, gold, verdict, _rank = best
         return scored, gold, verdict
 
-    def _result(self, scored, gold: GoldRun, verdict: dict, golds: list[GoldRun]) -> SubmitResult:
+    def _result(self, scored: BashReward, gold: GoldRun, verdict: dict[str, Any], golds: list[GoldRun]) -> SubmitResult:
         breakdown = scored.to_dict()
         breakdown["gold_exit_code"] = gold.exit_code
         if len(golds) > 1:
@@ -420,7 +425,8 @@ def _sandboxes(sandbox: str, image: str | None, timeout: float | None, progress:
 
 
 def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None = None,
-                  progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> BashEnv:
+                  progress: Callable[[str], None] | None = None, recycle: bool = True,
+                  **options: Any) -> BashEnv | IntercodeBashEnv:
     """One Bash env with its own sandbox pools (the language spec's ``env``); with
     ``compat="intercode"``, InterCode's own execution semantics (icplay/bash/compat.py)."""
     if options.get("compat") == "intercode":
@@ -431,12 +437,10 @@ def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None 
 COMPAT_MODES = ("intercode",)
 
 
-def intercode_bash(sandbox: str, image: str | None, timeout: float | None, reuse_containers: bool = False):
+def intercode_bash(sandbox: str, image: str | None, timeout: float | None,
+                   reuse_containers: bool = False) -> IntercodeBashEnv:
     """``compat="intercode"``: a new InterCode-style env (its own gold and agent containers;
     ``reuse_containers``: one pair for all its episodes, as InterCode's experiments ran)."""
-    from icplay.bash.compat import IntercodeBashEnv
-    from icplay.sandbox.base import SandboxError
-
     if sandbox != "docker":
         raise SandboxError("--compat intercode runs on Docker only (InterCode's containers)")
     return IntercodeBashEnv(image=image, timeout=timeout, reuse_containers=reuse_containers)
@@ -452,7 +456,7 @@ class SharedBashEnvs:
     """
 
     def __init__(self, sandbox: str, image: str | None = None, timeout: float | None = None,
-                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options):
+                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> None:
         # No spare when containers are recycled: a used one comes back after every
         # episode, and a lazy env takes it while its policy thinks.
         spares = 0 if recycle and sandbox_kinds.capabilities(sandbox).recyclable else 1
@@ -461,8 +465,8 @@ class SharedBashEnvs:
         self.sandboxes = None if self.compat == "intercode" else \
             _sandboxes(sandbox, image, timeout, progress, recycle, spares)
 
-    def __call__(self):
-        if self.compat == "intercode":
+    def __call__(self) -> BashEnv | IntercodeBashEnv:
+        if self.sandboxes is None:     # compat="intercode"
             return intercode_bash(self.sandbox, self.image, self.timeout)
         return BashEnv(self.sandboxes, owns_sandboxes=False, lazy=True)
 

@@ -33,9 +33,10 @@ import base64
 import hashlib
 import secrets
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from icplay.envs.bash_reward import Change
-from icplay.sandbox.base import Sandbox, SandboxError
+from icplay.sandbox.base import SandboxError
 
 # The strict listing keeps ignored entries (``!!``) only under the folders git tracks at
 # the root: what a system folder ignored by the image's /.gitignore holds (/tmp, /var) is
@@ -199,7 +200,20 @@ def _sections(output: str, nonce: str) -> dict[str, str]:
     return found
 
 
-def gather(sandbox: Sandbox) -> Facts:
+class FactsSource(Protocol):
+    """What ``gather`` needs of a sandbox: every ``Sandbox`` has it, and so has Harbor's
+    verifier, which reads the container it runs in."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def pristine_git(self) -> dict[str, Any] | None: ...
+    @property
+    def scoring_scratch(self) -> str | None: ...
+    def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]: ...
+
+
+def gather(sandbox: FactsSource) -> Facts:
     """The sandbox's listings and the hashes of every path they name.
 
     Nothing of the gold's goes in: the solver's copy hashes its own changed paths (every

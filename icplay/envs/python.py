@@ -17,7 +17,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from icplay.envs.base import STREAMS_OUTPUT, StepResult, SubmitResult, strict_verdict
 from icplay.envs.bash import BashSandboxes
@@ -27,6 +27,7 @@ from icplay.python.reward import Outcome, Scored, gold_function_name, python_rew
 from icplay.python.scoring import CallResult, judge, run_calls
 from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox
+from icplay.sandbox.pool import SandboxPool
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
 
@@ -66,7 +67,7 @@ class PythonSandboxes(BashSandboxes):
         self._gold_scored: dict[tuple[str, str], Scored] = {}
         self._sessions = itertools.count(1)
         self._keeper: ThreadPoolExecutor | None = None
-        self._empty: tempfile.TemporaryDirectory | None = None
+        self._empty: tempfile.TemporaryDirectory[str] | None = None
 
     def _image_for(self, task: Task) -> str:
         return self.image or DEFAULT_IMAGE
@@ -170,7 +171,7 @@ class PythonEnv:
         self.owns_sandboxes = owns_sandboxes
         self.sandbox_kind = sandboxes.kind
         self.task: Task | None = None
-        self._pool = None
+        self._pool: SandboxPool | None = None
         self._sandbox: Sandbox | None = None
         self.interpreter: Interpreter | None = None
         self.history: list[str] = []          # actions that ran to the end: replayed in each scoring sandbox
@@ -178,8 +179,8 @@ class PythonEnv:
     def reset(self, task: Task) -> str:
         self._release()
         self.task = task
-        self._pool = self.sandboxes.pool(task)
-        self._sandbox = self._pool.take()
+        self._pool = pool = self.sandboxes.pool(task)
+        self._sandbox = pool.take()
         self.interpreter = Interpreter(self._sandbox)
         self.history = []
         return task.query
@@ -234,7 +235,7 @@ class PythonEnv:
 
 
 def make_python_env(sandbox: str, image: str | None = None, timeout: float | None = None,
-                    progress: Callable[[str], None] | None = None, recycle: bool = True, **options) -> PythonEnv:
+                    progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> PythonEnv:
     """A Python env with its own sandboxes (the language spec's ``env``)."""
     return PythonEnv(PythonSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress))
 
@@ -243,7 +244,7 @@ class SharedPythonEnvs:
     """Python envs for parallel workers sharing one set of pools and gold outcomes."""
 
     def __init__(self, sandbox: str, image: str | None = None, timeout: float | None = None,
-                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options):
+                 progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> None:
         self.sandboxes = PythonSandboxes(sandbox, image=image, timeout=timeout or DEFAULT_TIMEOUT, progress=progress)
 
     def __call__(self) -> PythonEnv:

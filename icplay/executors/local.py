@@ -200,7 +200,7 @@ class Runner:
     has at hand) or from a ``RunSpec`` with ``Runner.from_spec`` (what ``icplay run`` does,
     as the other executors)."""
 
-    def __init__(self, tasks: list[Task], env_factory: Callable[[], Env], policy: Policy,
+    def __init__(self, tasks: list[Task], env_factory: Callable[[], Env] | None, policy: Policy | None,
                  policy_info: dict[str, Any], store: TrajectoryStore, protocol: str = "intercode",
                  limits: Limits | None = None, jobs: int = 1, budget: Budget | None = None,
                  progress: Progress | None = None, resume: bool = True, spec: RunSpec | None = None):
@@ -265,6 +265,7 @@ class Runner:
     def _env(self) -> Env:
         env = getattr(self._local, "env", None)
         if env is None:
+            assert self.env_factory is not None, "only Ray's runner has none, and its nodes make the envs"
             env = self.env_factory()
             self._local.env = env
             with self._lock:
@@ -274,7 +275,7 @@ class Runner:
     def _play(self, task: Task) -> Trajectory | None:
         env = self._env()
         progress = self.progress
-        seen = {"tokens": 0, "cost": 0.0}
+        seen: dict[str, Any] = {"tokens": 0, "cost": 0.0}   # what the progress line has counted
 
         def on_turn(traj: Trajectory) -> None:
             if progress is None:

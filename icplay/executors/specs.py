@@ -30,7 +30,7 @@ class EnvSpec:
     compat: str | None = None
 
     def factory(self):
-        options = {"compat": self.compat} if self.compat else {}
+        options: dict[str, Any] = {"compat": self.compat} if self.compat else {}
         return EnvFactory(self.env_name, self.sandbox, image=self.image, recycle=self.recycle, **options)
 
 

@@ -84,8 +84,8 @@ def _observation(turn: Turn) -> tuple[str, list[str]]:
 
 def _human_step(step_id: int, turn: Turn) -> dict[str, Any]:
     text, notes = _observation(turn)
-    extra = {"author": turn.author, "observation": text, "exit_code": turn.exit_code, "duration": turn.duration,
-             "annotator": turn.info.get("annotator")}
+    extra: dict[str, Any] = {"author": turn.author, "observation": text, "exit_code": turn.exit_code,
+                             "duration": turn.duration, "annotator": turn.info.get("annotator")}
     if notes:
         extra["notes"] = notes
     if turn.comment:

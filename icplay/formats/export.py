@@ -363,8 +363,8 @@ def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     for t in trajs:
         key = (str(t.task.get("set", "")), str(t.task.get("id", "")))
         if key not in out:
-            index = t.task.get("index", t.task.get("id"))
-            if not str(index).isdigit():
+            index = str(t.task.get("index", t.task.get("id")))
+            if not index.isdigit():
                 raise ExportError(f"{t.task_key}: its task set is not known here, so its task index is not either")
             out[key] = int(index)
     return out

@@ -83,17 +83,10 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
     if not isinstance(history, dict) or not isinstance(history.get("actions"), list):
         raise TaskFileError(where, "expected turn_history with an actions list", field=f"{key}.turn_history")
     actions = [str(a) for a in history["actions"]]
-    observations = list(history.get("observations") or [])
-    rewards = list(history.get("rewards") or [])
-    observations += [None] * (len(actions) - len(observations))
-    rewards += [None] * (len(actions) - len(rewards))
-    named = record.get("task_id", key)
-    task_id = None
-    if isinstance(named, str) and named.strip() and not named.strip().lstrip("-").isdigit():
-        task_index, task_id = -1, named      # a recording keyed by task id, not InterCode's index
-    else:
-        task_index = _index(named, where, f"{key}.task_id")
-    summary = record.get("summary") if isinstance(record.get("summary"), dict) else {}
+    observations = _padded(history.get("observations"), len(actions))
+    rewards = _padded(history.get("rewards"), len(actions))
+    task_index, task_id = _task_named(record.get("task_id", key), where, f"{key}.task_id")
+    summary = record["summary"] if isinstance(record.get("summary"), dict) else {}
     rewards = [None if r is None else float(r) for r in rewards[:len(actions)]]
     scored = [r for r in rewards if r is not None]
     return RecordedEpisode(str(key), task_index, actions, observations[:len(actions)], rewards,
@@ -101,6 +94,19 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
                            gold=record.get("gold"), env=_env_name(record), hardness=record.get("hardness"),
                            max_turns=summary.get("turns_max"), best_reward=summary.get("max_reward"),
                            set_name=record.get("set"), source=where, kind="results", task_id=task_id)
+
+
+def _padded(values: Any, n: int) -> list[Any]:
+    """A turn history's list cut or padded with None to its ``n`` actions."""
+    out = list(values or [])[:n]
+    return out + [None] * (n - len(out))
+
+
+def _task_named(named: Any, where: str, field: str) -> tuple[int, str | None]:
+    """(InterCode's task index, None), or (-1, the task id) for a recording keyed by task id."""
+    if isinstance(named, str) and named.strip() and not named.strip().lstrip("-").isdigit():
+        return -1, named
+    return _index(named, where, field), None
 
 
 def from_log(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
@@ -209,8 +215,8 @@ def read_results(path: str | Path) -> list[RecordedEpisode]:
 def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
     turns = [_recorded_turn(ep, i, action) for i, action in enumerate(ep.actions)]
-    task = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "query": ep.query or "",
-            "gold": ep.gold or "", "hardness": ep.hardness}
+    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env,
+                            "query": ep.query or "", "gold": ep.gold or "", "hardness": ep.hardness}
     if ep.task_id is None:
         task["index"] = ep.task_index
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",

@@ -353,5 +353,5 @@ def _family_root(by_id: dict[str, EpisodeSummary], episode_id: str) -> EpisodeSu
     seen = set()
     while root is not None and _parent_id(root) in by_id and root.id not in seen:
         seen.add(root.id)
-        root = by_id[root.forked_from["id"]]
+        root = by_id[_parent_id(root) or ""]
     return root

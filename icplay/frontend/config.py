@@ -42,10 +42,10 @@ import os
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[no-redef]  # the same API under its backport's name
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from icplay.agents.families import MODEL_SETTINGS, model_options
 from icplay.paths import home_dir
@@ -81,62 +81,24 @@ def config_path(home: str | Path | None = None) -> Path:
     return Path(home or home_dir()) / "config.toml"
 
 
-def load_config(path: str | Path | None = None, environ: dict[str, str] | None = None) -> Config:
+# the settings that are one typed value: (table or None for the top, key, type, Config's field)
+_SIMPLE_SETTINGS = ((None, "theme", str, "theme"), (None, "strict", bool, "strict"),
+                    ("sql", "schema_browser", bool, "schema_browser"), ("bash", "history", bool, "history"))
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
     environ = os.environ if environ is None else environ
     path = Path(path) if path is not None else config_path()
     config = Config(path=path)
-    data: dict = {}
-    if path.exists():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-
-    def pick(table: dict, key: str, kind: type, where: str):
-        if key not in table:
-            return None
-        value = table[key]
-        if not isinstance(value, kind):
-            wanted = kind.__name__ if isinstance(kind, type) else "string, number or table"
-            raise ConfigError(f"{path}: setting '{where}' must be a {wanted}, got {type(value).__name__}")
-        return value
-
-    if (theme := pick(data, "theme", str, "theme")) is not None:
-        config.theme = theme
-    if (strict := pick(data, "strict", bool, "strict")) is not None:
-        config.strict = strict
-    sql = pick(data, "sql", dict, "sql") or {}
-    if (schema := pick(sql, "schema_browser", bool, "sql.schema_browser")) is not None:
-        config.schema_browser = schema
-    bash = pick(data, "bash", dict, "bash") or {}
-    if (history := pick(bash, "history", bool, "bash.history")) is not None:
-        config.history = history
-    human = pick(data, "human", dict, "human") or {}
-    for name in human:
-        if name != "annotator":
-            raise ConfigError(f"{path}: setting 'human.{name}' is unknown (one of: annotator)")
-    if (annotator := pick(human, "annotator", str, "human.annotator")) is not None:
-        config.annotator = check_annotator(annotator, f"{path}: setting 'human.annotator'")
-    agent = pick(data, "agent", dict, "agent") or {}
-    for name in agent:
-        if name not in AGENT_SETTINGS:
-            raise ConfigError(f"{path}: setting 'agent.{name}' is unknown (one of: {', '.join(AGENT_SETTINGS)})")
-        kind: Any = (str, int, float, dict) if name in MODEL_SETTINGS else str
-        if (value := pick(agent, name, kind, f"agent.{name}")) is not None:
-            config.agent[name] = value
-    try:
-        model_options(config.agent, lambda key: f"setting 'agent.{key}'")
-    except ValueError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    keys = pick(data, "keys", dict, "keys") or {}
-    for binding_id, value in keys.items():
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            value = ",".join(value)
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{path}: setting 'keys.{binding_id}' must be a key string such as \"ctrl+s,f10\"")
-        config.keys[binding_id] = value.replace(" ", "")
+    settings = _Settings(path, _read_toml(path))
+    for table, key, kind, field_name in _SIMPLE_SETTINGS:
+        where = key if table is None else f"{table}.{key}"
+        found = settings.pick(settings.table(table) if table else settings.data, key, kind, where)
+        if found is not None:
+            setattr(config, field_name, found)
+    _load_human(config, settings)
+    _load_agent(config, settings)
+    _load_keys(config, settings)
     if environ.get("ICPLAY_THEME"):
         config.theme = environ["ICPLAY_THEME"]
     if environ.get("ICPLAY_STRICT", "").lower() in ("1", "true", "yes"):
@@ -175,6 +137,69 @@ def add_annotator_argument(parser) -> None:
     parser.add_argument("--annotator", metavar="NAME", default=None,
                         help="who plays, recorded in every episode and human turn (default: $ICPLAY_ANNOTATOR, "
                              "else config.toml [human] annotator, else none)")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+class _Settings:
+    """The config file's tables, each value checked for its type with a sentence naming it."""
+
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path, self.data = path, data
+
+    def pick(self, table: dict[str, Any], key: str, kind: Any, where: str) -> Any:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, kind):
+            wanted = kind.__name__ if isinstance(kind, type) else "string, number or table"
+            raise ConfigError(f"{self.path}: setting '{where}' must be a {wanted}, got {type(value).__name__}")
+        return value
+
+    def table(self, name: str) -> dict[str, Any]:
+        return self.pick(self.data, name, dict, name) or {}
+
+
+def _load_agent(config: Config, settings: _Settings) -> None:
+    agent = settings.table("agent")
+    for name in agent:
+        if name not in AGENT_SETTINGS:
+            raise ConfigError(f"{settings.path}: setting 'agent.{name}' is unknown (one of: {', '.join(AGENT_SETTINGS)})")
+        kind: Any = (str, int, float, dict) if name in MODEL_SETTINGS else str
+        if (value := settings.pick(agent, name, kind, f"agent.{name}")) is not None:
+            config.agent[name] = value
+    try:
+        model_options(config.agent, lambda key: f"setting 'agent.{key}'")
+    except ValueError as exc:
+        raise ConfigError(f"{settings.path}: {exc}") from None
+
+
+def _load_keys(config: Config, settings: _Settings) -> None:
+    for binding_id, value in settings.table("keys").items():
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{settings.path}: setting 'keys.{binding_id}' must be a key string such as "
+                              "\"ctrl+s,f10\"")
+        config.keys[binding_id] = value.replace(" ", "")
+
+
+def _load_human(config: Config, settings: _Settings) -> None:
+    human = settings.table("human")
+    for name in human:
+        if name != "annotator":
+            raise ConfigError(f"{settings.path}: setting 'human.{name}' is unknown (one of: annotator)")
+    if (annotator := settings.pick(human, "annotator", str, "human.annotator")) is not None:
+        config.annotator = check_annotator(annotator, f"{settings.path}: setting 'human.annotator'")
 
 
 @dataclass

@@ -72,6 +72,7 @@ class SandboxPool:
             self._returning[lease.kind] = self._returning.get(lease.kind, 0) + 1
 
     def _return(self, lease: Lease, keep: bool) -> None:
+        closing: Env | None = lease.env
         with self._cond:
             if lease.returned:
                 return
@@ -81,10 +82,10 @@ class SandboxPool:
                 self._returning[lease.kind] -= 1
             if keep and not self._closed:
                 self._idle.setdefault(lease.kind, []).append(lease.env)
-                lease = None
+                closing = None
             self._cond.notify_all()
-        if lease is not None:
-            _close(lease.env)
+        if closing is not None:
+            _close(closing)
 
     @property
     def envs(self) -> list[Env]:

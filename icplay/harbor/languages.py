@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icplay.harbor.export import ANSWERS, ExportError, Files, Progress, heredoc
 from icplay.tasks.model import Task
+
+if TYPE_CHECKING:   # the type only: the sandboxes load when an export needs them
+    from icplay.envs.bash import BashSandboxes
 
 BASH_ANSWER = f"{ANSWERS}/answer.txt"
 SQL_ANSWER = f"{ANSWERS}/answer.sql"
@@ -36,7 +39,7 @@ class BashExporter:
     collect = (f"mkdir -p {ARTIFACTS} && tar -C / -cf {TESTBED_TAR} testbed",)
 
     def __init__(self) -> None:
-        self._sandboxes = None
+        self._sandboxes: BashSandboxes | None = None
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
         from icplay.envs.bash import BashSandboxes

@@ -8,7 +8,7 @@ imported the first time it is asked for.
 from __future__ import annotations
 
 import threading
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 from icplay.languages.spec import LanguageSpec, resolve
 from icplay.sandbox.images import ImageSpec, register_image
@@ -31,7 +31,7 @@ class UnknownLanguage(ValueError):
     """No language by that name (the message lists the known ones)."""
 
 
-def _plugins() -> dict[str, object]:
+def _plugins() -> dict[str, EntryPoint]:
     found = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in BUILTIN:    # a plug-in never replaces a built-in language

@@ -40,6 +40,17 @@ def submit_preview(env_name: str, turns: Sequence[Any], arg: str | None = None,
             return [f"Scored: {spec.submit_scores}"]
         return [f"Scored: the {name} “{arg.strip()}”"]
     what = spec.submit_scores if spec is not None else "the last action's result"
+    last, number = _last_action(turns)
+    if last is None:
+        return [f"Scored: {what}; no action has run yet."]
+    lines = [f"Scored: {what} — turn {number} ({author_words(last.author)}):"]
+    if submitter == "agent" and last.author == "human":
+        lines.append("The agent submits your turn's result: the last result is scored, whoever ran it.")
+    return lines + _turn_lines(last)
+
+
+def _last_action(turns: Sequence[Any]) -> tuple[Any, int]:
+    """The last turn that ran an action and its number among the turns that count (None, 0: none ran)."""
     taken = 0
     last, number = None, 0
     for turn in turns:
@@ -47,11 +58,12 @@ def submit_preview(env_name: str, turns: Sequence[Any], arg: str | None = None,
             taken += 1
         if turn.action:
             last, number = turn, taken
-    if last is None:
-        return [f"Scored: {what}; no action has run yet."]
-    lines = [f"Scored: {what} — turn {number} ({author_words(last.author)}):"]
-    if submitter == "agent" and last.author == "human":
-        lines.append("The agent submits your turn's result: the last result is scored, whoever ran it.")
+    return last, number
+
+
+def _turn_lines(last: Any) -> list[str]:
+    """The turn's action (its first line) and the head of its result, indented."""
+    lines: list[str] = []
     action = last.action.strip().splitlines()
     lines.append("  > " + _clip(action[0]) + (" …" if len(action) > 1 else ""))
     result = shown_observation(last.observation or "", last.info).strip().splitlines()

@@ -44,11 +44,11 @@ class CallResult:
         """The result as the score screen shows it."""
         if self.status == "value":
             try:
-                return _short(repr(decode_value(self.record["value"])))
+                return _short(repr(decode_value((self.record or {})["value"])))
             except ValueError:      # an int past Python's digit limit for decimal text
                 return "an int too long to show"
         if self.status == "raised":
-            raised = self.record["raised"]
+            raised = (self.record or {})["raised"]
             return _short(f"raised {raised['name']}: {raised['message']}")
         return _short(f"{self.status}: {self.why}")
 
@@ -170,7 +170,9 @@ def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results:
     """Each test's outcome: its check run by the judge (one fresh process in ``sandbox``, the
     gold's, holding the gold and the set-up code) on the calls' results rebuilt from data."""
     outcomes: list[Outcome | None] = []
-    shown, whole, checks, data = [], [], [], []
+    shown: list[list[str]] = []
+    data: list[list[str]] = []
+    whole, checks = [], []
     for split, result in zip(splits, results):
         whole.append(split.whole)
         if isinstance(result, Outcome):
@@ -192,7 +194,7 @@ def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results:
         ran = run_judge(sandbox, spec, timeout=timeout * (1 + len(checks)))
         judged = iter(_judged(ran.output, len(checks), ran))
         outcomes = [o if o is not None else next(judged) for o in outcomes]
-    return Scored(list(outcomes), shown, whole, data)
+    return Scored([o for o in outcomes if o is not None], shown, whole, data)
 
 
 def _judged(output: str, count: int, ran: ShellResult) -> list[Outcome]:

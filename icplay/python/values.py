@@ -25,7 +25,7 @@ class Opaque(Exception):
     """A value that cannot be brought out faithfully as plain data (the message says why)."""
 
 
-_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", collections.deque: "deque"}
+_SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset", collections.deque: "deque"}
 _FACTORIES = {None: None, int: "int", float: "float", str: "str", list: "list", dict: "dict", set: "set",
               tuple: "tuple", bool: "bool", frozenset: "frozenset"}
 

@@ -57,7 +57,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from icplay.sandbox import limits as limits_mod
 from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
@@ -131,7 +131,7 @@ def bwrap_problem() -> str | None:
         if shutil.which("setpriv") is None:
             return "icplay runs as root, so it runs bwrap as an unprivileged uid with setpriv, which is missing: install util-linux."
         probe_uid = UID_BASE + MAX_SLOTS  # never a sandbox's
-    argv = [*_as_host_uid(probe_uid), bwrap_path(), *_namespace_args(), "--ro-bind", "/usr", "/usr", *_usr_links(), "true"]
+    argv = [*_as_host_uid(probe_uid), bwrap_path() or "bwrap", *_namespace_args(), "--ro-bind", "/usr", "/usr", *_usr_links(), "true"]
     probe = subprocess.run(argv, capture_output=True, text=True, env=HOST_ENV, cwd="/")
     if probe.returncode != 0:
         reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
@@ -209,7 +209,7 @@ def _sized(size: int) -> list[str]:
 # -- this process's folder, leftovers of dead ones, dedicated uids ---------------------
 
 _OWNER_LOCK = threading.Lock()
-_OWNER: dict = {}   # pid -> (folder, lock fd)
+_OWNER: dict[int, tuple[Path, int]] = {}   # pid -> (folder, lock fd)
 _EPISODES = itertools.count()
 
 
@@ -287,7 +287,7 @@ def _owner_alive(folder: Path) -> bool:
     """Is the icplay process that made ``folder`` (p<pid>) still running?"""
     pid = int(folder.name[1:])
     if pid == os.getpid():
-        return folder == _OWNER.get(pid, (None,))[0]
+        return pid in _OWNER and folder == _OWNER[pid][0]
     try:
         fd = os.open(folder / "lock", os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -338,7 +338,7 @@ def _unmount(path: Path) -> None:
 
 def _remove_tree(path: Path) -> None:
     """rmtree that also gets through folders the action made unreadable (chmod 000)."""
-    def retry(function, name, _exc):
+    def retry(function: Callable[..., Any], name: str, _exc: object) -> None:
         try:
             os.chmod(os.path.dirname(name), 0o700)
             if os.path.isdir(name) and not os.path.islink(name):
@@ -481,7 +481,7 @@ class BwrapSandbox:
         self.host_uid: int | None = None      # the dedicated uid when icplay is root
         self.disk_bounded = False             # the testbed lives in a sized tmpfs
         self._uid_lock: int | None = None
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._enforcement: limits_mod.Enforcement | None = None
         self._opens = itertools.count()
         self._proc_lock = threading.Lock()
@@ -542,19 +542,21 @@ class BwrapSandbox:
             process = subprocess.Popen([*_as_host_uid(self.host_uid), *argv], cwd=self.root, stdin=subprocess.DEVNULL,
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                        start_new_session=True)
+            stdout = process.stdout
+            assert stdout is not None, "opened with stdout=PIPE"
             timer = threading.Timer(timeout, lambda: _kill_group(process))
             timer.start()
             try:
-                kept, _dropped = read_bounded(process.stdout, 4 * self.shell.output_cap)
+                kept, _dropped = read_bounded(stdout, 4 * self.shell.output_cap)
                 code = process.wait()
             finally:
                 timer.cancel()
                 _kill_group(process)
-                process.stdout.close()
+                stdout.close()
         return code, kept.decode("utf-8", "replace")
 
     @contextlib.contextmanager
-    def _frozen(self):
+    def _frozen(self) -> Iterator[None]:
         """Every process of the sandbox stopped (those it stopped itself left so), then let go."""
         frozen: list[int] = []
         try:
@@ -648,8 +650,9 @@ class BwrapSandbox:
                 args += ["--ro-bind", str(generated / name), f"/etc/{name}"]
         return args + ["--remount-ro", "/etc"]
 
-    def _open(self):
+    def _open(self) -> _PipeTransport:
         self._stop_process()
+        assert self.episode_dir is not None, "the sandbox was not started"
         tag = f"{process_folder().name}-{self.episode_dir.name}-{next(self._opens)}"
         enforcement = limits_mod.mechanism().enforce(tag, self.limits)
         rlimits = limits_mod.rlimit_args(self.limits, limits_mod.mechanism().bounds)
@@ -758,7 +761,7 @@ def _state(pid: int) -> str | None:
     return stat[stat.rfind(b")") + 2:].split()[0].decode()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -766,7 +769,7 @@ def _kill_group(process: subprocess.Popen) -> None:
             pass
 
 
-def read_bounded(stream, cap: int) -> tuple[bytes, int]:
+def read_bounded(stream: IO[bytes], cap: int) -> tuple[bytes, int]:
     """Read a stream to its end, keeping its first ``cap`` bytes: (kept, bytes dropped)."""
     kept, dropped = bytearray(), 0
     fd = stream.fileno()
@@ -824,13 +827,15 @@ class BwrapKind:
 class _PipeTransport:
     """A subprocess's stdin and merged stdout/stderr as a Transport."""
 
-    def __init__(self, process: subprocess.Popen):
+    def __init__(self, process: subprocess.Popen[bytes]):
+        assert process.stdin is not None and process.stdout is not None, "made with stdin and stdout pipes"
         self.process = process
+        self.stdin: IO[bytes] = process.stdin
         self._out = process.stdout.fileno()
 
     def write(self, data: bytes) -> None:
-        self.process.stdin.write(data)
-        self.process.stdin.flush()
+        self.stdin.write(data)
+        self.stdin.flush()
 
     def read(self) -> bytes:
         return os.read(self._out, 65536)
@@ -844,6 +849,6 @@ class _PipeTransport:
                 pass
             self.process.wait(timeout=5)
         try:
-            self.process.stdin.close()
+            self.stdin.close()
         except Exception:
             pass

@@ -38,7 +38,7 @@ import socket
 import tarfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import shlex
 import time
@@ -111,7 +111,7 @@ def size_bytes(size: str | int) -> int:
     match = _SIZE.fullmatch(str(size).strip())
     if not match:
         raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
-    return int(match.group(1)) * 1024 ** " kmg".index((match.group(2) or " ").lower())
+    return int(match.group(1)) * int(1024 ** " kmg".index((match.group(2) or " ").lower()))
 
 # container id -> the client of the engine that made it (None: the Docker daemon's)
 _created: dict[str, Any] = {}
@@ -142,7 +142,7 @@ def after_removal(step: Callable[[], None]) -> None:
 
 
 @contextlib.contextmanager
-def creating():
+def creating() -> Iterator[None]:
     """Around a request that creates a container: the exit hook waits for it to return (a
     container created on a worker thread while icplay exits would otherwise outlive it, the
     daemon having made it after the hook had listed what to remove)."""
@@ -323,7 +323,7 @@ class DockerSandbox:
     kind = "docker"
     capabilities = SandboxCapabilities(runs_images=True, recyclable=True, replaces_dead=True)
 
-    def __init__(self, client: Any, image: str, network: bool = False, limits: dict | None = None,
+    def __init__(self, client: Any, image: str, network: bool = False, limits: dict[str, Any] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
                  recycle: bool = True, trusted: bool = False, disk_limit: str | int | None = "default",
                  faithful: bool | None = None):
@@ -412,6 +412,7 @@ class DockerSandbox:
                 import docker.types
 
                 limit = self.disk_limit
+                assert limit is not None, "bounded means a disk limit"
                 roots, tree = image_tree(self.client, self.image)
                 options.update(
                     read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
@@ -549,6 +550,7 @@ class DockerSandbox:
     def _keep_pristine_git(self) -> None:
         """Keep git's index and commit as they are before any action, in icplay's memory:
         the strict verdict lists changes against them, whatever the solver does to /.git."""
+        assert self.control is not None, "called once the control shell runs"
         found = self.control.run("[ -f /.git/index ] && /usr/bin/base64 -w0 /.git/index && echo && "
                                  "/usr/bin/git -C / rev-parse HEAD && /usr/bin/git -C / ls-tree --name-only HEAD",
                                  timeout=30)

@@ -34,6 +34,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from icplay.sandbox.base import SandboxError
 
@@ -62,9 +63,9 @@ class Limits:
     small_tmpfs: int = 64 * MIB     # /run and /dev/shm
 
     @classmethod
-    def from_env(cls, environ=None) -> "Limits":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Limits":
         environ = os.environ if environ is None else environ
-        values: dict = {}
+        values: dict[str, Any] = {}
         for name, parse in (("memory", parse_size), ("disk", parse_size), ("pids", int), ("cpus", float)):
             raw = environ.get(f"ICPLAY_BWRAP_{name.upper()}")
             if raw is None or raw == "":
@@ -145,19 +146,19 @@ class Mechanism:
     """One way to bound a sandbox; ``enforce`` makes the limits for one sandbox process."""
 
     name = "rlimits"
-    bounds = frozenset()   # which of "memory", "pids", "cpu" it bounds for the whole sandbox
+    bounds: frozenset[str] = frozenset()   # which of "memory", "pids", "cpu" it bounds for the whole sandbox
 
     def enforce(self, tag: str, limits: Limits) -> Enforcement:
         return Enforcement(prefix=[])
 
-    def reap(self, is_dead_tag) -> None:
+    def reap(self, is_dead_tag: Callable[[str], bool]) -> None:
         """Remove cgroups left by sandboxes whose icplay process is gone."""
 
 
 class _CgroupDirs(Mechanism):
     """A child cgroup in each of ``parents`` (one per hierarchy), joined by a shell wrapper."""
 
-    def __init__(self, name: str, parents: dict[str, Path], bounds: frozenset | None = None):
+    def __init__(self, name: str, parents: dict[str, Path], bounds: frozenset[str] | None = None):
         self.name = name
         self.parents = parents
         self.bounds = bounds if bounds is not None else frozenset(k for k in parents if k in ("memory", "pids", "cpu"))
@@ -183,7 +184,7 @@ class _CgroupDirs(Mechanism):
         return Enforcement(prefix=["/bin/sh", "-c", f'{joins} && exec "$@"', "icplay-limits"],
                            cleanup_dirs=made, procs_files=procs)
 
-    def reap(self, is_dead_tag) -> None:
+    def reap(self, is_dead_tag: Callable[[str], bool]) -> None:
         for parent in self.parents.values():
             try:
                 children = [p for p in parent.iterdir() if p.name.startswith(CGROUP_PREFIX) and p.is_dir()]
@@ -299,7 +300,7 @@ def mechanism() -> Mechanism:
     return _CHOSEN
 
 
-def rlimit_args(limits: Limits, bounded: frozenset) -> list[str]:
+def rlimit_args(limits: Limits, bounded: frozenset[str]) -> list[str]:
     """A ``prlimit`` command prefix for what no cgroup bounds (and FSIZE always)."""
     if shutil.which("prlimit") is None:
         return []

@@ -31,7 +31,7 @@ class SandboxPool:
         self._recycle = recycle
         # futures of sandboxes: spares being started and used ones being recycled; a
         # recycling future resolves to None when the sandbox could not be made pristine
-        self._ready: list[Future] = []
+        self._ready: list[Future[Sandbox | None]] = []
         self._lock = threading.Lock()
         self._workers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icplay-pool")
         self._closed = False
@@ -71,8 +71,9 @@ class SandboxPool:
             if future is None:
                 sandbox = self._started()
                 break
-            sandbox = future.result()
-            if sandbox is not None:
+            recycled = future.result()
+            if recycled is not None:
+                sandbox = recycled
                 break
         with self._lock:
             self._in_use += 1
@@ -116,7 +117,7 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             ready, self._ready = self._ready, []
-        def close_when_ready(future: Future) -> None:
+        def close_when_ready(future: Future[Sandbox | None]) -> None:
             try:
                 sandbox = future.result()
             except Exception:
@@ -137,7 +138,7 @@ class PoolsByKey:
     """The pools of one env's sandboxes, one per key (image, network, role), made on first
     use and closed together."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._pools: dict[str, SandboxPool] = {}
         self._lock = threading.Lock()
 

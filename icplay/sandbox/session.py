@@ -549,12 +549,17 @@ class PersistentShell:
         if self._transport is None:
             self.start()
         try:
-            self._transport.write(self._script(command))
+            self._started().write(self._script(command))
         except OSError:
             # The shell died between actions (its stream is closed): start another once.
             self._discard()
             self.start()
-            self._transport.write(self._script(command))
+            self._started().write(self._script(command))
+
+    def _started(self) -> Transport:
+        """The shell's transport, which ``start`` has just opened."""
+        assert self._transport is not None, "start() opens the transport"
+        return self._transport
 
     def _collect(self, run: _Collected, inbox: Inbox) -> None:
         """Take the action's output until its marker, the end of the shell's stream, or a

@@ -144,14 +144,16 @@ class IcplayEnvironment(Environment):
         if self._task is None:
             raise ValueError("no episode: reset first (over HTTP, send 'task' with the action: each request "
                              "is a new environment)")
-        observation = None
+        observations: list[CodeObservation] = []
         for code in [action.code, *action.then]:
             if self.loop.done:
                 raise ValueError("the episode has ended: reset for the next one")
-            observation = self._one(code)
-        return observation
+            observations.append(self._one(code))
+        return observations[-1]
 
     def _one(self, code: str) -> CodeObservation:
+        task = self._task
+        assert task is not None, "step() reset the episode first"
         outcome = self.loop.step(code)
         self._state.step_count += 1
         info = outcome.info
@@ -160,10 +162,10 @@ class IcplayEnvironment(Environment):
         if outcome.terminated:
             self._state.status = "submitted"
             self._state.reward = outcome.reward
-        metadata = {"breakdown": breakdown, "notes": notes, "task": self._task.key,
+        metadata = {"breakdown": breakdown, "notes": notes, "task": task.key,
                     **({"strict": info["strict"]} if "strict" in info else {})}
-        return CodeObservation(output=text, exit_code=info.get("exit_code"), notes=notes, task=self._task.key,
-                               query=self._task.query, breakdown=breakdown, done=outcome.terminated,
+        return CodeObservation(output=text, exit_code=info.get("exit_code"), notes=notes, task=task.key,
+                               query=task.query, breakdown=breakdown, done=outcome.terminated,
                                reward=outcome.reward, metadata=metadata)
 
     @property

@@ -161,23 +161,35 @@ def find_set(name_or_path: str, env: str | None = None) -> TaskSet:
     if colon and prefix in SCHEMES:
         return _scheme_set(prefix, SCHEMES[prefix], Path(rest))
     path = Path(name_or_path)
-    if path.is_dir():
-        for prefix, scheme in SCHEMES.items():
-            if (env is None or env == scheme.env) and _resolve(scheme.recognise)(path):
-                return _scheme_set(prefix, scheme, path)
-        for prefix, scheme in SCHEMES.items():
-            if scheme.env == env:
-                return _scheme_set(prefix, scheme, path)   # its loader says what is missing
+    if path.is_dir() and (found := _folder_set(path, env)) is not None:
+        return found
     if path.exists():
         if env is None:
             raise TaskFileError(path, "say which environment these tasks are for (bash, sql, python, ctf)")
         return TaskSet(path.stem, env, path, f"tasks from {path}")
+    raise _not_found(name_or_path, env)
+
+
+def _not_found(name_or_path: str, env: str | None) -> TaskFileError:
+    """The error for a name that is no set, file or folder: how to name the env's folder, or the known sets."""
     for prefix, scheme in SCHEMES.items():
         if scheme.env == env:
-            raise TaskFileError(name_or_path, f"no such folder: name the {scheme.description} with "
-                                f"--tasks {prefix}:PATH")
+            return TaskFileError(name_or_path, f"no such folder: name the {scheme.description} with "
+                                 f"--tasks {prefix}:PATH")
     known = ", ".join(s.name for s in task_sets())
-    raise TaskFileError(name_or_path, f"no such task set or file (known sets: {known})")
+    return TaskFileError(name_or_path, f"no such task set or file (known sets: {known})")
+
+
+def _folder_set(path: Path, env: str | None) -> TaskSet | None:
+    """A folder as the set of the scheme that recognises it, else of the env's scheme (whose
+    loader then says what is missing); None when no scheme is for it."""
+    for prefix, scheme in SCHEMES.items():
+        if (env is None or env == scheme.env) and _resolve(scheme.recognise)(path):
+            return _scheme_set(prefix, scheme, path)
+    for prefix, scheme in SCHEMES.items():
+        if scheme.env == env:
+            return _scheme_set(prefix, scheme, path)
+    return None
 
 
 def load_tasks(name_or_path: str, env: str | None = None) -> list[Task]:

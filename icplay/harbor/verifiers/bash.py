@@ -45,7 +45,7 @@ def restore_testbed(root: str = "/") -> bool:
     """The agent's /testbed from its tar in place of this container's, if it came."""
     if not TESTBED_TAR.is_file():
         return False
-    tools = {"env": {}, "stdin": subprocess.DEVNULL, "capture_output": True, "timeout": 300}
+    tools: dict[str, Any] = {"env": {}, "stdin": subprocess.DEVNULL, "capture_output": True, "timeout": 300}
     subprocess.run(["/usr/bin/rm", "-rf", "--", f"{root.rstrip('/')}/testbed"], check=True, **tools)
     done = subprocess.run(["/usr/bin/tar", "-C", root, "-xpf", str(TESTBED_TAR), "testbed"], **tools)
     if done.returncode != 0:

@@ -29,6 +29,7 @@ def processes(played) -> int:
     # a process the glob found may end before ls looks at it ("ls: cannot access ..."); the
     # shell's note on a background job it reaped ("bash: line 1: 42 Killed ...") may come first
     out = played.act("ls -d /proc/[0-9]* 2>/dev/null | wc -l").observation
+    assert out.split() and out.split()[-1].isdigit(), f"the process count could not run: {out[-300:]!r}"
     return int(out.split()[-1])
 
 

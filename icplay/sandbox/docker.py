@@ -391,7 +391,7 @@ class DockerSandbox:
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
-                         sweep=self._sweep),
+                         sweep=self._sweep, kill_is_deferred=True),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
             # a recycled container is proven pristine by ctimes: the shell's start folder
             # goes in /tmp, which the proof restores, not in /dev/shm, which it watches

@@ -203,6 +203,10 @@ class ShellControl:
     # kill every process but the shell, without telling the shell (nothing of its runs);
     # returns once they are gone. None: the sandbox cannot, and such sweeps are skipped.
     sweep: Callable[[int], None] | None = None
+    # kill_command only asks (Docker's warden acts on its own time, and a signal sent while
+    # it acts waits for its next round): then it is sent once per stop, since a repeat can
+    # be carried out after the marker, stopping the next action and killing its processes.
+    kill_is_deferred: bool = False
 
 
 @dataclass
@@ -601,12 +605,12 @@ class PersistentShell:
         return now
 
     def _stop_again(self, run: _Collected, now: float) -> None:
-        """A stopped command that goes on is stopped again (a nested function or loop may have
-        survived one round); past the grace the shell itself is stuck (e.g. a builtin
-        `while :; do :; done`) and is killed."""
+        """A stopped command that goes on is stopped again where the kill acts at once (a
+        nested function or loop may have survived one round); past the grace the shell
+        itself is stuck (e.g. a builtin `while :; do :; done`) and is killed."""
         if run.killed_at is None:
             return
-        if now - run.last_kill >= KILL_REPEAT:
+        if not self.control.kill_is_deferred and now - run.last_kill >= KILL_REPEAT:
             run.last_kill = self._kill_command()
         if now - run.killed_at > KILL_GRACE:
             self._kill_shell()

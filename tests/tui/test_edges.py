@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from icplay.tui.config import AgentChoice, Config
+from icplay.frontend.config import AgentChoice, Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from icplay.store import load_trajectory
-from icplay.tui.config import AgentChoice
+from icplay.frontend.config import AgentChoice
 from icplay.tui.screens.modals import ConfirmScreen, ScoreScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import EpisodeScreen

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from icplay.tui.config import AgentChoice, Config
+from icplay.frontend.config import AgentChoice, Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, ScoreScreen, TurnScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
@@ -134,7 +134,7 @@ def test_turn_details(snap_compare, frozen_app, shop_catalog):
 
 def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
     """One approved agent turn, the next proposal waiting."""
-    from icplay.tui.screens.watch import WatchScreen
+    from icplay.tui.screens.live import LiveScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake = FakeOpenAIServer(Script([
@@ -143,7 +143,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
         then="submit")).start()
 
     def waiting(app, n):
-        screen = next(s for s in app.screen_stack if isinstance(s, WatchScreen))
+        screen = next(s for s in app.screen_stack if isinstance(s, LiveScreen) and s.agent is not None)
         request = screen.request
         return request is not None and request.kind == "proposal" and request.open and len(fake.requests) == n \
             and len(screen.trajectory.turns) == n - 1
@@ -232,6 +232,7 @@ def test_view_fork(snap_compare, frozen_view):
         await pilot.press("k")                                   # fork after turn 1, you go on
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkPlayScreen), 10, "the fork")
         await wait_ready(pilot)
+        pilot.app.clear_notifications()   # the fork's toast (6 s) outlives a fast replay, not a slow one
         await settled(pilot)
 
     assert snap_compare(frozen_view(record_bash), terminal_size=SMALL, run_before=work)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from icplay.episode import Trajectory, Turn
-from icplay.tui.config import Config
+from icplay.frontend.config import Config
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from tui_helpers import wait_for
 

@@ -15,11 +15,10 @@ from icplay.review.fork import ForkError, fork
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice, agent_choice
 from icplay.frontend.opening import user_name
-from icplay.tui.screens.play import PlayScreen
-from icplay.tui.screens.watch import WatchScreen
+from icplay.tui.screens.live import LiveScreen
 
 
-class ForkPlayScreen(PlayScreen):
+class ForkPlayScreen(LiveScreen):
     """The play screen on a fork: saved in the fork session. Retry (F8) forks the same
     episode at the same turn again: a fresh fork, its k turns replayed, and you go on anew
     (the fork you leave stays saved, as a retried task's old attempt does)."""
@@ -37,7 +36,7 @@ class ForkPlayScreen(PlayScreen):
             self.app.call_later(self.app.refork, self.source, self.k, False)
 
 
-class ForkWatchScreen(WatchScreen):
+class ForkWatchScreen(LiveScreen):
     """The watch screen on a fork: saved in the fork session. Retry (F8) forks the same
     episode at the same turn again and lets the agent go on anew (not the playground's retry,
     which would start the task from scratch outside the fork session)."""

@@ -15,7 +15,7 @@ from icplay.frontend.config import AgentChoice, Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, ScoreScreen, TurnScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
-from icplay.tui.screens.view_fork import ForkPlayScreen
+from icplay.tui.screens.view_fork import ForkScreen
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 
@@ -230,7 +230,7 @@ def test_view_fork(snap_compare, frozen_view):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("k")                                   # fork after turn 1, you go on
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkScreen) and pilot.app.screen.agent is None, 10, "the fork")
         await wait_ready(pilot)
         pilot.app.clear_notifications()   # the fork's toast (6 s) outlives a fast replay, not a slow one
         await settled(pilot)

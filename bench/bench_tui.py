@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from icplay.tui.app import PlayApp  # noqa: E402
 from icplay.frontend.config import Config  # noqa: E402
-from icplay.tui.screens.play import PlayScreen  # noqa: E402
+from icplay.tui.screens.live import LiveScreen  # noqa: E402
 
 FLOODS = [
     ("yes | head -c 50000000", "yes | head -c 50000000"),
@@ -75,8 +75,8 @@ async def wait_until(predicate, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def screen_of(app) -> PlayScreen:
-    return next(s for s in reversed(app.screen_stack) if isinstance(s, PlayScreen))
+def screen_of(app) -> LiveScreen:
+    return next(s for s in reversed(app.screen_stack) if isinstance(s, LiveScreen))
 
 
 async def bench_bash(sandbox: str, keys: int, home: Path) -> list[str]:
@@ -84,7 +84,7 @@ async def bench_bash(sandbox: str, keys: int, home: Path) -> list[str]:
     app = PlayApp(env="bash", tasks="bash", task="b001", sandbox=sandbox, home=home, config=Config(history=False))
     try:
         async with app.run_test(size=(120, 40)):
-            await wait_until(lambda: any(isinstance(s, PlayScreen) and s.state == "ready" for s in app.screen_stack))
+            await wait_until(lambda: any(isinstance(s, LiveScreen) and s.state == "ready" for s in app.screen_stack))
             screen = screen_of(app)
             command = screen.query_one("#command")
             idle = []
@@ -130,7 +130,7 @@ async def bench_sql(keys: int, home: Path) -> list[str]:
     lines = []
     app = PlayApp(env="sql", catalog=catalog, task="1", home=home, config=Config(history=False))
     async with app.run_test(size=(120, 40)):
-        await wait_until(lambda: any(isinstance(s, PlayScreen) and s.state == "ready" for s in app.screen_stack))
+        await wait_until(lambda: any(isinstance(s, LiveScreen) and s.state == "ready" for s in app.screen_stack))
         screen = screen_of(app)
         editor = screen.query_one("#editor")
         results = screen.query_one("#results")

@@ -36,7 +36,7 @@ from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: 
 
 from icplay.tui.app import PlayApp  # noqa: E402
 from icplay.frontend.config import AgentChoice, Config  # noqa: E402
-from icplay.tui.screens.watch import WatchScreen  # noqa: E402
+from icplay.tui.screens.live import LiveScreen  # noqa: E402
 
 FLOOD = "for i in $(seq 1 80); do seq -f 'line %g of a steady flood of output' 1 400; sleep 0.05; done"
 
@@ -60,7 +60,7 @@ async def bench(sandbox: str, keys: int, rate: float, seconds: float) -> list[st
 
             def ready() -> bool:
                 nonlocal screen
-                screen = next((s for s in app.screen_stack if isinstance(s, WatchScreen)), None)
+                screen = next((s for s in app.screen_stack if isinstance(s, LiveScreen) and s.agent is not None), None)
                 return screen is not None and screen.request is not None and screen.request.kind == "action"
 
             await wait_until(ready, 60)

@@ -48,7 +48,7 @@ def test_contracts_are_kept():
      "icplay.formats.intercode is not allowed to import icplay.rescore"),
     ("icplay/python/reward.py", "import icplay.envs.base", "icplay.python is not allowed to import icplay.envs"),
     # the screens and widgets, once invisible to import-linter (no __init__.py)
-    ("icplay/tui/screens/watch.py", "import icplay.commands.watch",
+    ("icplay/tui/screens/live.py", "import icplay.commands.watch",
      "icplay.tui is not allowed to import icplay.commands"),
     ("icplay/tui/widgets/panes.py", "import icplay.cli", "icplay.tui is not allowed to import icplay.cli"),
     ("icplay/bash/compat.py", "import icplay.episode", "icplay.bash.compat is not allowed to import icplay.episode"),

@@ -12,7 +12,6 @@ before the driver runs is reported as plain events through ``emit``. No textual 
 from __future__ import annotations
 
 import gc
-import getpass
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,15 +58,6 @@ def is_big(turn: Turn) -> bool:
 
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
-
-
-def user_name() -> str:
-    """The OS account. The screens still put it in their policy block; the episode drops it
-    (``icplay.episode.ACCOUNT_KEYS``): who played is the annotator, never the account."""
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "unknown"
 
 
 # -- what the host reports before its driver runs (posted from the host's thread) ----------
@@ -223,4 +213,4 @@ class EpisodeHost:
 
 
 __all__ = ["EpisodeHost", "HostEvent", "Progress", "Replaying", "Opened", "Viewing", "Failed", "gc_paused", "is_big",
-           "user_name", "describe", "BIG_RESULT"]
+           "describe", "BIG_RESULT"]

@@ -29,7 +29,7 @@ from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
-from icplay.tui.screens.play import PlayScreen
+from icplay.tui.screens.live import LiveScreen
 from icplay.tui.widgets.command import History
 
 
@@ -164,7 +164,7 @@ class PlayApp(App):
             if self.watch is not None:
                 self.push_screen(self._watch_screen(task, self.watch))
             else:
-                self.push_screen(PlayScreen(task))
+                self.push_screen(LiveScreen(task))
         else:
             self.push_screen(PickerScreen(self.start_set))
 
@@ -210,10 +210,8 @@ class PlayApp(App):
         return self._watch_session
 
     def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):
-        from icplay.tui.screens.watch import WatchScreen
-
         policy = self.watch_policy if agent is self.watch else None
-        return WatchScreen(task, agent, retry=retry, limits=self.watch_limits, policy=policy)
+        return LiveScreen(task, agent, retry=retry, limits=self.watch_limits, policy=policy)
 
     def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
         """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
@@ -223,7 +221,7 @@ class PlayApp(App):
         agent = agent or self.watch or agent_choice(self.config, self.home)
         remember_agent(agent, self.home)
         screen = self._watch_screen(task, agent, retry=retry)
-        if isinstance(self.screen, PlayScreen):
+        if isinstance(self.screen, LiveScreen):
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
@@ -236,16 +234,16 @@ class PlayApp(App):
 
     # -- navigation ------------------------------------------------------------------------
 
-    def _play_screen(self) -> PlayScreen | None:
-        return self.screen if isinstance(self.screen, PlayScreen) else None
+    def _play_screen(self) -> LiveScreen | None:
+        return self.screen if isinstance(self.screen, LiveScreen) else None
 
     def open_task(self, task: Task, retry: bool = False) -> None:
         """Open a task: resumed if it has unsubmitted turns, shown read-only if it was
         submitted (unless ``retry``: then it starts over and the old attempt is kept)."""
-        if isinstance(self.screen, PlayScreen):
-            self.switch_screen(PlayScreen(task, retry=retry))
+        if isinstance(self.screen, LiveScreen):
+            self.switch_screen(LiveScreen(task, retry=retry))
         else:
-            self.push_screen(PlayScreen(task, retry=retry))
+            self.push_screen(LiveScreen(task, retry=retry))
 
     def open_next(self, after: Task, session: Session | None = None,
                   opener: Callable[[Task], None] | None = None) -> None:
@@ -268,7 +266,7 @@ class PlayApp(App):
                 while self.screen is not screen:
                     self.pop_screen()
                 return
-        set_name = self.screen.task_record.set if isinstance(self.screen, PlayScreen) else None
+        set_name = self.screen.task_record.set if isinstance(self.screen, LiveScreen) else None
         self.switch_screen(PickerScreen(set_name if set_name in {s.name for s in self.catalog.sets()} else None))
 
     # -- actions -----------------------------------------------------------------------------
@@ -286,9 +284,9 @@ class PlayApp(App):
         scopes = {"app"}
         if isinstance(screen, PickerScreen):
             scopes.add("picker")
-        if isinstance(screen, PlayScreen):
+        if isinstance(screen, LiveScreen):
             scopes |= {"play", screen.language.keys_scope}
-            if hasattr(screen, "broker"):
+            if screen.agent is not None:
                 scopes.add("watch")
         for key in KEYS:
             if key.scope not in scopes or not key.palette:

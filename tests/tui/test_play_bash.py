@@ -12,7 +12,7 @@ from icplay.store import load_trajectory
 from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, HistoryScreen, PauseScreen, ScoreScreen, TurnScreen
 from icplay.tui.screens.picker import PickerScreen
-from icplay.tui.screens.play import PlayScreen
+from icplay.tui.screens.live import LiveScreen
 
 from tui_helpers import FakeClock, text_of, play_screen, play_state, run_command, turn_count, type_text, wait_for, wait_ready
 
@@ -206,7 +206,7 @@ async def test_turn_details_are_read_only(make_app):
         assert "line1\nline2" in body and "printf" in body
         assert "exit 1" in text_of(app.screen.query_one(".title"))
         await pilot.press("escape")
-        assert isinstance(app.screen, PlayScreen)
+        assert isinstance(app.screen, LiveScreen) and app.screen.agent is None
 
 
 async def test_pause_stops_the_clock(make_app):
@@ -220,7 +220,7 @@ async def test_pause_stops_the_clock(make_app):
         assert isinstance(app.screen, PauseScreen)
         clock.now += 100                                    # paused: does not count
         await pilot.press("enter")
-        assert isinstance(app.screen, PlayScreen)
+        assert isinstance(app.screen, LiveScreen) and app.screen.agent is None
         clock.now += 5
         assert screen.clock.elapsed() == pytest.approx(15)
         await pilot.press("f1")                             # any dialog stops the clock too
@@ -236,7 +236,7 @@ async def test_keys_can_be_remapped(make_app):
     async with app.run_test() as pilot:
         await wait_ready(pilot)
         await pilot.press("ctrl+s")                         # no longer submit
-        assert isinstance(app.screen, PlayScreen)
+        assert isinstance(app.screen, LiveScreen) and app.screen.agent is None
         await pilot.press("f10")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("escape")

@@ -15,7 +15,7 @@ from icplay.frontend.config import AgentChoice, Config
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, ScoreScreen, TurnScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
-from icplay.tui.screens.view_fork import ForkPlayScreen
+from icplay.tui.screens.view_fork import ForkScreen
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 
@@ -134,7 +134,7 @@ def test_turn_details(snap_compare, frozen_app, shop_catalog):
 
 def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
     """One approved agent turn, the next proposal waiting."""
-    from icplay.tui.screens.watch import WatchScreen
+    from icplay.tui.screens.live import LiveScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake = FakeOpenAIServer(Script([
@@ -143,7 +143,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
         then="submit")).start()
 
     def waiting(app, n):
-        screen = next(s for s in app.screen_stack if isinstance(s, WatchScreen))
+        screen = next(s for s in app.screen_stack if isinstance(s, LiveScreen) and s.agent is not None)
         request = screen.request
         return request is not None and request.kind == "proposal" and request.open and len(fake.requests) == n \
             and len(screen.trajectory.turns) == n - 1
@@ -230,7 +230,7 @@ def test_view_fork(snap_compare, frozen_view):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("k")                                   # fork after turn 1, you go on
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ForkScreen) and pilot.app.screen.agent is None, 10, "the fork")
         await wait_ready(pilot)
         # the "Forked at turn 1" toast lasts 6 s: whether it is still up when the fork is ready
         # depends on the machine's load, so it is dismissed (the snapshot is of the fork screen)

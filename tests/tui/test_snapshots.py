@@ -118,7 +118,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
     from fake_openai_server import FakeOpenAIServer, Script, fenced
 
     from icplay.frontend.config import AgentChoice
-    from icplay.tui.screens.watch import WatchScreen
+    from icplay.tui.screens.live import LiveScreen
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake = FakeOpenAIServer(Script([
@@ -127,7 +127,7 @@ def test_watch(snap_compare, frozen_app, shop_catalog, size, monkeypatch):
         + fenced("SELECT name FROM customers WHERE city = 'London' ORDER BY name")], then="submit")).start()
 
     def screen(app):
-        return next(s for s in app.screen_stack if isinstance(s, WatchScreen))
+        return next(s for s in app.screen_stack if isinstance(s, LiveScreen) and s.agent is not None)
 
     def waiting(app, n):
         request = screen(app).request

@@ -15,7 +15,7 @@ from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ScoreScreen
 from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import ChooseEpisode, CompareScreen, EpisodeScreen
-from icplay.tui.screens.view_fork import ForkPlayScreen, ForkWatchScreen
+from icplay.tui.screens.view_fork import ForkScreen
 from icplay.tui.widgets.results import ResultsTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
@@ -256,7 +256,7 @@ async def test_fork_from_turn_one_goes_on_in_the_play_screen(view_app, home):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("k")                                                      # fork after turn 1
-        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.agent is None, 10, "the fork")
         await wait_ready(pilot)
         await run_command(pilot, "cat /testbed/fork_note.txt")
         turn = app.screen.episode.trajectory.turns[-1]
@@ -310,7 +310,7 @@ async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("right", "k")                                             # fork after turn 2
-        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.agent is None, 10, "the fork")
         await wait_ready(pilot)
         first = app.screen
         await run_sql(pilot, "SELECT COUNT(*) FROM books")
@@ -318,7 +318,7 @@ async def test_a_forks_retry_forks_again_at_the_same_turn(view_app, home):
         await pilot.press("ctrl+s", "enter")                                        # submit the fork
         await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 20, "the score")
         await pilot.press("escape", "f8")                                           # then retry it
-        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen) and app.screen is not first, 10,
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.agent is None and app.screen is not first, 10,
                        "the second fork")
         await wait_ready(pilot)
         second = app.screen
@@ -339,7 +339,7 @@ async def watched_fork_scored(pilot, app) -> None:
     """Until the watched fork's agent has submitted and its score dialog is up. The dialog
     focuses its Next button when mounted: leaving before that would quit the app under a
     dialog still mounting (modals.ScoreScreen.on_mount then finds no button)."""
-    await wait_for(pilot, lambda: any(isinstance(s, ForkWatchScreen) for s in app.screen_stack), 10,
+    await wait_for(pilot, lambda: any(isinstance(s, ForkScreen) and s.agent is not None for s in app.screen_stack), 10,
                    "the watched fork")
     await wait_for(pilot, lambda: play_state(app) == "submitted" and isinstance(app.screen, ScoreScreen)
                    and getattr(app.focused, "id", None) == "next", 30, "the agent's episode and its score")
@@ -391,7 +391,7 @@ async def test_fork_from_the_command_line_you_go_on(view_app, home):
     assert request[1:] == (0, False, None)
     app = view_app(paths=[paths["human"]], sandbox=None, fork=request)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ForkPlayScreen), 10, "the fork")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.agent is None, 10, "the fork")
         await wait_ready(pilot)
         assert app.screen.episode.trajectory.turns == []
         assert isinstance(app.screen_stack[-2], ViewScreen)                         # Escape/back: the browser

@@ -17,7 +17,7 @@ from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: 
 from icplay.session import Session  # noqa: E402
 from icplay.frontend.config import AgentChoice  # noqa: E402
 from icplay.tui.screens.modals import CommentScreen, ScoreScreen  # noqa: E402
-from icplay.tui.screens.watch import WatchScreen  # noqa: E402
+from icplay.tui.screens.live import LiveScreen  # noqa: E402
 
 from tui_helpers import type_text, wait_for  # noqa: E402
 
@@ -51,9 +51,9 @@ def watch_app(make_app, shop_catalog, monkeypatch):
     return make
 
 
-def watch(app) -> WatchScreen:
+def watch(app) -> LiveScreen:
     for screen in reversed(app.screen_stack):
-        if isinstance(screen, WatchScreen):
+        if isinstance(screen, LiveScreen) and screen.agent is not None:
             return screen
     raise AssertionError(f"no watch screen in {app.screen_stack}")
 
@@ -263,7 +263,7 @@ async def test_the_picker_key_lets_the_configured_agent_try_the_highlighted_task
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("down")                                            # the second task, s2
         await pilot.press("ctrl+w")
-        await wait_for(pilot, lambda: any(isinstance(s, WatchScreen) for s in app.screen_stack), 10, "the watch")
+        await wait_for(pilot, lambda: any(isinstance(s, LiveScreen) and s.agent is not None for s in app.screen_stack), 10, "the watch")
         await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
                        "the gold episode")
         assert watch(app).task_record.id == "s2" and watch(app).result.reward == 1.0

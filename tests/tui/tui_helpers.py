@@ -81,19 +81,19 @@ async def wait_for(pilot, predicate, timeout: float = 20.0, what: str = "conditi
 
 
 def play_state(app) -> str | None:
-    from icplay.tui.screens.play import PlayScreen
+    from icplay.tui.screens.live import LiveScreen
 
     for screen in reversed(app.screen_stack):
-        if isinstance(screen, PlayScreen):
+        if isinstance(screen, LiveScreen):
             return screen.state
     return None
 
 
 def play_screen(app):
-    from icplay.tui.screens.play import PlayScreen
+    from icplay.tui.screens.live import LiveScreen
 
     for screen in reversed(app.screen_stack):
-        if isinstance(screen, PlayScreen):
+        if isinstance(screen, LiveScreen):
             return screen
     raise AssertionError(f"no play screen in {app.screen_stack}")
 

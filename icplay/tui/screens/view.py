@@ -80,11 +80,11 @@ class ViewApp(PlayApp):
 
     def action_help(self) -> None:
         """F1: the viewer's keys; over a fork's play or watch screen, the playground's."""
-        from icplay.tui.screens.play import PlayScreen
+        from icplay.tui.screens.live import LiveScreen
 
         if isinstance(self.screen, HelpScreen):
             return
-        if any(isinstance(screen, PlayScreen) for screen in self.screen_stack):
+        if any(isinstance(screen, LiveScreen) for screen in self.screen_stack):
             super().action_help()
             return
         self.push_screen(HelpScreen(viewer_help(), title="icplay view — keys", note=""))

@@ -1,5 +1,5 @@
-"""Forks opened from the viewer: the play screen (you go on) or the watch screen (an agent
-goes on) on a fork of a saved episode.
+"""Forks opened from the viewer: the live screen on a fork of a saved episode, you going on
+or (given an agent) the agent.
 
 The fork is made by ``icplay.review.fork`` and saved in the app's fork session; the screens
 below are the playground's own, told to use that session: they find the fork there as a
@@ -12,46 +12,32 @@ from __future__ import annotations
 
 from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
+from icplay.session import Session
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice, agent_choice
-from icplay.tui.screens.play import PlayScreen
-from icplay.tui.screens.watch import WatchScreen
+from icplay.tui.screens.live import LiveScreen
 
 
-class ForkPlayScreen(PlayScreen):
-    """The play screen on a fork: saved in the fork session. Retry (F8) forks the same
-    episode at the same turn again: a fresh fork, its k turns replayed, and you go on anew
-    (the fork you leave stays saved, as a retried task's old attempt does)."""
+class ForkScreen(LiveScreen):
+    """The live screen on a fork (you go on, or ``agent`` does): saved in the fork session.
+    Retry (F8) forks the same episode at the same turn again: a fresh fork, its k turns
+    replayed, and you (or the agent) go on anew (the fork you leave stays saved, as a retried
+    task's old attempt does; not the playground's retry, which would start the task from
+    scratch outside the fork session)."""
 
-    def __init__(self, task: Task, source: Trajectory | None = None, k: int = 0) -> None:
-        super().__init__(task)
-        self.source, self.k = source, k
-
-    @property
-    def session(self):
-        return self.app.fork_session
-
-    def action_retry(self) -> None:
-        if self.source is not None:
-            self.app.call_later(self.app.refork, self.source, self.k, False)
-
-
-class ForkWatchScreen(WatchScreen):
-    """The watch screen on a fork: saved in the fork session. Retry (F8) forks the same
-    episode at the same turn again and lets the agent go on anew (not the playground's retry,
-    which would start the task from scratch outside the fork session)."""
-
-    def __init__(self, task: Task, agent: AgentChoice, source: Trajectory | None = None, k: int = 0) -> None:
+    def __init__(self, task: Task, source: Trajectory | None = None, k: int = 0,
+                 agent: AgentChoice | None = None) -> None:
         super().__init__(task, agent)
         self.source, self.k = source, k
 
     @property
-    def session(self):
-        return self.app.fork_session
+    def session(self) -> Session:
+        session: Session = self.app.fork_session   # the viewer's (ViewApp)
+        return session
 
     def action_retry(self) -> None:
         if self.source is not None:
-            self.app.call_later(self.app.refork, self.source, self.k, True, self.agent)
+            self.app.call_later(self.app.refork, self.source, self.k, self.agent is not None, self.agent)
 
 
 def agent_for(source: Trajectory, app) -> AgentChoice:
@@ -87,6 +73,5 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     who = "an agent" if agent else "you"
     screen.notify(f"Forked at turn {k}: {k} turn{'s' if k != 1 else ''} replay into a fresh sandbox, then {who} "
                   f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6)
-    opened = (ForkWatchScreen(task, choice or agent_for(source, app), source, k) if agent
-              else ForkPlayScreen(task, source, k))
+    opened = ForkScreen(task, source, k, agent=choice or agent_for(source, app) if agent else None)
     app.push_screen(opened)

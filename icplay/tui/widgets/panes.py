@@ -47,6 +47,9 @@ class WorkPane(Vertical):
 
     def focus_input(self) -> None: ...
 
+    def set_input(self, text: str) -> None:
+        """Put ``text`` in the input, the cursor at its end (a proposal to edit)."""
+
     def set_busy(self, busy: bool) -> None: ...
 
     def set_done(self) -> None: ...
@@ -55,7 +58,7 @@ class WorkPane(Vertical):
 
     def turn_started(self, action: str) -> None: ...
 
-    def turn_finished(self, turn: Turn) -> None: ...
+    def turn_finished(self, turn: Turn | None) -> None: ...
 
     def env_ready(self, env: Any) -> None: ...
 
@@ -108,6 +111,9 @@ class BashPane(WorkPane):
 
     def focus_input(self) -> None:
         self.command.focus()
+
+    def set_input(self, text: str) -> None:
+        self.command.set_command(text)
 
     def set_busy(self, busy: bool) -> None:
         self.command.busy = busy
@@ -271,6 +277,10 @@ class SqlPane(WorkPane):
     @property
     def editor(self) -> SqlEditor:
         return self.query_one(SqlEditor)
+
+    def set_input(self, text: str) -> None:
+        self.editor.load_text(text)
+        self.editor.move_cursor(self.editor.document.end)
 
     @property
     def results(self) -> ResultsTable:

@@ -181,6 +181,10 @@ class PythonPane(WorkPane):
     def focus_input(self) -> None:
         self.editor.focus()
 
+    def set_input(self, text: str) -> None:
+        self.editor.load_text(text)
+        self.editor.move_cursor(self.editor.document.end)
+
     def set_busy(self, busy: bool) -> None:
         pass
 

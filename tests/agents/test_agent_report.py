@@ -125,7 +125,9 @@ def test_icplay_report_over_run_folders_with_json(tmp_path, capsys):
     (tmp_path / "agent" / "run.json").write_text(json.dumps({"label": "gpt-run"}))
     assert main(["report", str(tmp_path / "agent"), str(tmp_path / "human")]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["gpt-run", "human"] and "solved by turn" in out and "* gpt-run" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("counting: first attempt per task")      # report's default: pass@1
+    assert lines[1].split() == ["gpt-run", "human"] and "solved by turn" in out and "* gpt-run" in out
     assert main(["report", str(tmp_path / "agent"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["runs"][0]
     assert data["label"] == "gpt-run" and data["solved"] == 3 and data["by_turn"] == [0.25, 0.5, 0.75]

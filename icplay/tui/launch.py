@@ -112,8 +112,7 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     from icplay.driver import Limits
     from icplay.session import Session
     from icplay.tui.app import Catalog, PlayApp
-    from icplay.frontend.config import AgentChoice, ConfigError, agent_choice, load_config
-    from icplay.frontend.policies import PolicyError, check_choice
+    from icplay.frontend.config import ConfigError, load_config
 
     env = getattr(args, "env", None)
     task_set = getattr(args, "tasks", None)
@@ -122,22 +121,7 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
         config = load_config()
     except ConfigError as exc:
         raise TaskFileError(str(exc).split(":", 1)[0], str(exc).split(":", 1)[1].strip()) from None
-    choice = agent_choice(config) if policy is None else AgentChoice()
-    spec = getattr(args, "policy", None)
-    if spec is None and policy is not None:
-        spec = (policy_info or {}).get("kind", "llm")
-        spec = f"replay:{policy_info.get('source', '')}" if spec == "replay" else spec
-    explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
-                "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
-                "mode": getattr(args, "mode", None), "actions": getattr(args, "actions", None)}
-    values = {**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}}
-    if values.get("policy", "llm") != "llm":
-        values.pop("model", None)
-    agent = AgentChoice(**values)
-    try:
-        check_choice(agent)
-    except PolicyError as exc:
-        raise TaskFileError("icplay watch", str(exc)) from None
+    agent = _watch_agent(args, config, policy, policy_info)
     catalog = Catalog(env, task_set)
     if task_id is None and tasks:
         session = Session(getattr(args, "session", None) or "watch", root=getattr(args, "out", None))
@@ -159,3 +143,28 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     finally:
         app.close_envs()
     return app.return_code or 0
+
+
+def _watch_agent(args, config, policy, policy_info: dict | None):
+    """Who the watch screen lets work: watch's options over the last use and config.toml's
+    ``[agent]`` (or the policy already built); TaskFileError in one line when it cannot run."""
+    from icplay.frontend.config import AgentChoice, agent_choice
+    from icplay.frontend.policies import PolicyError, check_choice
+
+    choice = agent_choice(config) if policy is None else AgentChoice()
+    spec = getattr(args, "policy", None)
+    if spec is None and policy is not None:
+        spec = (policy_info or {}).get("kind", "llm")
+        spec = f"replay:{(policy_info or {}).get('source', '')}" if spec == "replay" else spec
+    explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
+                "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
+                "mode": getattr(args, "mode", None), "actions": getattr(args, "actions", None)}
+    values = {**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}}
+    if values.get("policy", "llm") != "llm":
+        values.pop("model", None)
+    agent = AgentChoice(**values)
+    try:
+        check_choice(agent)
+    except PolicyError as exc:
+        raise TaskFileError("icplay watch", str(exc)) from None
+    return agent

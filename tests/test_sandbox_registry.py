@@ -11,6 +11,8 @@ from typing import Callable
 
 import pytest
 
+import icplay.plugins
+
 from icplay.sandbox import registry
 from icplay.sandbox.base import Sandbox, SandboxCapabilities, SandboxError
 from icplay.sandbox.registry import HostRoot, SandboxRequest, UnknownSandbox, register_sandbox
@@ -72,7 +74,7 @@ def test_a_kind_from_an_entry_point_is_found(clean_registry, monkeypatch):
     module.EchoKind = EchoKind  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     point = EntryPoint(name="echo", value=f"{module.__name__}:EchoKind", group=registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points",
+    monkeypatch.setattr(icplay.plugins, "entry_points",
                         lambda group: [point] if group == registry.ENTRY_POINT_GROUP else [])
     assert "echo" in registry.names()
     assert isinstance(registry.get("echo"), EchoKind)
@@ -107,7 +109,7 @@ def test_an_entry_point_that_is_not_a_kind_is_refused_in_one_sentence(clean_regi
     module.NOT_A_KIND = object()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     point = EntryPoint(name="bad", value=f"{module.__name__}:NOT_A_KIND", group=registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [point])
+    monkeypatch.setattr(icplay.plugins, "entry_points", lambda group: [point])
     with pytest.raises(UnknownSandbox, match="^entry point 'bad' in group icplay.sandboxes is not a sandbox kind"):
         registry.get("bad")
 

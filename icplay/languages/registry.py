@@ -8,8 +8,9 @@ imported the first time it is asked for.
 from __future__ import annotations
 
 import threading
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 
+from icplay.plugins import load_plugin, plugins
 from icplay.languages.spec import LanguageSpec, resolve
 from icplay.sandbox.images import ImageSpec, register_image
 
@@ -32,11 +33,7 @@ class UnknownLanguage(ValueError):
 
 
 def _plugins() -> dict[str, EntryPoint]:
-    found = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in BUILTIN:    # a plug-in never replaces a built-in language
-            found[ep.name] = ep
-    return found
+    return plugins(ENTRY_POINT_GROUP, BUILTIN)
 
 
 def names() -> list[str]:
@@ -52,14 +49,7 @@ def get(name: str) -> LanguageSpec:
     if name in BUILTIN:
         spec = resolve(BUILTIN[name])
     else:
-        plugin = _plugins().get(name)
-        if plugin is None:
-            raise UnknownLanguage(f"no environment {name!r} (known: {', '.join(names())})")
-        try:
-            spec = plugin.load()
-        except Exception as exc:
-            raise UnknownLanguage(f"the {name!r} environment's package failed to load: "
-                                  f"{type(exc).__name__}: {exc}") from None
+        spec = load_plugin(_plugins(), name, "environment", names, UnknownLanguage)
         if not isinstance(spec, LanguageSpec) or spec.name != name:
             raise UnknownLanguage(f"entry point {name!r} in group {ENTRY_POINT_GROUP} is not a LanguageSpec "
                                   f"named {name!r}")

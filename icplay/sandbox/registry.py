@@ -13,10 +13,11 @@ from __future__ import annotations
 import importlib
 import threading
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, Callable, Protocol, TypeVar
 
+from icplay.plugins import load_plugin, plugins
 from icplay.sandbox.base import Sandbox, SandboxCapabilities, SandboxError
 
 ENTRY_POINT_GROUP = "icplay.sandboxes"
@@ -116,7 +117,7 @@ def register_sandbox(name: str) -> Callable[[K], K]:
 
 
 def _plugins() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
+    return plugins(ENTRY_POINT_GROUP, BUILTIN)
 
 
 def names() -> list[str]:
@@ -134,14 +135,7 @@ def get(name: str) -> SandboxKind:
     if name in BUILTIN:
         importlib.import_module(BUILTIN[name])
     else:
-        plugin = _plugins().get(name)
-        if plugin is None:
-            raise UnknownSandbox(f"no sandbox {name!r} (known: {', '.join(names())})")
-        try:
-            loaded = plugin.load()
-        except Exception as exc:
-            raise UnknownSandbox(f"the {name!r} sandbox's package failed to load: "
-                                 f"{type(exc).__name__}: {exc}") from None
+        loaded = load_plugin(_plugins(), name, "sandbox", names, UnknownSandbox)
         if name not in _registered:   # an entry point may name a kind its module did not decorate
             register_sandbox(name)(loaded)
     with _lock:

@@ -45,11 +45,14 @@ declare -A PROBE=(
     [docker.io]=dockerd [podman]=podman [bubblewrap]=bwrap [debootstrap]=debootstrap
     [tmux]=tmux [git]=git [ca-certificates]=
     [tree]=tree [gawk]=gawk [jq]=jq [file]=file [hashdeep]=md5deep [procps]=ps
+    [chromium]=chromium [chromium-driver]=chromedriver
 )
 missing=()
 # The tools after ca-certificates are what the bundled Bash tasks use: on the bwrap sandbox
-# they come from the host's /usr.
-for pkg in docker.io podman bubblewrap debootstrap tmux git ca-certificates tree gawk jq file hashdeep procps; do
+# they come from the host's /usr. Chromium and its driver: the tests of the HTML study report
+# and of the browser seat open them in a real headless browser (Selenium drives it).
+for pkg in docker.io podman bubblewrap debootstrap tmux git ca-certificates tree gawk jq file hashdeep procps \
+           chromium chromium-driver; do
     probe=${PROBE[$pkg]}
     if [ -n "$probe" ]; then
         command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")

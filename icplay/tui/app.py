@@ -137,7 +137,7 @@ class PlayApp(App):
         self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator)
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
-        self.watch = watch                   # icplay watch: the task opens on the watch screen
+        self.watch_agent = watch             # icplay watch: the task opens on the watch screen (not `watch`: Textual's method)
         self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
         self.watch_limits = watch_limits
         self._watch_session_name = watch_session or session or "watch"
@@ -161,8 +161,8 @@ class PlayApp(App):
         self.say_annotator()
         if self.start_task_id is not None:
             task = self.catalog.find(self.start_task_id, self.start_set)
-            if self.watch is not None:
-                self.push_screen(self._watch_screen(task, self.watch))
+            if self.watch_agent is not None:
+                self.push_screen(self._watch_screen(task, self.watch_agent))
             else:
                 self.push_screen(LiveScreen(task))
         else:
@@ -210,7 +210,7 @@ class PlayApp(App):
         return self._watch_session
 
     def _watch_screen(self, task: Task, agent: "AgentChoice", retry: bool = False):
-        policy = self.watch_policy if agent is self.watch else None
+        policy = self.watch_policy if agent is self.watch_agent else None
         return LiveScreen(task, agent, retry=retry, limits=self.watch_limits, policy=policy)
 
     def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
@@ -218,7 +218,7 @@ class PlayApp(App):
         else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
         from icplay.frontend.config import agent_choice, remember_agent
 
-        agent = agent or self.watch or agent_choice(self.config, self.home)
+        agent = agent or self.watch_agent or agent_choice(self.config, self.home)
         remember_agent(agent, self.home)
         screen = self._watch_screen(task, agent, retry=retry)
         if isinstance(self.screen, LiveScreen):

@@ -208,7 +208,7 @@ def view_app(home):
 
 
 async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.loading, 20,
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
                    "the episodes")
 
 

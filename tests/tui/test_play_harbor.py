@@ -64,7 +64,7 @@ async def test_play_a_harbor_task_to_one_and_view_it(harbor_ready, make_app, hom
     viewer = ViewApp(home=home, config=app.config)
     try:
         async with viewer.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: isinstance(viewer.screen, ViewScreen) and not viewer.screen.loading, 20,
+            await wait_for(pilot, lambda: isinstance(viewer.screen, ViewScreen) and not viewer.screen.reading, 20,
                            "the episodes")
             assert [s.task for s in viewer.screen.shown] == ["count-errors"]
             await pilot.press("enter")

@@ -195,3 +195,76 @@ def test_a_streamed_reply_splits_into_thought_and_the_action_so_far():
     assert split_reply("I list them.\n```bash\nls /tes") == ("I list them.", "ls /tes")
     assert split_reply("I list them.\n```bash\nls /testbed\n```\nmore") == ("I list them.", "ls /testbed")
     assert split_reply("Thought: count\nAction: wc -l f") == ("Thought: count", "wc -l f")
+
+
+def _icplay_textual_classes():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import icplay.tui
+    from textual.dom import DOMNode
+
+    for module_info in pkgutil.walk_packages(icplay.tui.__path__, "icplay.tui."):
+        module = importlib.import_module(module_info.name)
+        for _name, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, DOMNode) and cls.__module__ == module.__name__:
+                yield cls
+
+
+# Textual reactives icplay sets on purpose (all others it might set would be by accident, as a
+# screen's own ``loading`` flag once covered the viewer with Textual's spinner and stopped its layouts).
+REACTIVES_SET_ON_PURPOSE = {"theme", "virtual_size", "highlighted", "show_root"}
+
+
+def textual_names_hidden(cls) -> list[str]:
+    """Names ``cls`` takes from a Textual base class by accident: a property or method
+    redefined as something else (a method ``visible`` on a screen makes every child's
+    ``visible`` a bound method), or one assigned on ``self`` (``self.watch = ...`` hides the
+    method Textual watches reactives with; ``self.loading = ...`` sets Textual's reactive)."""
+    import ast
+    import inspect
+    import textwrap
+    from textual.reactive import Reactive
+
+    def textual_member(name):
+        for base in cls.__mro__[1:]:
+            if base.__module__.startswith("textual") and name in vars(base):
+                return vars(base)[name]
+        return None
+
+    hidden = []
+    for name, value in vars(cls).items():
+        member = textual_member(name)
+        if isinstance(member, property) and not isinstance(value, property):
+            hidden.append(name)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    assigned = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Store)}
+    for name in sorted(assigned):
+        member = textual_member(name)
+        if inspect.isfunction(member) or isinstance(member, property) and member.fset is None or (
+                isinstance(member, Reactive) and name not in REACTIVES_SET_ON_PURPOSE):
+            hidden.append(name)
+    return [f"{cls.__module__}.{cls.__qualname__}.{name}" for name in hidden]
+
+
+def test_no_widget_hides_a_textual_name():
+    hidden = [name for cls in _icplay_textual_classes() for name in textual_names_hidden(cls)]
+    assert hidden == []
+
+
+def test_a_hidden_textual_name_is_caught():
+    from textual.screen import Screen
+
+    class Shadowing(Screen):
+        def __init__(self):
+            super().__init__()
+            self.loading = True
+            self.watch = None
+
+        def visible(self):
+            return []
+
+    assert sorted(textual_names_hidden(Shadowing)) == [f"{__name__}.{Shadowing.__qualname__}.{name}"
+                                                      for name in ("loading", "visible", "watch")]

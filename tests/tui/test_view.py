@@ -44,7 +44,7 @@ def view_app(home):
 
 
 async def loaded(pilot) -> ViewScreen:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.loading, 20,
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
                    "the episodes")
     return pilot.app.screen
 
@@ -138,7 +138,7 @@ async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ViewScreen) and app.screen.shown, 20, "the first rows")
         screen = app.screen
-        assert screen.loading and len(screen.shown) == 1 and len(screen.table.rows) == 1
+        assert screen.reading and len(screen.shown) == 1 and len(screen.table.rows) == 1
         assert "1 of 1 episodes (reading…)" in text_of(screen.query_one("#status"))
         go_on.set()
         await loaded(pilot)

@@ -30,7 +30,7 @@ async def test_the_browser_shows_the_good_episodes_and_names_the_bad_files(home,
     (folder / "sql" / "cut.json").write_text('{"task": {"id": "d"')
     app = ViewApp(paths=[folder], home=home, config=Config(history=False))
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ViewScreen) and not app.screen.loading, 20, "the scan")
+        await wait_for(pilot, lambda: isinstance(app.screen, ViewScreen) and not app.screen.reading, 20, "the scan")
         assert sorted(s.task for s in app.screen.all) == ["a", "b"]
         await wait_for(pilot, lambda: any("skipped" in n.message for n in app._notifications), 20, "the note")
         (note,) = [n for n in app._notifications if "skipped" in n.message]

@@ -164,7 +164,7 @@ class ViewScreen(Screen):
         self.descending = True
         self.marked: str | None = None          # ref of the episode marked for comparison
         self.family_of: str | None = None       # episode id whose family the table is narrowed to
-        self.loading = True
+        self.reading = True
         self._rows: dict[str, tuple] = {}
         self._generation = 0                    # the current scan's number: an older scan's batches are dropped
 
@@ -191,8 +191,9 @@ class ViewScreen(Screen):
     def reload(self) -> None:
         """Scan again on a worker thread; rows appear batch by batch while it reads (a first
         scan parses every file: thousands take seconds), the table is complete when
-        ``loading`` turns False."""
-        self.loading = True
+        ``reading`` turns False (not Textual's ``loading``, which would cover the screen
+        with a spinner and, uncovered, leave its later layouts undone)."""
+        self.reading = True
         self._generation += 1
         generation, paths, home = self._generation, self.paths, self.app.home
 
@@ -225,13 +226,13 @@ class ViewScreen(Screen):
         self.all.extend(message.summaries)
         self.all.sort(key=lambda s: s.date, reverse=True)
         if message.done:
-            self.loading = False
+            self.reading = False
         self.apply()
 
     def on_view_screen_failed(self, message: Failed) -> None:
         if message.generation != self._generation:
             return
-        self.loading = False
+        self.reading = False
         self.notify(message.error, title="Cannot read the episodes", severity="error")
         self.show_filters()
         self.show_preview()
@@ -241,7 +242,9 @@ class ViewScreen(Screen):
 
     # -- filtering -------------------------------------------------------------------------------
 
-    def visible(self) -> list[EpisodeSummary]:
+    def selected_rows(self) -> list[EpisodeSummary]:
+        """The episodes the filter, sort and family narrowing leave (named apart from Textual's
+        ``visible`` property, which a method of that name would hide from every child widget)."""
         rows = select(self.all, self.filter, self.sort, self.descending)
         if self.family_of:
             members = {s.id for s in family(self.all, self.family_of)}
@@ -250,7 +253,7 @@ class ViewScreen(Screen):
 
     def apply(self) -> None:
         keep = self.current.ref if self.shown and self.current is not None else None
-        self.shown = self.visible()
+        self.shown = self.selected_rows()
         rows = []
         for s in self.shown:
             row = self._rows.get(s.ref)
@@ -288,7 +291,7 @@ class ViewScreen(Screen):
             text.append("  family of ", style="dim")
             text.append(self.family_of, style="bold magenta")
         self.query_one("#filters", Static).update(text)
-        shown = f"{len(self.shown):,} of {len(self.all):,} episodes" + (" (reading…)" if self.loading else "")
+        shown = f"{len(self.shown):,} of {len(self.all):,} episodes" + (" (reading…)" if self.reading else "")
         marked = "1 marked (c compares)" if self.marked else "Space marks one to compare"
         self.query_one(StatusBar).show("icplay view", [shown, marked])
 
@@ -297,7 +300,7 @@ class ViewScreen(Screen):
         preview = self.query_one("#preview", Static)
         if s is None:
             preview.update(Text("no episode matches" if self.all else
-                                ("reading the episodes…" if self.loading else "no saved episodes here"), style="dim"))
+                                ("reading the episodes…" if self.reading else "no saved episodes here"), style="dim"))
             return
         text = Text()
         text.append(f"{s.set}/{s.task}", style="bold")

@@ -893,6 +893,32 @@ def _docker_message(exc: BaseException) -> str:
     return " ".join(str(text).split())[:300]
 
 
+def read_ahead(sock: Any) -> bytes:
+    """The stream's bytes the HTTP client already read with the response's headers.
+
+    docker-py hands out the raw socket below the response's buffered reader
+    (``response.raw._fp.fp``), and that reader reads the headers in blocks: when the
+    engine has sent the command's first output by then (a quick command, a client slow to
+    read on a loaded machine) those bytes sit in its buffer and never come from the
+    socket (docker/docker-py#3332). A scoring script lost its first sections so, or all
+    of its output behind exit code 0. Taken without blocking: the socket is non-blocking
+    for the look, so an empty buffer reads nothing."""
+    response = getattr(sock, "_response", None)
+    buffered = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    peek = getattr(buffered, "peek", None)
+    raw = getattr(sock, "_sock", sock)
+    if peek is None or not hasattr(raw, "setblocking"):
+        return b""
+    timeout = raw.gettimeout()
+    raw.setblocking(False)
+    try:
+        return bytes(peek(1 << 16))
+    except (BlockingIOError, ValueError, OSError):
+        return b""
+    finally:
+        raw.settimeout(timeout)
+
+
 class _ExecSocketTransport:
     """An attached exec's (or container's) socket: raw bytes in; Docker's multiplexed frames out.
 
@@ -905,8 +931,8 @@ class _ExecSocketTransport:
     def __init__(self, sock: Any):
         self._wrapper = sock
         self._sock = getattr(sock, "_sock", sock)
+        self._buffer = bytearray(read_ahead(sock))
         self._sock.settimeout(None)
-        self._buffer = bytearray()
 
     def write(self, data: bytes) -> None:
         self._sock.sendall(data)

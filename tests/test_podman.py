@@ -146,3 +146,37 @@ def test_icplay_starts_its_own_service_and_stops_it_with_its_containers_at_exit(
     assert subprocess.run(["podman", "container", "exists", container]).returncode == 1
     assert subprocess.run(["ps", "-p", pid], capture_output=True).returncode == 1
     assert not os.path.exists(folder)
+
+
+def test_the_service_stops_when_icplay_is_killed_without_stopping_it(podman_images):
+    """SIGKILL leaves no exit hook to run: the service's watch sees icplay gone and stops it."""
+    import signal
+    import time
+
+    script = textwrap.dedent("""
+        import os, sys, time
+        from icplay.sandbox.podman import HOST_ENV
+        from icplay.sandbox.registry import image_engine
+        os.environ.pop(HOST_ENV, None)
+        kind = image_engine("podman")
+        kind.client()
+        service = kind._service
+        print(service.process.pid if service else 0, service.folder if service else "-", flush=True)
+        time.sleep(600)
+    """)
+    icplay = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid, folder = icplay.stdout.readline().split()
+    finally:
+        icplay.send_signal(signal.SIGKILL)
+        icplay.wait()
+    if pid == "0":
+        pytest.skip("a system Podman service answers: icplay started none")
+    def services() -> list[str]:
+        return subprocess.run(["pgrep", "-f", f"podman system service --time=0 unix://{folder}/"],
+                              capture_output=True, text=True).stdout.split()
+
+    deadline = time.monotonic() + 30
+    while (services() or os.path.exists(folder)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert services() == [] and not os.path.exists(folder)

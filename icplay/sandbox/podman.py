@@ -128,6 +128,18 @@ class PodmanSandbox(DockerSandbox):
         return [docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in own_ulimits().items()]
 
 
+# Runs the service ($3...) while icplay (pid $1) lives: when icplay ends without stopping it
+# (killed with SIGKILL), the service is stopped within a second and its folder ($2)
+# removed; a TERM (icplay's own stop) stops it at once. PR_SET_PDEATHSIG would not do:
+# it fires when the thread that started the service ends, and that is a worker's.
+WATCH_PARENT = (
+    'parent=$1 folder=$2; shift 2; "$@" & service=$!; '
+    'trap \'kill -TERM $service 2>/dev/null; wait $service; exit 0\' TERM INT; '
+    'while kill -0 "$parent" 2>/dev/null && kill -0 "$service" 2>/dev/null; do sleep 1; done; '
+    'if kill -0 "$service" 2>/dev/null; then kill -TERM $service; wait $service; rm -rf -- "$folder"; fi'
+)
+
+
 class PodmanService:
     """``podman system service`` on a private socket, started by icplay and stopped at exit."""
 
@@ -142,8 +154,10 @@ class PodmanService:
         if podman is None:
             raise SandboxError("podman is not installed: install it (apt-get install podman) or use --sandbox docker")
         with open(self.log, "wb") as log:
-            # its own session: a Ctrl+C at the terminal reaches icplay, which stops it in order
-            self.process = subprocess.Popen([podman, "system", "service", "--time=0", self.url],
+            # its own session: a Ctrl+C at the terminal reaches icplay, which stops it in order;
+            # under a watch that stops it when icplay is gone without stopping it (SIGKILL)
+            self.process = subprocess.Popen(["/bin/sh", "-c", WATCH_PARENT, "icplay-podman-watch", str(os.getpid()),
+                                             self.folder, podman, "system", "service", "--time=0", self.url],
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, "CONTAINERS_CONF": str(conf)}, start_new_session=True)
 

@@ -143,6 +143,28 @@ async def test_the_ctf_confirmation_shows_the_flag_being_submitted(make_app):
         assert play_screen(app).state == "ready"
 
 
+@pytest.mark.usefixtures("bwrap_ready")
+async def test_a_flag_typed_after_taking_over_from_the_agent_is_confirmed_first(make_app, fake_server):
+    """In watch, the human who took the turn and types a flag gets the same confirmation as in
+    play, showing the flag; cancelled, nothing is submitted, and the next submit is their own."""
+    fake = fake_server([fenced("ls /ctf", "bash"), "submit picoCTF{agents_guess}"])
+    app = make_app(env="ctf", tasks="ctf", task="base64-note", watch=agent(fake))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_request(pilot, "proposal")
+        await pilot.press("f7")                                              # take over
+        await wait_request(pilot, "action")
+        watch(app).query_one("#flag").focus()
+        await type_text(pilot, "picoCTF{typo_here}")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+        assert "Scored: the flag “picoCTF{typo_here}”" in text_of(app.screen.query_one("#question"))
+        await pilot.press("escape")                                          # the typo can be mended
+        await wait_request(pilot, "action")
+        assert watch(app).over is None and watch(app).submit_arg is None
+        await pilot.press("f12")
+        await wait_for(pilot, lambda: watch(app).state == "stopped", 20, "the stop")
+
+
 # -- hints and colours ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("env,key", [("sql", "F5"), ("bash", "Enter")])

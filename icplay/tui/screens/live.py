@@ -472,13 +472,13 @@ class LiveScreen(Screen[None]):
                             else "This task is over: retry it (F8) or go to the next one (Ctrl+N).",
                             severity="warning")
             return
-        if self.agent is not None:            # the agent's episode: the broker decides what a move is
-            self._answer(Decision.run(action))
-            return
         is_submit, arg = parse_submit(action)
         if is_submit:
-            self.submit_arg = arg     # `submit NAME` (Python's function, CTF's flag)
+            self.submit_arg = arg     # `submit NAME` (Python's function, CTF's flag): confirmed first
             self.action_submit()
+            return
+        if self.agent is not None:            # the agent's episode: the broker runs the human's move
+            self._answer(Decision.run(action))
             return
         self.start_turn(action)
 
@@ -868,18 +868,21 @@ class LiveScreen(Screen[None]):
         request = self.request
         if request is not None and "submit" in request.allowed:
             turns = self.trajectory.turns if self.trajectory is not None else []
-            self.app.push_screen(ConfirmScreen(submit_question(self.task_record.key, self.task_record.env, turns),
+            self.app.push_screen(ConfirmScreen(submit_question(self.task_record.key, self.task_record.env, turns,
+                                                               self.submit_arg),
                                                yes="Submit"),
                                  self._submit_confirmed)
             return
+        self.submit_arg = None     # a flag typed while the agent had the turn is not kept for later
         # the model is thinking or a command runs: take the turn, then submit when asked
         self._submit_when_asked = True
         self.broker.take_over()
         self.panel.set_hint("submitting at the next step…")
 
     def _submit_confirmed(self, yes: bool | None) -> None:
+        arg, self.submit_arg = self.submit_arg, None
         if yes:
-            self._answer(Decision.submit())
+            self._answer(Decision.submit(arg))
 
     def start_submit(self) -> None:
         if self.state != "ready" or self.episode is None:

@@ -129,17 +129,23 @@ async def test_the_agents_submit_after_a_hand_back_says_it_scores_the_humans_tur
         await wait_for(pilot, lambda: watch(app).state == "stopped", 20, "the stop")
 
 
+async def typo_flag_confirmed_then_cancelled(pilot) -> None:
+    """Type a flag with a typo in the focused flag field and press Enter: the confirmation
+    shows it; Escape, and the typo can be mended."""
+    await type_text(pilot, "picoCTF{typo_here}")
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), 10, "the confirmation")
+    assert "Scored: the flag “picoCTF{typo_here}”" in text_of(pilot.app.screen.query_one("#question"))
+    await pilot.press("escape")
+
+
 @pytest.mark.usefixtures("bwrap_ready")
 async def test_the_ctf_confirmation_shows_the_flag_being_submitted(make_app):
     app = make_app(env="ctf", tasks="ctf", task="base64-note")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         play_screen(app).query_one("#flag").focus()
-        await type_text(pilot, "picoCTF{typo_here}")
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
-        assert "Scored: the flag “picoCTF{typo_here}”" in text_of(app.screen.query_one("#question"))
-        await pilot.press("escape")                                          # the typo can be mended
+        await typo_flag_confirmed_then_cancelled(pilot)
         assert play_screen(app).state == "ready"
 
 
@@ -154,11 +160,7 @@ async def test_a_flag_typed_after_taking_over_from_the_agent_is_confirmed_first(
         await pilot.press("f7")                                              # take over
         await wait_request(pilot, "action")
         watch(app).query_one("#flag").focus()
-        await type_text(pilot, "picoCTF{typo_here}")
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
-        assert "Scored: the flag “picoCTF{typo_here}”" in text_of(app.screen.query_one("#question"))
-        await pilot.press("escape")                                          # the typo can be mended
+        await typo_flag_confirmed_then_cancelled(pilot)
         await wait_request(pilot, "action")
         assert watch(app).over is None and watch(app).submit_arg is None
         await pilot.press("f12")

@@ -116,7 +116,9 @@ def test_play_study_errors_are_one_sentence(tmp_path):
     cases = {("--study", "pilot", "--plain"): "--annotator NAME",
              ("--study", "pilot", "--plain", "--annotator", "zed"): "'zed' is not an annotator of study 'pilot'",
              ("--study", "nope", "--plain", "--annotator", "ana"): "no such study file",
-             ("--study", "pilot", "--plain", "--annotator", "ana", "--task", "bookshop-40"): "not in ana's queue"}
+             ("--study", "pilot", "--plain", "--annotator", "ana", "--task", "bookshop-40"): "not in ana's queue",
+             ("--study", "pilot", "--annotator", "ana"): "needs a terminal",
+             ("sql", "--study", "pilot", "--annotator", "ana"): "leave out ENV, --tasks, --session and --out"}
     for argv, text in cases.items():
         done = icplay("play", *argv, home=home, check=False)
         assert done.returncode != 0 and text in done.stderr and len(done.stderr.strip().splitlines()) == 1, argv
@@ -124,3 +126,24 @@ def test_play_study_errors_are_one_sentence(tmp_path):
     path.write_text(path.read_text().replace("per_task = 2", "per_task = two"))
     done = icplay("play", "--study", "pilot", "--plain", "--annotator", "ana", home=home, check=False)
     assert done.returncode != 0 and str(path) in done.stderr and "not valid TOML" in done.stderr
+
+
+def test_a_timed_out_task_retried_under_counted_retries_is_a_new_attempt(tmp_path):
+    from icplay.episode import Trajectory
+    from icplay.store import save_trajectory
+
+    home = tmp_path / "home"
+    new_study(home, "--time-limit", "60", "--retries", "counted")
+    ref = load_study("pilot", home).assigned_to("cho")[0]
+    set_name, task_id = ref.split("/")
+    timed_out = Trajectory(task={"set": set_name, "id": task_id, "env": "sql"}, env="sql", sandbox="sqlite",
+                           annotator="cho", attempt=1, study="pilot", status="stopped", time_worked=60.5,
+                           error="the study's time limit of 1 min per task was reached")
+    save_trajectory(timed_out, home / "studies/pilot/sessions/cho" / f"{ref}.json")
+    assert status(home)["cho"]["done"] == 1
+    done = play(home, "cho", [gold(ref), "submit", ":quit"], "--task", ref)
+    assert "(attempt 2)" in done.stdout and "resumed" not in done.stdout and "reward: 1.00" in done.stdout
+    kept = load_trajectory(home / "studies/pilot/sessions/.attempts/cho" / f"{ref}.1.json")
+    now = load_trajectory(home / "studies/pilot/sessions/cho" / f"{ref}.json")
+    assert (kept.id, kept.status, now.attempt, now.reward) == (timed_out.id, "stopped", 2, 1.0)
+    assert status(home)["cho"]["attempts"] == 2

@@ -55,11 +55,11 @@ class StudyPlain:
                                f"{len(self.queue.entries)} tasks, {format_duration(self.queue.time_worked)} worked")
                     return 0
                 if entry.state == DONE:
-                    refusal = self.rules.retry_refusal(entry.attempts)
+                    refusal = self.queue.start_again(resolve(entry.ref, str(self.queue.study.path)))
                     if refusal is not None:
                         print(f"icplay: {entry.ref}: {refusal}", file=sys.stderr)
                         return 1
-                traj = self._play(entry, retry=entry.state == DONE)
+                traj = self._play(entry)
                 if traj is None:
                     return 0
                 self.queue.refresh()
@@ -76,11 +76,9 @@ class StudyPlain:
             self._envs[task.env] = self.make_env(task.env)
         return self._envs[task.env]
 
-    def _play(self, entry: Entry, retry: bool) -> Trajectory | None:
+    def _play(self, entry: Entry) -> Trajectory | None:
         """One attempt at ``entry``'s task; the trajectory, or None when the human quit."""
         task = resolve(entry.ref, str(self.queue.study.path))
-        if retry:
-            self._set_aside_timed_out(task)
         n, total = self.queue.position(entry.ref), len(self.queue.entries)
         self.write(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
                    + (f" [{task.hardness}]" if task.hardness else "") + " ===")
@@ -120,12 +118,6 @@ class StudyPlain:
         timer.daemon = True
         timer.start()
         return timer
-
-    def _set_aside_timed_out(self, task: Task) -> None:
-        """A retry of a task the time limit ended: its episode is kept as an attempt, not resumed."""
-        current = self.session.load(task)
-        if current is not None and self.rules.timed_out(current):
-            self.session.archive(task)
 
     # -- between tasks --------------------------------------------------------------------
     def _next(self, entry: Entry, traj: Trajectory | None) -> str | None:

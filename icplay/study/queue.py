@@ -15,7 +15,7 @@ from pathlib import Path
 from icplay.episode import Trajectory
 from icplay.session import Session, format_duration
 from icplay.study.model import Study, StudyFileError, sessions_dir, study_trajectories
-from icplay.study.rules import ended
+from icplay.study.rules import PlayRules, ended
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import find_set
 
@@ -108,6 +108,21 @@ class Queue:
                 f"{len(self.entries)} · {format_duration(self.time_worked)} worked")
 
     # -- playing -------------------------------------------------------------------------
+    def start_again(self, task: Task) -> str | None:
+        """Ready ``task`` for a new attempt: None when the study's rules allow it (an episode the
+        time limit ended is then kept as an attempt, so the retry starts afresh instead of
+        resuming it), else the refusal, one sentence."""
+        entry = self.refresh().entry(task.key)
+        rules = PlayRules.of(self.study)
+        refusal = rules.retry_refusal(entry.attempts)
+        if refusal is not None:
+            return refusal
+        session = self.session()
+        current = session.load(task)
+        if current is not None and rules.timed_out(current):
+            session.archive(task)
+        return None
+
     def session(self) -> Session:
         """The annotator's session folder in the study (``sessions/<annotator>/``)."""
         return Session(self.annotator, root=sessions_dir(self.study, self.home) / self.annotator,

@@ -48,9 +48,6 @@ class PlayRules:
             return None
         return f"this task is done and this study allows no retries (rules.retries = \"off\" in {self.where})"
 
-    def next_attempt(self, attempts: Iterable[Trajectory]) -> int:
-        return max((t.attempt or 0 for t in attempts), default=0) + 1
-
     # -- time -----------------------------------------------------------------------------
     @property
     def time_limit(self) -> float | None:

@@ -288,18 +288,12 @@ class PlayApp(App):
             self.push_screen(screen)
 
     def _study_retry(self, task: Task) -> bool:
-        """May ``task`` be tried again under the study's rules? Said when not; a timed-out
-        episode is kept as an attempt first (a retry starts afresh, it does not resume)."""
+        """May ``task`` be tried again under the study's rules (``Queue.start_again``)? Said when not."""
         assert self.queue is not None
-        entry = self.queue.refresh().entry(task.key)
-        refusal = self.rules.retry_refusal(entry.attempts)
+        refusal = self.queue.start_again(task)
         if refusal is not None:
             self.notify(refusal, title="No retry", severity="warning", timeout=8)
-            return False
-        latest = entry.latest
-        if latest is not None and self.rules.timed_out(latest):
-            self.session.archive(task)
-        return True
+        return refusal is None
 
     def open_next(self, after: Task, session: Session | None = None,
                   opener: Callable[[Task], None] | None = None) -> None:

@@ -50,6 +50,7 @@ async def test_the_queue_opens_in_her_order_and_refuses_the_gold_and_the_retry(m
         score = app.screen
         assert score.result.reward == 1.0
         assert not score.query("#reveal") and not score.query("#retry")  # no gold button, no retry button
+        assert not score.query("#picker")                                   # the queue chooses, not a list
         await pilot.press("g")
         await pilot.press("r")
         await pilot.pause()

@@ -952,7 +952,8 @@ class LiveScreen(Screen[None]):
         result = self.result or result_from_trajectory(self.trajectory)
         gold_refusal = self._gold_refusal()
         self.app.push_screen(ScoreScreen(self.trajectory, result, reveal=reveal and gold_refusal is None,
-                                         gold_refusal=gold_refusal, retry_refusal=self._retry_refusal()),
+                                         gold_refusal=gold_refusal, retry_refusal=self._retry_refusal(),
+                                         task_list=getattr(self.playground, "queue", None) is None),
                              self._after_score)
 
     def action_reveal_gold(self) -> None:

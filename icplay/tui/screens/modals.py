@@ -258,15 +258,17 @@ class ScoreScreen(ModalScreen[str | None]):
     ]
 
     def __init__(self, trajectory: Trajectory, result: SubmitResult, reveal: bool = False,
-                 gold_refusal: str | None = None, retry_refusal: str | None = None) -> None:
+                 gold_refusal: str | None = None, retry_refusal: str | None = None, task_list: bool = True) -> None:
         """``gold_refusal`` / ``retry_refusal``: why a study's rules allow no gold or no retry
-        (icplay.study.rules); the button is left out and its key says why."""
+        (icplay.study.rules); the button is left out and its key says why. ``task_list``: False
+        in a study, whose queue chooses the next task."""
         super().__init__()
         self.trajectory = trajectory
         self.result = result
         self.revealed = reveal
         self.gold_refusal = gold_refusal
         self.retry_refusal = retry_refusal
+        self.task_list = task_list
 
     def compose(self) -> ComposeResult:
         result = self.result
@@ -289,7 +291,8 @@ class ScoreScreen(ModalScreen[str | None]):
                 yield Button("Next task (n)", variant="primary", id="next")
                 if self.retry_refusal is None:
                     yield Button("Retry (r)", id="retry")
-                yield Button("Task list (t)", id="picker")
+                if self.task_list:
+                    yield Button("Task list (t)", id="picker")
 
     # focused by Textual once mounted (a query in on_mount fails when the app quits as the
     # dialog opens: its children are already being removed)

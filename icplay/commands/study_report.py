@@ -35,6 +35,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from icplay.commands.report import say_skipped
+    from icplay.formats.native import Skipped
     from icplay.study.html import render_html
     from icplay.study.model import StudyFileError, load_study, study_trajectories
     from icplay.study.report import build_report, load_agents, render_text
@@ -43,8 +44,9 @@ def run(args) -> int:
         study = load_study(args.name)
     except StudyFileError as exc:
         raise UserError(str(exc)) from None
-    skipped: list = []
-    trajectories = list(study_trajectories(study, skipped=skipped))
+    unreadable: list = []
+    trajectories = list(study_trajectories(study, skipped=unreadable))
+    skipped = [s if isinstance(s, Skipped) else Skipped.of(*s) for s in unreadable]     # (path, error) pairs
     agents = load_agents(args.agents, args.attempts, skipped)
     report = build_report(study, trajectories, agents, args.attempts, skipped)
     if args.html:

@@ -31,12 +31,16 @@ ANNOTATOR, TASK, AGENT = "annotator", "task", "agent"
 
 
 class StudyShape(Protocol):
-    """What the report reads of a study (``icplay.study.model.Study``)."""
+    """What the report reads of a study (``icplay.study.model.Study``, a frozen dataclass)."""
 
-    name: str
-    tasks: tuple[str, ...]
-    annotators: tuple[str, ...]
-    assignments: dict[str, tuple[str, ...]]
+    @property
+    def name(self) -> str: ...
+    @property
+    def tasks(self) -> tuple[str, ...]: ...
+    @property
+    def annotators(self) -> tuple[str, ...]: ...
+    @property
+    def assignments(self) -> dict[str, tuple[str, ...]]: ...
 
 
 @dataclass
@@ -153,8 +157,8 @@ def build_report(study: StudyShape, trajectories: Iterable[Trajectory], agents: 
     tasks = set(study.tasks)
     all_trajs = list(trajectories)
     made = _by_annotator(t for t in all_trajs if t.task_key in tasks)
-    counted = {who: choose([], trajs, attempts) for who, trajs in made.items()}
-    rated = {who: choose([], trajs, FIRST if attempts == ALL else attempts) for who, trajs in made.items()}
+    counted = {who: _choose(trajs, attempts) for who, trajs in made.items()}
+    rated = {who: _choose(trajs, FIRST if attempts == ALL else attempts) for who, trajs in made.items()}
     agent_counted = [(label, [t for t in trajs if t.task_key in tasks]) for label, trajs in agents]
     max_turns = _max_turns([t for ts in counted.values() for t in ts] + [t for _, ts in agent_counted for t in ts])
     names = list(study.annotators) + sorted(set(made) - set(study.annotators))
@@ -177,6 +181,12 @@ def _by_annotator(trajs: Iterable[Trajectory]) -> dict[str, list[Trajectory]]:
     for t in trajs:
         out.setdefault(annotator_label(t.annotator), []).append(t)
     return out
+
+
+def _choose(trajs: list[Trajectory], mode: str) -> list[Trajectory]:
+    """One annotator's counted attempts (``icplay.attempts.choose``): numbered ones in their order,
+    an unnumbered file (saved before attempts were numbered) as that task's latest."""
+    return choose([t for t in trajs if t.attempt is None], [t for t in trajs if t.attempt is not None], mode)
 
 
 def _max_turns(trajs: list[Trajectory]) -> int:

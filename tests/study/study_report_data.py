@@ -21,7 +21,7 @@ STUDY = Study("pilot", ("s/1", "s/2", "s/3", "s/4"), ("a", "b", "c"),
               {"a": ("s/1", "s/2", "s/3"), "b": ("s/1", "s/3", "s/4"), "c": ("s/2", "s/4")})
 
 
-def episode(task: str, who: str | None, best: float, turns: int = 2, minutes: float = 0.0, attempt: int = 1,
+def episode(task: str, who: str | None, best: float, turns: int = 2, minutes: float = 0.0, attempt: int | None = 1,
             after_gold: bool = False, strict: bool | None = None, status: str = "submitted",
             kind: str = "human") -> Trajectory:
     """An episode whose last of ``turns`` turns scored ``best``."""

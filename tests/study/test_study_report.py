@@ -111,3 +111,10 @@ def test_an_unreadable_agent_folder_is_named(tmp_path):
     (bad / "t.json").write_text('{"task": 3, "env": "sql", "sandbox": "x"}')
     assert load_agents([bad, tmp_path / "missing"], skipped=skipped) == []
     assert [s.path for s in skipped] == [str(bad / "t.json"), str(tmp_path / "missing")]
+
+
+def test_an_unnumbered_file_is_its_task_s_latest_attempt():
+    # a current file saved before attempts were numbered comes after the kept attempts of its task
+    old = episode("s/1", "a", 1.0, attempt=None)
+    report = build_report(STUDY, [old, episode("s/1", "a", 0.0, attempt=1)])
+    assert (report.annotators[0].episodes, report.annotators[0].solved.solved) == (1, 0)

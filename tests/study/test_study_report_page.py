@@ -116,8 +116,11 @@ def test_the_page_opens_offline_and_draws_its_plots(browser, tmp_path):
     assert len(tables) == 5                   # annotators, agents, agreement, humans vs agents, tasks
     assert "0.467" in tables[2].text and "0.255" in tables[2].text
 
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1100, height + 40)
+    for _ in range(3):        # the whole page in the window (a new width can wrap lines: measure again)
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        if browser.execute_script("return window.innerHeight") >= height:
+            break
+        browser.set_window_size(1100, height + 200)
     shot = tmp_path / "study-report.png"
     assert browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 20_000

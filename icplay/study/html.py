@@ -15,7 +15,7 @@ import time
 from typing import Callable, Sequence
 
 from icplay.attempts import counted_note
-from icplay.study.report import ROW_HEAD, Row, StudyReport, outside_note, row_cells
+from icplay.study.report import ROW_HEAD, Row, StudyReport, outside_note, row_cells, rules_note
 from icplay.study.stats import quartiles
 
 # Okabe & Ito's colour-blind-safe palette (yellow left out: too faint on white)
@@ -204,6 +204,7 @@ def render_html(report: StudyReport, generated: float | None = None) -> str:
         f"<h1>Study {_e(report.name)}</h1>",
         f'<p class="note">{_e(counted_note(report.attempts))} · solved is InterCode\'s (reward 1.0); strict where '
         f"the env gives a strict verdict · intervals are Wilson 95% · made {_e(when)}</p>",
+        f'<p class="note">{_e(rules_note(report.rules))}</p>' if report.rules else "",
         "<h2>Solve rate</h2>", solve_rate_plot(people),
         "<h2>Per annotator</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.annotators], "annotator"),
     ]

@@ -16,7 +16,7 @@ Humans against agents pairs every such rating with the agent's episode on the sa
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
@@ -136,6 +136,7 @@ class StudyReport:
     max_turns: int
     outside: int = 0               # episodes of tasks not in the study (left out)
     skipped: list[Skipped] = field(default_factory=list)
+    rules: dict[str, Any] = field(default_factory=dict)     # the study's rules (icplay.study.model.StudyRules)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -173,7 +174,25 @@ def build_report(study: StudyShape, trajectories: Iterable[Trajectory], agents: 
     return StudyReport(
         name=study.name, attempts=attempts, annotators=annotator_rows, tasks=task_rows, agents=agent_rows,
         agreement=agreement(ratings), versus=[_pairing(label, ratings, trajs) for label, trajs in agent_counted],
-        max_turns=max_turns, outside=sum(t.task_key not in tasks for t in all_trajs), skipped=list(skipped or []))
+        max_turns=max_turns, outside=sum(t.task_key not in tasks for t in all_trajs), skipped=list(skipped or []),
+        rules=_rules(study))
+
+
+def _rules(study: StudyShape) -> dict[str, Any]:
+    rules = getattr(study, "rules", None)
+    return asdict(rules) if is_dataclass(rules) and not isinstance(rules, type) else {}
+
+
+def rules_note(rules: dict[str, Any]) -> str:
+    """The rules an annotator worked under, in one line ("" when unknown)."""
+    if not rules:
+        return ""
+    limit = rules.get("time_limit_s")
+    parts = [f"gold reveal {'on' if rules.get('gold_reveal') else 'off'}", f"retries {rules.get('retries', 'off')}",
+             f"time limit {limit // 60} min" if isinstance(limit, int) else "no time limit",
+             "strict mode" if rules.get("strict") else "", "" if rules.get("per_turn_scoring", True) else
+             "per-turn scores hidden"]
+    return "rules: " + ", ".join(p for p in parts if p)
 
 
 def _by_annotator(trajs: Iterable[Trajectory]) -> dict[str, list[Trajectory]]:
@@ -332,7 +351,7 @@ def outside_note(n: int) -> str:
 
 def render_text(report: StudyReport) -> str:
     """The report as terminal tables."""
-    parts = [f"study {report.name} · {counted_note(report.attempts)}"]
+    parts = [" · ".join(x for x in (f"study {report.name}", counted_note(report.attempts), rules_note(report.rules)) if x)]
     for title, rows in (("per annotator", report.annotators), ("per task", report.tasks),
                         ("per agent", report.agents)):
         if rows:

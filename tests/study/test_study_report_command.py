@@ -70,7 +70,7 @@ def test_report_as_text_with_best_attempts(saved_study, capsys):
     study, _ = saved_study
     assert report(study.name, "--attempts", "best") == 0
     out = capsys.readouterr().out
-    assert "counting: best attempt per task" in out
+    assert "counting: best attempt per task · rules: gold reveal on, retries counted, no time limit" in out
     a_row = next(line for line in out.splitlines() if line.startswith("a "))
     assert "2/3 67% [21%–94%]" in a_row                                         # a's retry solved s/2
 

@@ -15,7 +15,9 @@ import time
 from typing import Callable, Sequence
 
 from icplay.attempts import counted_note
-from icplay.study.report import ROW_HEAD, Row, StudyReport, outside_note, row_cells, rules_note
+from icplay.formats.native import skipped_note
+from icplay.study.report import (ROW_HEAD, VERSUS_HEAD, VERSUS_NOTE, Row, StudyReport, outside_note, row_cells,
+                                 rules_note, versus_cells)
 from icplay.study.stats import quartiles
 
 # Okabe & Ito's colour-blind-safe palette (yellow left out: too faint on white)
@@ -119,24 +121,29 @@ def time_plot(rows: Sequence[Row]) -> str:
     body = _x_axis(x, [(top_minutes * k / 4, f"{top_minutes * k / 4:g}") for k in range(5)], TOP - 6, bottom,
                    "minutes worked per task")
     for i, r in enumerate(rows):
-        y = TOP + ROW_H * i + ROW_H / 2
-        minutes = [t / 60 for t in r.times_s]
-        q1, q2, q3 = quartiles(minutes)
-        body.append(f'<text x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">{_e(r.label)}</text>')
-        body.append(f'<line class="range" x1="{x(min(minutes)):.1f}" y1="{y:.1f}" x2="{x(max(minutes)):.1f}" '
-                    f'y2="{y:.1f}" stroke="#888"/>')
-        body.append(f'<rect class="box" x="{x(q1):.1f}" y="{y - 8:.1f}" width="{max(1.0, x(q3) - x(q1)):.1f}" '
-                    f'height="16" fill="#dbe9f5" stroke="{HUMAN_COLOUR}"/>')
-        body.append(f'<line x1="{x(q2):.1f}" y1="{y - 8:.1f}" x2="{x(q2):.1f}" y2="{y + 8:.1f}" '
-                    f'stroke="{HUMAN_COLOUR}" stroke-width="2.5"/>')
-        for k, m in enumerate(minutes):
-            jitter = ((k * 7) % 5 - 2) * 2.0       # spread equal times apart, the same every time
-            body.append(f'<circle class="dot" cx="{x(m):.1f}" cy="{y + jitter:.1f}" r="3" fill="#333" '
-                        f'fill-opacity="0.7"><title>{m:.1f} min</title></circle>')
-        body.append(f'<text x="{WIDTH - RIGHT + 12}" y="{y + 4:.1f}">median {q2:.1f} min</text>')
+        body += _time_row(r, TOP + ROW_H * i + ROW_H / 2, x)
     if not rows:
         body.append(f'<text x="{LEFT}" y="{TOP + 16}" fill="#999">no time worked was recorded</text>')
     return _svg("time-per-task", "Time worked per task, per annotator", height, body)
+
+
+def _time_row(r: Row, y: float, x: Callable[[float], float]) -> list[str]:
+    """One annotator's times: the range, the box from quartile to quartile, the median, the dots."""
+    minutes = [t / 60 for t in r.times_s]
+    q1, q2, q3 = quartiles(minutes)
+    out = [f'<text x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">{_e(r.label)}</text>',
+           f'<line class="range" x1="{x(min(minutes)):.1f}" y1="{y:.1f}" x2="{x(max(minutes)):.1f}" '
+           f'y2="{y:.1f}" stroke="#888"/>',
+           f'<rect class="box" x="{x(q1):.1f}" y="{y - 8:.1f}" width="{max(1.0, x(q3) - x(q1)):.1f}" '
+           f'height="16" fill="#dbe9f5" stroke="{HUMAN_COLOUR}"/>',
+           f'<line x1="{x(q2):.1f}" y1="{y - 8:.1f}" x2="{x(q2):.1f}" y2="{y + 8:.1f}" '
+           f'stroke="{HUMAN_COLOUR}" stroke-width="2.5"/>']
+    for k, m in enumerate(minutes):
+        jitter = ((k * 7) % 5 - 2) * 2.0       # spread equal times apart, the same every time
+        out.append(f'<circle class="dot" cx="{x(m):.1f}" cy="{y + jitter:.1f}" r="3" fill="#333" '
+                   f'fill-opacity="0.7"><title>{m:.1f} min</title></circle>')
+    out.append(f'<text x="{WIDTH - RIGHT + 12}" y="{y + 4:.1f}">median {q2:.1f} min</text>')
+    return out
 
 
 def by_turn_plot(rows: Sequence[Row], max_turns: int) -> str:
@@ -199,38 +206,37 @@ def _agreement(report: StudyReport) -> str:
 def render_html(report: StudyReport, generated: float | None = None) -> str:
     """The whole page."""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(generated if generated is not None else time.time()))
-    people = report.annotators + report.agents
     sections = [
         f"<h1>Study {_e(report.name)}</h1>",
         f'<p class="note">{_e(counted_note(report.attempts))} · solved is InterCode\'s (reward 1.0); strict where '
         f"the env gives a strict verdict · intervals are Wilson 95% · made {_e(when)}</p>",
         f'<p class="note">{_e(rules_note(report.rules))}</p>' if report.rules else "",
-        "<h2>Solve rate</h2>", solve_rate_plot(people),
-        "<h2>Per annotator</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.annotators], "annotator"),
+        *_body(report), *(f'<p class="note">{_e(n)}</p>' for n in _notes(report)),
     ]
-    if report.agents:
-        sections += ["<h2>Per agent</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.agents], "agent")]
-    sections += [
-        "<h2>Agreement between annotators</h2>",
-        '<p class="note">Each task is a unit; each annotator\'s submitted attempt of it is a rating.</p>',
-        _agreement(report),
-        "<h2>Time worked per task</h2>", time_plot(report.annotators),
-        "<h2>Solved by turn</h2>", by_turn_plot(people, report.max_turns), _legend(people),
-    ]
-    if report.versus:
-        sections += ["<h2>Humans against agents</h2>",
-                     '<p class="note">Each annotator\'s rating of a task paired with the agent\'s episode on it.</p>',
-                     _table(["tasks", "pairs", "both solved", "only humans", "only agent", "neither"],
-                            [(p.agent, [str(p.tasks), str(p.pairs), str(p.both), str(p.only_humans),
-                                        str(p.only_agent), str(p.neither)]) for p in report.versus], "agent")]
-    sections += ["<h2>Per task</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.tasks], "task")]
-    notes = []
-    if report.outside:
-        notes.append(outside_note(report.outside) + ".")
-    if report.skipped:
-        notes.append(f"{len(report.skipped)} files skipped: " + "; ".join(f"{s.path} ({s.reason})" for s in report.skipped))
-    sections += [f'<p class="note">{_e(n)}</p>' for n in notes]
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>Study {_e(report.name)}: report</title><style>{CSS}</style></head>"
             f"<body><main>{''.join(sections)}</main></body></html>\n")
+
+
+def _body(report: StudyReport) -> list[str]:
+    """The plots and tables, in the order a reader wants them (agents' parts only when given)."""
+    people = report.annotators + report.agents
+    out = ["<h2>Solve rate</h2>", solve_rate_plot(people),
+           "<h2>Per annotator</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.annotators], "annotator")]
+    if report.agents:
+        out += ["<h2>Per agent</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.agents], "agent")]
+    out += ["<h2>Agreement between annotators</h2>",
+            '<p class="note">Each task is a unit; each annotator\'s submitted attempt of it is a rating.</p>',
+            _agreement(report),
+            "<h2>Time worked per task</h2>", time_plot(report.annotators),
+            "<h2>Solved by turn</h2>", by_turn_plot(people, report.max_turns), _legend(people)]
+    if report.versus:
+        out += ["<h2>Humans against agents</h2>", f'<p class="note">{_e(VERSUS_NOTE)}.</p>',
+                _table(VERSUS_HEAD, [(p.agent, versus_cells(p)) for p in report.versus], "agent")]
+    return out + ["<h2>Per task</h2>", _table(ROW_HEAD, [(r.label, row_cells(r)) for r in report.tasks], "task")]
+
+
+def _notes(report: StudyReport) -> list[str]:
+    notes = [outside_note(report.outside) + "."] if report.outside else []
+    return notes + ([skipped_note(report.skipped) + "."] if report.skipped else [])

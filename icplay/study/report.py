@@ -158,24 +158,49 @@ def build_report(study: StudyShape, trajectories: Iterable[Trajectory], agents: 
     tasks = set(study.tasks)
     all_trajs = list(trajectories)
     made = _by_annotator(t for t in all_trajs if t.task_key in tasks)
-    counted = {who: _choose(trajs, attempts) for who, trajs in made.items()}
-    rated = {who: _choose(trajs, FIRST if attempts == ALL else attempts) for who, trajs in made.items()}
-    agent_counted = [(label, [t for t in trajs if t.task_key in tasks]) for label, trajs in agents]
-    max_turns = _max_turns([t for ts in counted.values() for t in ts] + [t for _, ts in agent_counted for t in ts])
-    names = list(study.annotators) + sorted(set(made) - set(study.annotators))
-    annotator_rows = [_row(who, ANNOTATOR, len(study.assignments.get(who, ())), counted.get(who, []),
-                           made.get(who, []), max_turns) for who in names]
-    task_rows = [_row(task, TASK, sum(task in a for a in study.assignments.values()),
-                      [t for ts in counted.values() for t in ts if t.task_key == task],
-                      [t for ts in made.values() for t in ts if t.task_key == task], max_turns) for task in study.tasks]
-    agent_rows = [_row(label, AGENT, len({t.task_key for t in trajs}), trajs, trajs, max_turns, human=False)
-                  for label, trajs in agent_counted]
-    ratings = _ratings(rated)
+    counted, ratings = _counted(made, attempts)
+    theirs = [(label, [t for t in trajs if t.task_key in tasks]) for label, trajs in agents]
+    max_turns = _max_turns(_flat(counted) + [t for _, trajs in theirs for t in trajs])
     return StudyReport(
-        name=study.name, attempts=attempts, annotators=annotator_rows, tasks=task_rows, agents=agent_rows,
-        agreement=agreement(ratings), versus=[_pairing(label, ratings, trajs) for label, trajs in agent_counted],
-        max_turns=max_turns, outside=sum(t.task_key not in tasks for t in all_trajs), skipped=list(skipped or []),
+        name=study.name, attempts=attempts, annotators=_annotator_rows(study, made, counted, max_turns),
+        tasks=_task_rows(study, made, counted, max_turns), agents=_agent_rows(theirs, max_turns),
+        agreement=agreement(ratings), versus=[_pairing(label, ratings, trajs) for label, trajs in theirs],
+        max_turns=max_turns, outside=len(all_trajs) - len(_flat(made)), skipped=list(skipped or []),
         rules=_rules(study))
+
+
+ByAnnotator = dict[str, list[Trajectory]]
+
+
+def _flat(by_who: ByAnnotator, task: str | None = None) -> list[Trajectory]:
+    """The episodes of every annotator (of one task, when given)."""
+    return [t for trajs in by_who.values() for t in trajs if task is None or t.task_key == task]
+
+
+def _annotator_rows(study: StudyShape, made: ByAnnotator, counted: ByAnnotator, max_turns: int) -> list[Row]:
+    """The study's annotators in its order, then anyone else whose episodes are in it."""
+    names = list(study.annotators) + sorted(set(made) - set(study.annotators))
+    return [_row(who, ANNOTATOR, len(study.assignments.get(who, ())), counted.get(who, []), made.get(who, []),
+                 max_turns) for who in names]
+
+
+def _counted(made: ByAnnotator, attempts: str) -> tuple[ByAnnotator, "Ratings"]:
+    """Each annotator's counted attempts, and the ratings agreement reads (one per annotator and
+    task: the first attempt when every attempt is counted)."""
+    counted = {who: _choose(trajs, attempts) for who, trajs in made.items()}
+    rating = FIRST if attempts == ALL else attempts
+    return counted, _ratings({who: _choose(trajs, rating) for who, trajs in made.items()})
+
+
+def _agent_rows(agents: Sequence[tuple[str, list[Trajectory]]], max_turns: int) -> list[Row]:
+    return [_row(label, AGENT, len({t.task_key for t in trajs}), trajs, trajs, max_turns, human=False)
+            for label, trajs in agents]
+
+
+def _task_rows(study: StudyShape, made: ByAnnotator, counted: ByAnnotator, max_turns: int) -> list[Row]:
+    given = [task for refs in study.assignments.values() for task in refs]
+    return [_row(task, TASK, given.count(task), _flat(counted, task), _flat(made, task), max_turns)
+            for task in study.tasks]
 
 
 def _rules(study: StudyShape) -> dict[str, Any]:
@@ -270,6 +295,10 @@ def _figure(compute) -> tuple[float | None, str | None]:
         return None, str(exc)
 
 
+# (a human solved it, the agent solved it) -> the Pairing count it adds to
+OUTCOMES = {(True, True): "both", (True, False): "only_humans", (False, True): "only_agent", (False, False): "neither"}
+
+
 def _pairing(agent: str, ratings: Ratings, agent_trajs: list[Trajectory]) -> Pairing:
     """Every annotator's rating of a task against the agent's first submitted episode on it."""
     theirs: dict[str, Trajectory] = {}
@@ -277,21 +306,12 @@ def _pairing(agent: str, ratings: Ratings, agent_trajs: list[Trajectory]) -> Pai
         if finished(t):
             theirs.setdefault(t.task_key, t)
     p = Pairing(agent, 0, 0, 0, 0, 0, 0)
-    for task, by_who in ratings.items():
-        if task not in theirs:
-            continue
+    for task in set(ratings) & set(theirs):
         p.tasks += 1
-        agent_solved = theirs[task].solved
-        for t in by_who.values():
+        for t in ratings[task].values():
             p.pairs += 1
-            if t.solved and agent_solved:
-                p.both += 1
-            elif t.solved:
-                p.only_humans += 1
-            elif agent_solved:
-                p.only_agent += 1
-            else:
-                p.neither += 1
+            outcome = OUTCOMES[(t.solved, theirs[task].solved)]
+            setattr(p, outcome, getattr(p, outcome) + 1)
     return p
 
 
@@ -345,6 +365,14 @@ def row_cells(r: Row) -> list[str]:
             strict, _minutes(r.median_time_s), _number(r.median_turns), str(r.attempts), str(r.after_gold)]
 
 
+VERSUS_HEAD = ["tasks", "pairs", "both solved", "only humans", "only agent", "neither"]
+VERSUS_NOTE = "Each annotator's rating of a task paired with the agent's episode on it"
+
+
+def versus_cells(p: Pairing) -> list[str]:
+    return [str(n) for n in (p.tasks, p.pairs, p.both, p.only_humans, p.only_agent, p.neither)]
+
+
 def outside_note(n: int) -> str:
     return f"{n} episode{'s' if n != 1 else ''} of tasks outside the study left out"
 
@@ -361,10 +389,8 @@ def render_text(report: StudyReport) -> str:
         parts.append(f"  {a.name} on {a.on}: {a.cell()}   [{a.tasks} tasks, {a.ratings} ratings]")
         parts.append(f"    {a.meaning}")
     if report.versus:
-        parts.append(lay_out([(p.agent, [str(p.tasks), str(p.pairs), str(p.both), str(p.only_humans),
-                                         str(p.only_agent), str(p.neither)]) for p in report.versus],
-                             ["tasks", "pairs", "both solved", "only humans", "only agent", "neither"],
-                             "\nhumans against agents (each annotator's rating paired with the agent's episode)"))
+        parts.append(lay_out([(p.agent, versus_cells(p)) for p in report.versus], VERSUS_HEAD,
+                             f"\nhumans against agents ({VERSUS_NOTE[0].lower()}{VERSUS_NOTE[1:]})"))
     if report.outside:
         parts.append(f"\n{outside_note(report.outside)}")
     return "\n".join(parts)

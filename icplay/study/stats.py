@@ -71,14 +71,23 @@ def fleiss_kappa(items: Iterable[Sequence[int]]) -> float:
     rows = [list(row) for row in items if sum(row) >= 2]
     if not rows:
         raise Undefined("no task was rated by 2 or more annotators")
-    agreement = [sum(c * (c - 1) for c in row) / (sum(row) * (sum(row) - 1)) for row in rows]
-    observed = sum(agreement) / len(rows)
-    total = sum(sum(row) for row in rows)
-    shares = [sum(row[j] for row in rows) / total for j in range(max(len(row) for row in rows))]
-    chance = sum(p * p for p in shares)
+    observed = sum(map(_pair_agreement, rows)) / len(rows)
+    chance = sum(p * p for p in _shares(rows))
     if chance >= 1.0 - 1e-12:
         raise Undefined("every rating is the same, so agreement beyond chance is not defined")
     return (observed - chance) / (1 - chance)
+
+
+def _pair_agreement(row: Sequence[int]) -> float:
+    """The share of an item's rater pairs that chose the same category."""
+    n = sum(row)
+    return sum(c * (c - 1) for c in row) / (n * (n - 1))
+
+
+def _shares(rows: list[list[int]]) -> list[float]:
+    """Each category's share of all the ratings."""
+    totals = [sum(column) for column in zip(*rows)]
+    return [t / sum(totals) for t in totals]
 
 
 def category_counts(ratings: Iterable[Sequence[Hashable]], categories: Sequence[Hashable]) -> list[list[int]]:
@@ -104,13 +113,13 @@ def krippendorff_alpha(units: Iterable[Sequence[float]], metric: Metric = INTERV
     if not pairable:
         raise Undefined("no task has values from 2 or more annotators")
     n = sum(len(u) for u in pairable)
-    observed = 0.0
-    for u in pairable:
-        counts = Counter(u)
-        observed += sum(ca * cb * metric(a, b) for a, ca in counts.items() for b, cb in counts.items()) / (len(u) - 1)
-    observed /= n
-    values = Counter(v for u in pairable for v in u)
-    expected = sum(ca * cb * metric(a, b) for a, ca in values.items() for b, cb in values.items()) / (n * (n - 1))
+    observed = sum(_disagreement(Counter(u), metric) / (len(u) - 1) for u in pairable) / n
+    expected = _disagreement(Counter(v for u in pairable for v in u), metric) / (n * (n - 1))
     if expected == 0:
         raise Undefined("every value is the same, so there is no variance to agree on")
     return 1.0 - observed / expected
+
+
+def _disagreement(counts: Counter, metric: Metric) -> float:
+    """The summed difference of every ordered pair of values (by their counts)."""
+    return sum(ca * cb * metric(a, b) for a, ca in counts.items() for b, cb in counts.items())

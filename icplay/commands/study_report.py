@@ -20,7 +20,7 @@ from icplay.process import UserError
 
 def add_parser(sub) -> None:
     p = sub.add_parser("report", help="a study's figures: per annotator and task, agreement, humans vs agents",
-                       description="Solve rates with Wilson 95%% intervals, median time and turns per annotator, "
+                       description="Solve rates with Wilson 95% intervals, median time and turns per annotator, "
                                    "task and agent; Fleiss' kappa and Krippendorff's alpha between annotators; "
                                    "humans against agents on the same tasks.")
     p.add_argument("name", help="the study's name (or its folder or study.toml)")

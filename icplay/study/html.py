@@ -16,13 +16,13 @@ from typing import Callable, Sequence
 
 from icplay.attempts import counted_note
 from icplay.formats.native import skipped_note
-from icplay.study.report import (ROW_HEAD, VERSUS_HEAD, VERSUS_NOTE, Row, StudyReport, outside_note, row_cells,
-                                 rules_note, versus_cells)
+from icplay.study.report import (ROW_HEAD, VERSUS_HEAD, VERSUS_NOTE, Row, StudyReport, outside_note, percent,
+                                 row_cells, rules_note, versus_cells)
 from icplay.study.stats import quartiles
 
 # Okabe & Ito's colour-blind-safe palette (yellow left out: too faint on white)
-COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
-HUMAN_COLOUR, AGENT_COLOUR = "#0072B2", "#D55E00"
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#1d1d1f")
+HUMAN_COLOUR, AGENT_COLOUR, ALL_COLOUR = "#0072B2", "#D55E00", "#1d1d1f"
 WIDTH, LEFT, RIGHT, ROW_H, TOP, AXIS_H = 720, 190, 150, 28, 16, 34
 
 CSS = """
@@ -80,7 +80,7 @@ def solve_rate_plot(rows: Sequence[Row]) -> str:
     body = _x_axis(x, [(k / 4, f"{25 * k}%") for k in range(5)], TOP - 6, bottom, "solved (InterCode), 95% interval")
     for i, r in enumerate(rows):
         y = TOP + ROW_H * i + ROW_H / 2
-        colour = AGENT_COLOUR if r.kind == "agent" else HUMAN_COLOUR
+        colour = {"agent": AGENT_COLOUR, "humans": ALL_COLOUR}.get(r.kind, HUMAN_COLOUR)
         body.append(f'<text x="{LEFT - 10}" y="{y + 4:.1f}" text-anchor="end">{_e(r.label)}</text>')
         if r.solved.rate is None or r.solved.low is None or r.solved.high is None:
             body.append(f'<text x="{x(0) + 6:.1f}" y="{y + 4:.1f}" fill="#999">no episode submitted</text>')
@@ -93,7 +93,7 @@ def solve_rate_plot(rows: Sequence[Row]) -> str:
         body.append(f'<circle cx="{mid:.1f}" cy="{y:.1f}" r="5.5" fill="{colour}">'
                     f'<title>{_e(r.label)}: {_e(r.solved.cell())}</title></circle>')
         body.append(f'<text x="{WIDTH - RIGHT + 12}" y="{y + 4:.1f}">{_e(f"{r.solved.solved}/{r.solved.of}")} '
-                    f'{_e(f"{100 * r.solved.rate:.0f}%")}</text>')
+                    f'{_e(percent(r.solved.rate))}</text>')
     return _svg("solve-rate", "Solve rate per annotator and agent with 95% Wilson intervals", height, body)
 
 
@@ -165,23 +165,38 @@ def by_turn_plot(rows: Sequence[Row], max_turns: int) -> str:
         body.append(f'<text x="{left - 8}" y="{y(k / 4) + 4:.1f}" text-anchor="end">{25 * k}%</text>')
     step = max(1, n // 10)
     body += _x_axis(x, [(t, str(t)) for t in range(1, n + 1, step)], top, top + plot_h, "turn")
-    for i, r in enumerate(rows):
-        colour = COLOURS[i % len(COLOURS)]
+    for r, colour in zip(rows, curve_colours(rows)):
         dash = ' stroke-dasharray="6 3"' if r.kind == "agent" else ""
         points = " ".join(f"{x(k + 1):.1f},{y(share):.1f}" for k, share in enumerate(r.by_turn))
         body.append(f'<polyline class="curve" points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"{dash}>'
                     f'<title>{_e(r.label)}</title></polyline>')
         for k, share in enumerate(r.by_turn):
             body.append(f'<circle cx="{x(k + 1):.1f}" cy="{y(share):.1f}" r="3" fill="{colour}">'
-                        f'<title>{_e(r.label)}: {100 * share:.0f}% by turn {k + 1}</title></circle>')
+                        f'<title>{_e(r.label)}: {percent(share)} by turn {k + 1}</title></circle>')
     return _svg("solved-by-turn", "Share of episodes solved by each turn", height, body)
+
+
+def curve_colours(rows: Sequence[Row]) -> list[str]:
+    """A colour per curve: all annotators together in black, the first agent in the agents'
+    colour of the solve-rate plot, everyone else the next colour of the palette."""
+    free = iter([c for c in COLOURS if c not in (AGENT_COLOUR, ALL_COLOUR)] * (len(rows) + 1))
+    out, agent_seen = [], False
+    for r in rows:
+        if r.kind == "humans":
+            out.append(ALL_COLOUR)
+        elif r.kind == "agent" and not agent_seen:
+            out.append(AGENT_COLOUR)
+            agent_seen = True
+        else:
+            out.append(next(free))
+    return out
 
 
 def _legend(rows: Sequence[Row]) -> str:
     shown = [r for r in rows if r.by_turn]
     return '<p class="legend">' + "".join(
-        f'<span><i style="background:{COLOURS[i % len(COLOURS)]}"></i>{_e(r.label)}'
-        f'{" (agent, dashed)" if r.kind == "agent" else ""}</span>' for i, r in enumerate(shown)) + "</p>"
+        f'<span><i style="background:{colour}"></i>{_e(r.label)}{" (agent, dashed)" if r.kind == "agent" else ""}'
+        f"</span>" for r, colour in zip(shown, curve_colours(shown))) + "</p>"
 
 
 def _table(head: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], first: str = "") -> str:

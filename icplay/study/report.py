@@ -16,6 +16,7 @@ Humans against agents pairs every such rating with the agent's episode on the sa
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
@@ -27,7 +28,8 @@ from icplay.report import counted_turns, finished, lay_out, summarize
 from icplay.store import TrajectoryFileError
 from icplay.study.stats import INTERVAL, Undefined, category_counts, fleiss_kappa, krippendorff_alpha, median, wilson
 
-ANNOTATOR, TASK, AGENT = "annotator", "task", "agent"
+ANNOTATOR, HUMANS, TASK, AGENT = "annotator", "humans", "task", "agent"
+ALL_ANNOTATORS = "all annotators"
 
 
 class StudyShape(Protocol):
@@ -66,7 +68,7 @@ class Rate:
     def cell(self) -> str:
         if not self.of:
             return "-"
-        return f"{self.solved}/{self.of} {100 * self.solved / self.of:.0f}% [{_pct(self.low)}–{_pct(self.high)}]"
+        return f"{self.solved}/{self.of} {percent(self.solved / self.of)} [{percent(self.low)}–{percent(self.high)}]"
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Row:
     """One annotator, task or agent: what it was given, did and solved."""
 
     label: str
-    kind: str                      # annotator | task | agent
+    kind: str                      # annotator | humans (every annotator together) | task | agent
     assigned: int                  # tasks assigned (annotator), annotators assigned (task), study tasks done (agent)
     episodes: int                  # counted and submitted
     solved: Rate                   # InterCode's
@@ -128,7 +130,7 @@ class Pairing:
 class StudyReport:
     name: str
     attempts: str                  # which attempts are counted (icplay.attempts)
-    annotators: list[Row]
+    annotators: list[Row]          # each annotator, then all of them together (kind "humans")
     tasks: list[Row]
     agents: list[Row]
     agreement: list[Agreement]
@@ -178,10 +180,13 @@ def _flat(by_who: ByAnnotator, task: str | None = None) -> list[Trajectory]:
 
 
 def _annotator_rows(study: StudyShape, made: ByAnnotator, counted: ByAnnotator, max_turns: int) -> list[Row]:
-    """The study's annotators in its order, then anyone else whose episodes are in it."""
+    """The study's annotators in its order, anyone else whose episodes are in it, then all of them
+    together (the human baseline)."""
     names = list(study.annotators) + sorted(set(made) - set(study.annotators))
-    return [_row(who, ANNOTATOR, len(study.assignments.get(who, ())), counted.get(who, []), made.get(who, []),
+    rows = [_row(who, ANNOTATOR, len(study.assignments.get(who, ())), counted.get(who, []), made.get(who, []),
                  max_turns) for who in names]
+    given = sum(len(refs) for refs in study.assignments.values())
+    return rows + [_row(ALL_ANNOTATORS, HUMANS, given, _flat(counted), _flat(made), max_turns)]
 
 
 def _counted(made: ByAnnotator, attempts: str) -> tuple[ByAnnotator, "Ratings"]:
@@ -341,8 +346,9 @@ def load_agents(folders: Sequence[str | Path], attempts: str = FIRST,
 
 # -- as text -----------------------------------------------------------------------------------
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f}%"
+def percent(x: float | None) -> str:
+    """A share as a whole percentage, halves rounded up (5/8 is 63%, as a reader rounds)."""
+    return "-" if x is None else f"{math.floor(100 * x + 0.5)}%"
 
 
 def _minutes(seconds: float | None) -> str:

@@ -28,6 +28,13 @@ def test_per_annotator_first_attempts(tmp_path):
     assert (b.strict.solved, b.strict.of) == (0, 1)
     assert b.median_time_s == 240                                         # 4, 6, 3 min -> 4
     assert (c.episodes, c.solved.solved, c.median_time_s) == (2, 2, 450)  # 7 and 8 min -> 7.5
+    # all annotators together: 5 of 8 first attempts; Wilson: centre (0.625 + 0.24009) / 1.48018 = 0.58445,
+    # half 1.96 * sqrt(0.625 * 0.375 / 8 + 3.8415 / 256) / 1.48018 = 0.27871 -> [0.3057, 0.8632]
+    every = rows["all annotators"]
+    assert (every.kind, every.assigned, every.episodes, every.solved.solved, every.attempts, every.after_gold) \
+        == ("humans", 8, 8, 5, 10, 1)
+    assert (every.solved.low, every.solved.high) == (pytest.approx(0.3057, abs=1e-4), pytest.approx(0.8632, abs=1e-4))
+    assert every.median_time_s == 330                                     # 2 3 4 5 6 7 8 10 min -> 5.5
     assert report.outside == 1
 
 
@@ -97,6 +104,7 @@ def test_text_and_json(tmp_path):
     text = render_text(report)
     assert "counting: first attempt per task (pass@1)" in text
     assert "1/3 33% [6%–79%]" in text                                   # a's solved with its interval
+    assert "5/8 63% [31%–86%]" in text                                  # all together: halves round up
     assert "Fleiss' kappa on solved: 0.467" in text and "Krippendorff's alpha (interval) on reward: 0.255" in text
     data = json.loads(json.dumps(report.to_dict()))
     assert data["annotators"][0]["solved"] == {"solved": 1, "of": 3, "low": pytest.approx(0.0615, abs=1e-4),

@@ -92,24 +92,25 @@ def test_the_page_opens_offline_and_draws_its_plots(browser, tmp_path):
         size = box(browser, plot)
         assert size["width"] > 300 and size["height"] > 80, (plot.get_attribute("id"), size)
 
-    # solve rate: a dot per annotator and agent, where its rate puts it (a 1/3, b 2/3, c 2/2, agent 2/4)
+    # solve rate: a dot per annotator, all of them, and the agent, where its rate puts it
+    # (a 1/3, b 2/3, c 2/2, all 5/8, agent 2/4)
     dots = browser.find_elements(By.CSS_SELECTOR, "#solve-rate circle")
-    assert len(dots) == 4
+    assert len(dots) == 5
     xs = [box(browser, d)["x"] + box(browser, d)["width"] / 2 for d in dots]
     zero, full = (browser.execute_script(
         "const s = document.getElementById('solve-rate'), p = s.createSVGPoint(); p.x = arguments[0]; p.y = 0;"
         "return p.matrixTransform(s.getScreenCTM()).x;", v) for v in (190, 720 - 150))
-    assert [round((x - zero) / (full - zero), 2) for x in xs] == [0.33, 0.67, 1.0, 0.5]
+    assert [(x - zero) / (full - zero) for x in xs] == pytest.approx([1 / 3, 2 / 3, 1.0, 5 / 8, 1 / 2], abs=0.01)
     whiskers = browser.find_elements(By.CSS_SELECTOR, "#solve-rate g.whisker")
-    assert len(whiskers) == 4 and all(box(browser, w)["width"] > 10 for w in whiskers)
+    assert len(whiskers) == 5 and all(box(browser, w)["width"] > 10 for w in whiskers)
 
-    # time per task: a box per annotator, a dot per submitted task (3 + 3 + 2)
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#time-per-task rect.box")) == 3
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#time-per-task circle.dot")) == 8
+    # time per task: a box per annotator and all together, a dot per submitted task (3 + 3 + 2, then 8)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#time-per-task rect.box")) == 4
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#time-per-task circle.dot")) == 16
 
-    # solved by turn: a line per annotator and agent, drawn with a length
+    # solved by turn: a line per annotator, all together and the agent, drawn with a length
     curves = browser.find_elements(By.CSS_SELECTOR, "#solved-by-turn polyline.curve")
-    assert len(curves) == 4
+    assert len(curves) == 5
     assert all(browser.execute_script("return arguments[0].getTotalLength()", c) > 100 for c in curves)
 
     tables = browser.find_elements(By.TAG_NAME, "table")

@@ -260,7 +260,7 @@ def render_table(summaries: list[Summary], title: str | None = None) -> str:
     rows += _author_rows(summaries)
     rows += _when_any(summaries, "errors (not counted)", "errors")
     rows += _when_any(summaries, "unfinished (not counted)", "unfinished")
-    return _lay_out(rows, [s.label or f"run {i + 1}" for i, s in enumerate(summaries)], title)
+    return lay_out(rows, [s.label or f"run {i + 1}" for i, s in enumerate(summaries)], title)
 
 
 def _when_any(summaries: list[Summary], name: str, figure: str, cell: Callable[[Any], str] = str) -> Rows:
@@ -323,7 +323,7 @@ def _author_rows(summaries: list[Summary]) -> Rows:
     return rows
 
 
-def _lay_out(rows: Rows, head: list[str], title: str | None) -> str:
+def lay_out(rows: Rows, head: list[str], title: str | None) -> str:
     """The rows under their column heads, names left-aligned, cells right-aligned."""
     left = max(len(r[0]) for r in rows)
     widths = [max(len(head[i]), *(len(r[1][i]) for r in rows)) for i in range(len(head))]

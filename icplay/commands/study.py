@@ -1,8 +1,9 @@
-"""``icplay study new|status|merge``: run a human baseline study (docs/studies.md).
+"""``icplay study new|status|merge|report``: run a human baseline study (docs/studies.md).
 
 ``new`` writes the study file (tasks, annotators, who plays what in which order, the rules);
 annotators then play their queue with ``icplay play --study NAME --annotator A``; ``status``
-shows how far each is; ``merge`` brings in trajectories made on other machines. Each step is
+shows how far each is; ``merge`` brings in trajectories made on other machines; ``report``
+is the study's figures and page (icplay/commands/study_report.py). Each step is
 one entry of ``STUDY_COMMANDS`` (name -> the function that adds its parser), so a new step
 (``report``) is one more entry.
 """
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
+from icplay.commands import study_report
 from icplay.process import UserError
 
 
@@ -64,11 +66,12 @@ def _add_merge(sub) -> None:
 
 
 # the study's steps: name -> the function that adds its parser (icplay study STEP ...)
-STUDY_COMMANDS: dict[str, Callable] = {"new": _add_new, "status": _add_status, "merge": _add_merge}
+STUDY_COMMANDS: dict[str, Callable] = {"new": _add_new, "status": _add_status, "merge": _add_merge,
+                                       "report": study_report.add_parser}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("study", help="human baseline studies: new, status, merge",
+    p = sub.add_parser("study", help="human baseline studies: new, status, merge, report",
                        description="Run a human baseline study: docs/studies.md walks through it.")
     steps = p.add_subparsers(dest="study_command", metavar="STEP", required=True)
     for add in STUDY_COMMANDS.values():

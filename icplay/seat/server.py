@@ -1,0 +1,172 @@
+"""The seat server: textual-serve's pieces behind a token gate (see icplay/seat/__init__.py).
+
+textual-serve's ``Server`` builds an aiohttp application whose every route is open. Here
+the application is icplay's own: one middleware (``gate``) sees every request first — the
+page, the websocket, the static files, a path that does not exist — and answers 401 with
+nothing else unless the request carries a valid token. The token arrives once in the link
+(``/?token=...``), is swapped for an HttpOnly, SameSite=Strict cookie and a redirect to a
+URL without it (so it does not stay in the address bar or the history), and the cookie is
+checked on every later request. The websocket also checks the Origin a browser sends, so
+another site open in the same browser cannot drive a seat.
+
+What runs comes from the seat the token opens (``SeatCommands``): textual-serve's
+``Server.handle_websocket`` is called on a ``Server`` made for that seat's command, so the
+process, its relay and its shutdown stay textual-serve's. One app per annotator at a time:
+a second tab of the same seat is refused (two processes on one queue would race for it).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from urllib.parse import quote, urlencode, urlsplit
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+from textual_serve.server import Server
+
+from icplay.seat.commands import SeatCommands
+from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, Seats
+
+SEAT_KEY: web.AppKey = web.AppKey("icplay_seat_server")
+REQUEST_SEAT = "icplay_seat"
+UNAUTHORIZED = "401: Unauthorized\n"
+
+
+def unauthorized() -> web.Response:
+    """The whole answer to a request without a valid token: no page, no hint of what is behind."""
+    return web.Response(status=401, text=UNAUTHORIZED, headers={"WWW-Authenticate": 'Bearer realm="icplay"'})
+
+
+@dataclass
+class SeatServer:
+    """Serves ``commands``' app to the holders of ``seats``' tokens, at ``public_url`` (the
+    address browsers use: ``http://HOST:PORT``, or the proxy's ``https://...``).
+    ``episodes`` lists the trajectory files a supervisor may follow (name -> file)."""
+
+    seats: Seats
+    commands: SeatCommands
+    public_url: str
+    episodes: Callable[[], dict[str, Path]] = dict
+    title: str = "icplay"
+    busy: set[Seat] = field(default_factory=set)
+
+    @property
+    def cookie(self) -> str:
+        """The cookie's name carries the port: browsers send a cookie to every port of a host."""
+        port = urlsplit(self.public_url).port or ""
+        return f"icplay_seat{port}"
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.public_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def application(self) -> web.Application:
+        app = web.Application(middlewares=[self.gate])
+        app[SEAT_KEY] = self
+        base = Server("icplay")                       # for where textual-serve keeps its page and files
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(base.templates_path))
+        app.add_routes([
+            web.get("/", self.index, name="index"),
+            web.get("/ws", self.play_socket, name="websocket"),
+            web.get("/ws/follow/{name:.+}", self.follow_socket, name="follow"),
+            web.static("/static", base.statics_path, name="static"),
+        ])
+        return app
+
+    # -- the gate -----------------------------------------------------------------------------
+
+    @web.middleware
+    async def gate(self, request: web.Request, handler) -> web.StreamResponse:
+        token = request.query.get("token")
+        if token is not None:                           # the link: swap the token for a cookie
+            if self.seats.seat_of(token) is None:
+                return unauthorized()
+            rest = [(k, v) for k, v in request.query.items() if k != "token"]
+            response = web.Response(status=303, headers={"Location": request.path + (f"?{urlencode(rest)}" if rest else "")})
+            response.set_cookie(self.cookie, token, httponly=True, samesite="Strict", path="/",
+                                secure=self.public_url.startswith("https:"))
+            return response
+        seat = self.seats.seat_of(request.cookies.get(self.cookie))
+        if seat is None:
+            return unauthorized()
+        if request.path.startswith("/ws") and request.headers.get("Origin", self.origin) != self.origin:
+            return web.Response(status=403, text="403: the page must come from this server\n")
+        request[REQUEST_SEAT] = seat
+        return await handler(request)
+
+    # -- pages ----------------------------------------------------------------------------------
+
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        seat: Seat = request[REQUEST_SEAT]
+        if seat.role == ANNOTATOR:
+            return self._app_page(request, "/ws", f"{self.title} · {seat.name}")
+        name = request.query.get("follow")
+        if name is None or name not in self.episodes():
+            return self._episode_list(seat, name)
+        return self._app_page(request, "/ws/follow/" + quote(name), f"{self.title} · following {name}")
+
+    def _app_page(self, request: web.Request, socket_path: str, title: str) -> web.StreamResponse:
+        """textual-serve's own page (xterm.js and its script), pointed at ``socket_path``."""
+        socket_url = ("wss" if self.public_url.startswith("https:") else "ws") + ":" + \
+            self.public_url.split(":", 1)[1].rstrip("/") + socket_path
+        context = {"font_size": _int(request.query.get("fontsize"), 16), "app_websocket_url": socket_url,
+                   "config": {"static": {"url": self.public_url.rstrip("/") + "/static/"}},
+                   "application": {"name": title}}
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    def _episode_list(self, seat: Seat, asked: str | None) -> web.Response:
+        """A supervisor's start page: the episodes they may follow, running ones first."""
+        episodes = self.episodes()
+        rows = "".join(f'<li><a href="/?{urlencode({"follow": name})}">{html.escape(name)}</a></li>'
+                       for name in episodes)
+        note = f"<p>No episode {html.escape(asked)} here.</p>" if asked else ""
+        body = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)} · supervisor"
+                f"</title></head><body><h1>{html.escape(self.title)} · {html.escape(seat.name)} (supervisor, "
+                f"read-only)</h1>{note}<p>Pick an episode to follow:</p><ul>{rows or '<li>none yet</li>'}</ul>"
+                "</body></html>")
+        return web.Response(text=body, content_type="text/html")
+
+    # -- the app's websocket ---------------------------------------------------------------------
+
+    async def play_socket(self, request: web.Request) -> web.StreamResponse:
+        seat: Seat = request[REQUEST_SEAT]
+        if seat.role != ANNOTATOR:
+            return web.Response(status=403, text="403: a supervisor's seat follows episodes, it does not play\n")
+        if seat in self.busy:
+            return web.Response(status=409, text="409: this seat is open in another tab; close that one first\n")
+        self.busy.add(seat)
+        try:
+            return await self._relay(request, self.commands.for_seat(seat))
+        finally:
+            self.busy.discard(seat)
+
+    async def follow_socket(self, request: web.Request) -> web.StreamResponse:
+        seat: Seat = request[REQUEST_SEAT]
+        if seat.role != SUPERVISOR:
+            return web.Response(status=403, text="403: only a supervisor's seat follows episodes\n")
+        path = self.episodes().get(request.match_info["name"])
+        if path is None:
+            raise web.HTTPNotFound(text="no such episode\n")
+        return await self._relay(request, self.commands.follow(path))
+
+    async def _relay(self, request: web.Request, command: str) -> web.StreamResponse:
+        """textual-serve's websocket handler, on a server made for this one command."""
+        return await Server(command, title=self.title, public_url=self.public_url).handle_websocket(request)
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return max(6, min(48, int(value))) if value is not None else default
+    except ValueError:
+        return default
+
+
+def serve(server: SeatServer, host: str, port: int, say: Callable[[str], None] = print) -> None:
+    """Run until SIGINT/SIGTERM. No access log: a login link carries its token in the URL."""
+    web.run_app(server.application(), host=host, port=port, access_log=None, print=say,
+                handle_signals=True)

@@ -1,0 +1,1 @@
+"""Studies: annotators, assignments, queues, seats (docs/studies.md)."""

@@ -163,6 +163,7 @@ class Trajectory:
     attempt: int | None = None       # 1, 2, ...: this episode's place among the task's attempts in its store
     gold_seen_at: float | None = None   # when the gold solution was shown after this attempt's submit
     after_gold_seen: bool = False    # an earlier attempt of this task by this annotator had its gold shown
+    study: str | None = None         # the study this episode was played in (icplay.study), if any
 
     @property
     def task_key(self) -> str:
@@ -269,7 +270,7 @@ TRAJECTORY_FIELDS = field_types({
     "reward": _OPT_NUMBER, "best_reward": _OPT_NUMBER, "breakdown": _OPT_OBJECT, "strict": _OPT_OBJECT,
     "gold_output": _OPT_TEXT, "time_worked": NUMBER, "started_at": NUMBER, "updated_at": NUMBER, "id": _TEXT,
     "error": _OPT_TEXT, "version": (int,), "forked_from": _OPT_OBJECT, "annotator": _OPT_TEXT,
-    "attempt": (int, type(None)), "gold_seen_at": _OPT_NUMBER, "after_gold_seen": (bool,),
+    "attempt": (int, type(None)), "gold_seen_at": _OPT_NUMBER, "after_gold_seen": (bool,), "study": _OPT_TEXT,
 })
 NESTED_FIELDS = {
     "task": field_types({"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT,

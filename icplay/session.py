@@ -140,9 +140,10 @@ class Session:
     """A named baseline session: a folder of trajectories, one per task."""
 
     def __init__(self, name: str = DEFAULT_SESSION, home: str | Path | None = None, root: str | Path | None = None,
-                 annotator: str | None = None):
+                 annotator: str | None = None, study: str | None = None):
         self.name = check_session_name(name)
         self.annotator = annotator       # who plays here (--annotator); recorded in every episode opened
+        self.study = study               # the study this session belongs to; recorded in every episode opened
         home = Path(home or home_dir())
         self.root = Path(root) if root is not None else home / "trajectories" / name
         # earlier attempts: ``<home>/attempts/<name>``; a session in a folder of its own (--out)
@@ -272,6 +273,8 @@ class Session:
             trajectory.policy = without_account(trajectory.policy)
         episode = Episode(env, task, save=save, policy=policy or {"kind": "human"}, trajectory=trajectory,
                           annotator=self.annotator)
+        if episode.trajectory.study is None:
+            episode.trajectory.study = self.study
         replayed = replay_turns(env, episode.trajectory.turns, on_replay) if trajectory is not None else 0
         episode.save()
         return episode, replayed

@@ -17,6 +17,7 @@ a second tab of the same seat is refused (two processes on one queue would race 
 
 from __future__ import annotations
 
+import asyncio
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,8 @@ from icplay.seat.commands import SeatCommands
 from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, Seats
 
 SEAT_KEY: web.AppKey = web.AppKey("icplay_seat_server")
-REQUEST_SEAT = "icplay_seat"
+# where the gate leaves the request's seat for the handlers (RequestKey: aiohttp >= 3.12)
+REQUEST_SEAT = web.RequestKey("icplay_seat", Seat) if hasattr(web, "RequestKey") else "icplay_seat"
 UNAUTHORIZED = "401: Unauthorized\n"
 
 
@@ -53,6 +55,7 @@ class SeatServer:
     episodes: Callable[[], dict[str, Path]] = dict
     title: str = "icplay"
     busy: set[Seat] = field(default_factory=set)
+    live: set[asyncio.Task] = field(default_factory=set)   # the websocket handlers relaying an app
 
     @property
     def cookie(self) -> str:
@@ -70,6 +73,7 @@ class SeatServer:
         app[SEAT_KEY] = self
         base = Server("icplay")                       # for where textual-serve keeps its page and files
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(base.templates_path))
+        app.on_shutdown.append(self._end_sessions)
         app.add_routes([
             web.get("/", self.index, name="index"),
             web.get("/ws", self.play_socket, name="websocket"),
@@ -156,7 +160,21 @@ class SeatServer:
 
     async def _relay(self, request: web.Request, command: str) -> web.StreamResponse:
         """textual-serve's websocket handler, on a server made for this one command."""
-        return await Server(command, title=self.title, public_url=self.public_url).handle_websocket(request)
+        task = asyncio.current_task()
+        if task is not None:
+            self.live.add(task)
+        try:
+            return await Server(command, title=self.title, public_url=self.public_url).handle_websocket(request)
+        finally:
+            if task is not None:
+                self.live.discard(task)
+
+    async def _end_sessions(self, app: web.Application) -> None:
+        """On Ctrl+C: cancel every relay, so that textual-serve closes its websocket and asks its
+        app to quit (the app saves as its quit key would) instead of aiohttp waiting for
+        browsers to leave."""
+        for task in list(self.live):
+            task.cancel()
 
 
 def _int(value: str | None, default: int) -> int:

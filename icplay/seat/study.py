@@ -7,42 +7,41 @@ from pathlib import Path
 
 from icplay.paths import home_dir
 from icplay.seat.commands import SeatCommands
+from icplay.study.model import load_study, sessions_dir, study_dir
 from icplay.study.seats import SEATS_FILE, Seats
 
-
-def study_folder(study: str) -> Path:
-    # TODO(i22-studies): icplay.study.model.study_dir once the study model lands
-    return home_dir() / "studies" / study
+FOLLOWABLE = 200          # the supervisor's list: running episodes first, then the newest
 
 
 def seats_of(study: str) -> Seats:
-    return Seats(study_folder(study) / SEATS_FILE)
+    """The seats of a study that exists (a StudyFileError, one sentence, if it does not)."""
+    load_study(study)
+    return Seats(study_dir(study) / SEATS_FILE)
 
 
 def annotators_of(study: str) -> list[str]:
-    return []
+    return list(load_study(study).annotators)
 
 
 def seat_commands(study: str) -> SeatCommands:
+    # TODO(i22-studies): the default (play --study NAME) once their play --study lands
     return SeatCommands(study, play=("sql", "--session", study))
 
 
 def episodes_of(study: str) -> dict[str, Path]:
-    """The trajectory files a supervisor may follow, by a name relative to icplay's home,
-    running episodes first."""
+    """The trajectory files a supervisor may follow, by their path under icplay's home: the
+    study's annotators' sessions, and the other sessions and agents' runs of this home."""
+    from icplay.formats.native import trajectory_folders
     from icplay.formats.summary import scan
 
-    home = home_dir()
-    roots = [p for p in (home / "trajectories",) if p.exists()]
+    home = home_dir().resolve()
+    roots = [p for p in (sessions_dir(load_study(study)), *trajectory_folders(home)) if p.is_dir()]
     if not roots:
         return {}
-    summaries = scan(roots, cache=False)
-    summaries.sort(key=lambda s: s.status != "running")
+    summaries = sorted(scan(roots, cache=False), key=lambda s: (s.status != "running", -s.date))
     found: dict[str, Path] = {}
-    for s in summaries:
-        path = Path(s.ref.partition("#")[0])
-        try:
-            found[str(path.resolve().relative_to(home.resolve()))] = path
-        except ValueError:
-            continue
+    for s in summaries[:FOLLOWABLE]:
+        path = Path(s.ref.partition("#")[0]).resolve()
+        if "#" not in s.ref and path.is_relative_to(home):
+            found[str(path.relative_to(home))] = path
     return found

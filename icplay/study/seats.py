@@ -74,20 +74,20 @@ class Seats:
         records = data.get("seats") if isinstance(data, dict) else None
         if not isinstance(records, list):
             raise SeatFileError(f"{self.path}: field 'seats' must be a list")
-        stored = []
-        for n, record in enumerate(records):
-            where = f"{self.path}: seats[{n}]"
-            if not isinstance(record, dict):
-                raise SeatFileError(f"{where} must be a table of name, role and sha256")
-            name, role, digest = record.get("name"), record.get("role", ANNOTATOR), record.get("sha256")
-            if not isinstance(name, str) or not name.strip():
-                raise SeatFileError(f"{where}: field 'name' must be a non-empty string")
-            if role not in ROLES:
-                raise SeatFileError(f"{where}: field 'role' must be one of {', '.join(ROLES)}")
-            if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-                raise SeatFileError(f"{where}: field 'sha256' must be 64 hexadecimal digits")
-            stored.append(_Stored(Seat(name, role), digest, str(record.get("made", ""))))
-        return stored
+        return [self._record(n, record) for n, record in enumerate(records)]
+
+    def _record(self, n: int, record: object) -> _Stored:
+        where = f"{self.path}: seats[{n}]"
+        if not isinstance(record, dict):
+            raise SeatFileError(f"{where} must be a table of name, role and sha256")
+        name, role, digest = record.get("name"), record.get("role", ANNOTATOR), record.get("sha256")
+        if not isinstance(name, str) or not name.strip():
+            raise SeatFileError(f"{where}: field 'name' must be a non-empty string")
+        if role not in ROLES:
+            raise SeatFileError(f"{where}: field 'role' must be one of {', '.join(ROLES)}")
+        if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+            raise SeatFileError(f"{where}: field 'sha256' must be 64 hexadecimal digits")
+        return _Stored(Seat(name, role), digest, str(record.get("made", "")))
 
     @property
     def seats(self) -> list[Seat]:

@@ -18,18 +18,16 @@ a second tab of the same seat is refused (two processes on one queue would race 
 from __future__ import annotations
 
 import asyncio
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 from urllib.parse import quote, urlencode, urlsplit
 
-import aiohttp_jinja2
-import jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
 from icplay.seat.commands import SeatCommands
+from icplay.seat.page import SECURITY_HEADERS, app_page, episode_list
 from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, Seats
 
 SEAT_KEY: web.AppKey = web.AppKey("icplay_seat_server")
@@ -71,14 +69,13 @@ class SeatServer:
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self.gate])
         app[SEAT_KEY] = self
-        base = Server("icplay")                       # for where textual-serve keeps its page and files
-        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(base.templates_path))
+        base = Server("icplay")                       # for where textual-serve keeps its files
         app.on_shutdown.append(self._end_sessions)
         app.add_routes([
             web.get("/", self.index, name="index"),
             web.get("/ws", self.play_socket, name="websocket"),
             web.get("/ws/follow/{name:.+}", self.follow_socket, name="follow"),
-            web.static("/static", base.statics_path, name="static"),
+            web.static("/static", base.statics_path, name="static", append_version=False),
         ])
         return app
 
@@ -91,7 +88,8 @@ class SeatServer:
             if self.seats.seat_of(token) is None:
                 return unauthorized()
             rest = [(k, v) for k, v in request.query.items() if k != "token"]
-            response = web.Response(status=303, headers={"Location": request.path + (f"?{urlencode(rest)}" if rest else "")})
+            location = request.path + (f"?{urlencode(rest)}" if rest else "")
+            response = web.Response(status=303, headers={**SECURITY_HEADERS, "Location": location})
             response.set_cookie(self.cookie, token, httponly=True, samesite="Strict", path="/",
                                 secure=self.public_url.startswith("https:"))
             return response
@@ -115,25 +113,15 @@ class SeatServer:
         return self._app_page(request, "/ws/follow/" + quote(name), f"{self.title} · following {name}")
 
     def _app_page(self, request: web.Request, socket_path: str, title: str) -> web.StreamResponse:
-        """textual-serve's own page (xterm.js and its script), pointed at ``socket_path``."""
-        socket_url = ("wss" if self.public_url.startswith("https:") else "ws") + ":" + \
-            self.public_url.split(":", 1)[1].rstrip("/") + socket_path
-        context = {"font_size": _int(request.query.get("fontsize"), 16), "app_websocket_url": socket_url,
-                   "config": {"static": {"url": self.public_url.rstrip("/") + "/static/"}},
-                   "application": {"name": title}}
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        scheme = "wss" if self.public_url.startswith("https:") else "ws"
+        socket_url = f"{scheme}:{self.public_url.split(':', 1)[1].rstrip('/')}{socket_path}"
+        page = app_page(title, self.public_url.rstrip("/") + "/static/", socket_url,
+                        _int(request.query.get("fontsize"), 16))
+        return web.Response(text=page, content_type="text/html", headers=SECURITY_HEADERS)
 
     def _episode_list(self, seat: Seat, asked: str | None) -> web.Response:
-        """A supervisor's start page: the episodes they may follow, running ones first."""
-        episodes = self.episodes()
-        rows = "".join(f'<li><a href="/?{urlencode({"follow": name})}">{html.escape(name)}</a></li>'
-                       for name in episodes)
-        note = f"<p>No episode {html.escape(asked)} here.</p>" if asked else ""
-        body = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)} · supervisor"
-                f"</title></head><body><h1>{html.escape(self.title)} · {html.escape(seat.name)} (supervisor, "
-                f"read-only)</h1>{note}<p>Pick an episode to follow:</p><ul>{rows or '<li>none yet</li>'}</ul>"
-                "</body></html>")
-        return web.Response(text=body, content_type="text/html")
+        page = episode_list(self.title, seat.name, list(self.episodes()), asked)
+        return web.Response(text=page, content_type="text/html", headers=SECURITY_HEADERS)
 
     # -- the app's websocket ---------------------------------------------------------------------
 

@@ -51,6 +51,8 @@ CAPTURE = """
   window.WebSocket.prototype = Native.prototype;
 })();
 """
+WEBSOCKET = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 ESCAPES = re.compile(r"\x1b\[[0-9;:?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 
 
@@ -75,6 +77,7 @@ def browser():
 
 
 def free_port() -> int:
+    """A port free now (the kernel's pick; the server binds it a moment later)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -167,14 +170,17 @@ def press(driver, *keys: str) -> None:
 
 def test_an_annotator_plays_a_sql_task_in_the_browser_and_a_supervisor_follows(browser, seat_server, tmp_path):
     base, links = seat_server
-    browser.get(links["ada"])
-    assert browser.current_url == base + "/"                          # the token left the address bar
+    browser.get(links["ada"] + "&annotator=bo")                      # the seat comes from the token, not the URL
+    assert browser.current_url == base + "/?annotator=bo"            # the token left the address bar
     page = Page(browser)
     page.wait_for("bookshop-01")                                     # the task list of ada's app
     terminal = browser.find_element("css selector", ".xterm-helper-textarea")
     terminal.send_keys("\n")                                         # open the first task
     page.wait_for("Schema")
     page.wait_for("ready")                                           # the episode is open, the editor focused
+    cookie = {"Cookie": f"{browser.get_cookies()[0]['name']}={links['ada'].split('token=')[1]}"}
+    second_tab = {**WEBSOCKET, **cookie, "Origin": base}
+    assert status_of(base + "/ws", second_tab) == 409                 # one app per seat: no two on one queue
     terminal.send_keys(POETRY)
     press(browser, "ctrl+j")                                         # run it
     page.wait_for("7 rows")
@@ -205,8 +211,7 @@ def test_a_wrong_or_missing_token_gets_401_and_nothing_else(browser, seat_server
     assert browser.get_cookies() == [] and "__seatText" not in browser.page_source
     browser.get(base + "/static/js/textual.js")
     assert browser.find_element("tag name", "body").text.strip() == "401: Unauthorized"
-    websocket = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-                 "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": base}
+    websocket = {**WEBSOCKET, "Origin": base}
     for path in ("/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/anything"):
         assert status_of(base + path) == 401, path
         assert status_of(base + path, websocket) == 401, path

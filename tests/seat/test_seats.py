@@ -93,10 +93,12 @@ async def test_the_link_becomes_a_cookie_and_the_token_leaves_the_url(gate):
     assert response.status == 303 and response.headers["Location"] == "/?fontsize=18"
     cookie = response.cookies[server.cookie]
     assert cookie.value == tokens["ada"] and cookie["httponly"] and cookie["samesite"] == "Strict"
+    assert response.headers["Referrer-Policy"] == "no-referrer" and response.headers["Cache-Control"] == "no-store"
     page = await client.get("/", cookies={server.cookie: tokens["ada"]})
     text = await page.text()
     assert page.status == 200 and 'data-session-websocket-url="ws://127.0.0.1:8123/ws"' in text
-    assert tokens["ada"] not in text and "icplay · ada" in text
+    assert "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    assert tokens["ada"] not in text and "icplay · ada" in text and "googleapis" not in text
     static = await client.get("/static/js/textual.js", cookies={server.cookie: tokens["ada"]})
     assert static.status == 200 and len(await static.read()) > 10_000
 

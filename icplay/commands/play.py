@@ -37,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--session", help="a named baseline session: one trajectory per task, resumable")
     p.add_argument("--out", type=Path, help="folder for trajectories (default: ~/.icplay/trajectories)")
     p.add_argument("--plain", action="store_true", help="line-mode REPL instead of the app")
+    p.add_argument("--study", metavar="NAME", help="play your queue of a study (icplay study new; needs --annotator)")
     add_annotator_argument(p)
     p.set_defaults(func=run)
 
@@ -74,6 +75,8 @@ def env_from_tasks(args, command: str) -> str:
 def run(args) -> int:
     from icplay.tasks.registry import SCHEMES, implied_env
 
+    if args.study is not None:
+        return run_study(args)
     args.env = args.env or implied_env(args.tasks)
     if not args.tasks and args.env in {scheme.env for scheme in SCHEMES.values()}:
         find_set(args.env, args.env)   # no bundled set: one sentence on the --tasks it needs
@@ -101,6 +104,43 @@ def run(args) -> int:
             track_time=True), first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
     finally:
         env.close()
+
+
+def run_study(args) -> int:
+    """``--study NAME --annotator A``: A's queue of the study, in the app or ``--plain``."""
+    from icplay.commands.study import study_errors
+    from icplay.frontend.config import ConfigError, check_annotator
+    from icplay.process import UserError
+    from icplay.study.model import load_study
+    from icplay.study.queue import Queue
+
+    if args.annotator is None:
+        raise UserError("icplay play --study: name yourself with --annotator NAME (one of the study's annotators)")
+    if args.env or args.tasks or args.session or args.out:
+        raise UserError("icplay play --study: the study names the tasks and keeps the trajectories; "
+                        "leave out ENV, --tasks, --session and --out")
+    try:
+        annotator = check_annotator(args.annotator)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    with study_errors():
+        queue = Queue(load_study(args.study), annotator)
+        if args.task is not None:
+            queue.entry(args.task)                 # one of her tasks, or one sentence
+    if not args.plain:
+        from icplay.tui.launch import run_study_app
+
+        return run_study_app(args, queue)
+    from icplay.study.plain import StudyPlain
+
+    def study_env(kind: str):
+        from icplay.languages import get
+
+        sandbox = args.sandbox if args.sandbox in get(kind).sandbox_names() else None
+        return make_env(kind, sandbox=sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr))
+
+    with study_errors():
+        return StudyPlain(queue, study_env).run(args.task)
 
 
 def open_session(name: str, out: Path | None = None, annotator: str | None = None):

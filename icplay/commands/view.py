@@ -107,7 +107,7 @@ def run(args) -> int:
         forks.mkdir(parents=True, exist_ok=True)
         args.paths = [Path(str(args.paths[0]).partition("#")[0]), forks]
     scan(args.paths or None)          # a missing path is one line before the screen is taken over
-    from icplay.tui.launch import check_terminal, quit_on_shutdown_signal
+    from icplay.tui.launch import check_terminal, run_until_quit
     from icplay.tui.screens.view import ViewApp
 
     from icplay.commands.play import cli_annotator
@@ -117,12 +117,7 @@ def run(args) -> int:
     check_terminal()
     app = ViewApp(paths=args.paths or None, sandbox=args.sandbox, image=args.image, fork_session=args.session,
                   fork=fork, annotator=annotator, annotator_note=fork is not None)
-    try:
-        with quit_on_shutdown_signal(app):
-            app.run()
-    finally:
-        app.close_envs()
-    return app.return_code or 0
+    return run_until_quit(app)
 
 
 def follow_target(target: str) -> Path:

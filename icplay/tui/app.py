@@ -21,7 +21,9 @@ from icplay.envs import Env
 from icplay.episode import Trajectory
 from icplay.languages import find as find_language
 from icplay.paths import home_dir
-from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
+from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session, format_duration
+from icplay.study.queue import Queue
+from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
 from icplay.frontend.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
@@ -121,9 +123,11 @@ class PlayApp(App):
                  env_factory: EnvFactory | None = None, catalog: Catalog | None = None,
                  out: str | Path | None = None, watch: "AgentChoice | None" = None,
                  watch_session: str | None = None, watch_policy: tuple | None = None, watch_limits=None,
-                 annotator: str | None = None, annotator_note: bool = False):
+                 annotator: str | None = None, annotator_note: bool = False, study: "Queue | None" = None):
         """``annotator``: who plays (recorded in every episode and human turn); with
-        ``annotator_note`` the app says at start when there is none."""
+        ``annotator_note`` the app says at start when there is none. ``study``: the annotator's
+        queue of a study (``icplay play --study``): its tasks open in her order, under its
+        rules (``self.rules``, asked by the screens)."""
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -134,7 +138,10 @@ class PlayApp(App):
         self.clock = clock or time.monotonic
         self.annotator = annotator
         self.annotator_note = annotator_note and annotator is None
-        self.session = Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator)
+        self.queue = study
+        self.rules = PlayRules.of(study.study) if study is not None else FREE
+        self.session = (study.session() if study is not None
+                        else Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator))
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
         self.watch_agent = watch             # icplay watch: the task opens on the watch screen (not `watch`: Textual's method)
@@ -159,7 +166,9 @@ class PlayApp(App):
                 self.notify(f"config.toml names unknown key ids: {', '.join(bad)}", severity="warning", timeout=8)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         self.say_annotator()
-        if self.start_task_id is not None:
+        if self.queue is not None:
+            self.open_from_queue(self.start_task_id)
+        elif self.start_task_id is not None:
             task = self.catalog.find(self.start_task_id, self.start_set)
             if self.watch_agent is not None:
                 self.push_screen(self._watch_screen(task, self.watch_agent))
@@ -240,15 +249,60 @@ class PlayApp(App):
     def open_task(self, task: Task, retry: bool = False) -> None:
         """Open a task: resumed if it has unsubmitted turns, shown read-only if it was
         submitted (unless ``retry``: then it starts over and the old attempt is kept)."""
+        if retry and self.queue is not None and not self._study_retry(task):
+            return
         if isinstance(self.screen, LiveScreen):
             self.switch_screen(LiveScreen(task, retry=retry))
         else:
             self.push_screen(LiveScreen(task, retry=retry))
 
+    # -- a study's queue ----------------------------------------------------------------------
+    def open_from_queue(self, ref: str | None = None) -> None:
+        """The queue's task ``ref`` (a ref or an id), else its next task not done; when every
+        task is done the app ends, saying so."""
+        from icplay.study.model import StudyFileError
+        from icplay.study.queue import resolve
+
+        assert self.queue is not None
+        queue = self.queue.refresh()
+        entry = queue.entry(ref) if ref is not None else queue.next_entry()
+        if entry is None:
+            self.exit(message=f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
+                              f"{format_duration(queue.time_worked)} worked")
+            return
+        try:
+            task = resolve(entry.ref, str(queue.study.path))
+        except StudyFileError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            return
+        screen = LiveScreen(task)          # a done task asked for by name is shown as it ended
+        if isinstance(self.screen, LiveScreen):
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def _study_retry(self, task: Task) -> bool:
+        """May ``task`` be tried again under the study's rules? Said when not; a timed-out
+        episode is kept as an attempt first (a retry starts afresh, it does not resume)."""
+        assert self.queue is not None
+        entry = self.queue.refresh().entry(task.key)
+        refusal = self.rules.retry_refusal(entry.attempts)
+        if refusal is not None:
+            self.notify(refusal, title="No retry", severity="warning", timeout=8)
+            return False
+        latest = entry.latest
+        if latest is not None and self.rules.timed_out(latest):
+            self.session.archive(task)
+        return True
+
     def open_next(self, after: Task, session: Session | None = None,
                   opener: Callable[[Task], None] | None = None) -> None:
         """The next task of the set not submitted in ``session`` (the baseline's by default),
-        opened with ``opener`` (the play screen by default; the watch screen passes its own)."""
+        opened with ``opener`` (the play screen by default; the watch screen passes its own).
+        In a study: the queue's next task."""
+        if self.queue is not None and session is None:
+            self.open_from_queue()
+            return
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]
         progress = (session or self.session).progress(tasks)
         keys = [t.key for t in tasks]
@@ -261,6 +315,9 @@ class PlayApp(App):
         self.show_picker()
 
     def show_picker(self) -> None:
+        if self.queue is not None:          # a study's queue chooses the tasks, not a list
+            self.notify("In a study your queue chooses the next task: Ctrl+N opens it.", timeout=6)
+            return
         for screen in reversed(self.screen_stack):
             if isinstance(screen, PickerScreen):
                 while self.screen is not screen:

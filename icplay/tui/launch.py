@@ -62,6 +62,17 @@ def _isatty(stream) -> bool:
         return False
 
 
+def run_until_quit(app) -> int:
+    """Run an app on this terminal (one line if there is none) until it quits; its envs closed after."""
+    check_terminal()
+    try:
+        with quit_on_shutdown_signal(app):
+            app.run()
+    finally:
+        app.close_envs()
+    return app.return_code or 0
+
+
 def app_annotator(args, config) -> str | None:
     """``--annotator``, else $ICPLAY_ANNOTATOR / config.toml (the app says when there is none)."""
     from icplay.frontend.config import ConfigError, resolve_annotator
@@ -93,13 +104,23 @@ def run_app(args) -> int:
                   sandbox=getattr(args, "sandbox", None), session=getattr(args, "session", None),
                   image=getattr(args, "image", None), config=config, catalog=catalog,
                   out=getattr(args, "out", None), annotator=annotator, annotator_note=True)
-    check_terminal()
+    return run_until_quit(app)
+
+
+def run_study_app(args, queue) -> int:
+    """``icplay play --study NAME --annotator A``: the app on A's queue (``queue``, an
+    ``icplay.study.queue.Queue``), under the study's rules (strict mode hides the schema)."""
+    from icplay.frontend.config import ConfigError, load_config
+    from icplay.tui.app import PlayApp
+
     try:
-        with quit_on_shutdown_signal(app):
-            app.run()
-    finally:
-        app.close_envs()
-    return app.return_code or 0
+        config = load_config()
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    config.strict = config.strict or queue.study.rules.strict
+    app = PlayApp(sandbox=getattr(args, "sandbox", None), image=getattr(args, "image", None), config=config,
+                  task=getattr(args, "task", None), annotator=queue.annotator, study=queue)
+    return run_until_quit(app)
 
 
 def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | None = None) -> int:

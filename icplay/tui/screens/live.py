@@ -46,6 +46,7 @@ from icplay.frontend.opening import (EpisodeHost, Failed, HostEvent, Opened, Pro
 from icplay.frontend.policies import PolicyError, make_policy
 from icplay.languages.submitting import submit_preview
 from icplay.session import Session, format_duration
+from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings, run_key_label
 from icplay.tui.screens.modals import (CommentScreen, ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen,
@@ -182,6 +183,20 @@ class LiveScreen(Screen[None]):
     @property
     def frozen(self) -> bool:
         return bool(self.playground.frozen)
+
+    @property
+    def rules(self) -> PlayRules:
+        """What the human may do here: a study's rules (``icplay play --study``), else ``FREE``."""
+        rules: PlayRules = getattr(self.playground, "rules", FREE) if self.agent is None else FREE
+        return rules
+
+    def _gold_refusal(self) -> str | None:
+        return self.rules.gold_refusal()
+
+    def _retry_refusal(self) -> str | None:
+        if self.rules is FREE:
+            return None
+        return self.rules.retry_refusal(self.session.all_attempts(self.task_record))
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -360,9 +375,18 @@ class LiveScreen(Screen[None]):
 
     def tick(self) -> None:
         self.refresh_status()
+        self._check_time_limit()
         if self.state == "running" and self._run_started and not self.frozen:
             self._set_pane_status(Text(f"running · {short_duration(time.monotonic() - self._run_started)}"
                                        " · Ctrl+C interrupts", style="dim"))
+
+    def _check_time_limit(self) -> None:
+        """The study's time limit: reached, the episode is stopped (saved, every turn kept); the
+        saved worked time then says it timed out (``PlayRules.timed_out``)."""
+        left = self.rules.time_left(self.clock.elapsed()) if self.clock is not None else None
+        if left is None or left > 0 or self.over is not None or self.driver is None or self.driver.stopping:
+            return
+        self.driver.stop(self.rules.time_up_reason())
 
     def refresh_status(self) -> None:
         task = self.task_record
@@ -379,6 +403,11 @@ class LiveScreen(Screen[None]):
         sandbox = self.sandbox_name or "…"
         parts = [f"turn {turns}", f"⏱ {elapsed}{paused}", f"{task.env} on {sandbox}",
                  f"session {self.session.name}"]
+        queue = getattr(self.playground, "queue", None)
+        if queue is not None and self.agent is None:
+            limit = self.rules.time_limit
+            parts[1] += f" of {format_duration(limit)}" if limit is not None else ""
+            parts[3] = f"study {queue.study.name} · {queue.done}/{len(queue.entries)} done"
         if shown:
             parts.insert(0, shown)
         self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if shown else 2)
@@ -660,6 +689,15 @@ class LiveScreen(Screen[None]):
             if self.agent is not None:
                 self.panel.set_state("done")
                 self.panel.set_hint(f"submitted · reward {trajectory.reward:.2f}")
+        elif self.agent is None and self.rules.timed_out(trajectory):
+            self.over = OVER_STOPPED
+            self.pane.set_busy(True)
+            if self.clock is not None:
+                self.clock.hold("done")
+            self._set_pane_status(Text(f"time is up: {self.rules.time_up_reason()} · Ctrl+N next", style="yellow"))
+            self.notify(f"Time is up: {self.rules.time_up_reason()}.", title="Time limit", severity="warning",
+                        timeout=10)
+            self.refresh_bindings()
         elif self.agent is not None:
             self.over = OVER_STOPPED if trajectory.status == "stopped" else OVER_FAILED
             self.pane.set_busy(True)
@@ -695,7 +733,9 @@ class LiveScreen(Screen[None]):
             return state == "running"
         if action == "retry":
             return submitted or state in (OVER_FAILED, OVER_STOPPED)
-        if action in ("show_score", "reveal_gold", "next_task"):
+        if action == "reveal_gold":
+            return submitted and self._gold_refusal() is None
+        if action in ("show_score", "next_task"):
             return submitted
         if action == "submit":
             return not submitted
@@ -908,9 +948,16 @@ class LiveScreen(Screen[None]):
         if self.state != OVER_SUBMITTED or self.trajectory is None:
             return
         result = self.result or result_from_trajectory(self.trajectory)
-        self.app.push_screen(ScoreScreen(self.trajectory, result, reveal=reveal), self._after_score)
+        gold_refusal = self._gold_refusal()
+        self.app.push_screen(ScoreScreen(self.trajectory, result, reveal=reveal and gold_refusal is None,
+                                         gold_refusal=gold_refusal, retry_refusal=self._retry_refusal()),
+                             self._after_score)
 
     def action_reveal_gold(self) -> None:
+        refusal = self._gold_refusal()
+        if refusal is not None:
+            self.notify(refusal, title="No gold", severity="warning")
+            return
         self.action_show_score(reveal=True)
 
     def _after_score(self, choice: str | None) -> None:
@@ -930,7 +977,8 @@ class LiveScreen(Screen[None]):
                                opener=lambda task: self.playground.open_watch(task, agent))
 
     def action_retry(self) -> None:
-        retry = self.state == OVER_SUBMITTED
+        trajectory = self.trajectory
+        retry = self.state == OVER_SUBMITTED or (trajectory is not None and self.rules.timed_out(trajectory))
         if self.agent is None:
             self.playground.open_task(self.task_record, retry=retry)
         else:

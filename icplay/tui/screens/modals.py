@@ -257,11 +257,16 @@ class ScoreScreen(ModalScreen[str | None]):
         Binding("t", "choose('picker')", "Tasks", show=False),
     ]
 
-    def __init__(self, trajectory: Trajectory, result: SubmitResult, reveal: bool = False) -> None:
+    def __init__(self, trajectory: Trajectory, result: SubmitResult, reveal: bool = False,
+                 gold_refusal: str | None = None, retry_refusal: str | None = None) -> None:
+        """``gold_refusal`` / ``retry_refusal``: why a study's rules allow no gold or no retry
+        (icplay.study.rules); the button is left out and its key says why."""
         super().__init__()
         self.trajectory = trajectory
         self.result = result
         self.revealed = reveal
+        self.gold_refusal = gold_refusal
+        self.retry_refusal = retry_refusal
 
     def compose(self) -> ComposeResult:
         result = self.result
@@ -279,9 +284,11 @@ class ScoreScreen(ModalScreen[str | None]):
                 yield Static(score_table(self.trajectory.env, result), id="breakdown")
                 yield Vertical(id="gold")
             with Horizontal(classes="buttons"):
-                yield Button("Reveal gold (g)", id="reveal")
+                if self.gold_refusal is None:
+                    yield Button("Reveal gold (g)", id="reveal")
                 yield Button("Next task (n)", variant="primary", id="next")
-                yield Button("Retry (r)", id="retry")
+                if self.retry_refusal is None:
+                    yield Button("Retry (r)", id="retry")
                 yield Button("Task list (t)", id="picker")
 
     # focused by Textual once mounted (a query in on_mount fails when the app quits as the
@@ -294,6 +301,9 @@ class ScoreScreen(ModalScreen[str | None]):
             await self.action_reveal()
 
     async def action_reveal(self) -> None:
+        if self.gold_refusal is not None:
+            self.notify(self.gold_refusal, title="No gold", severity="warning")
+            return
         if self.revealed:
             return
         self.revealed = True
@@ -321,6 +331,9 @@ class ScoreScreen(ModalScreen[str | None]):
             record(traj)
 
     def action_choose(self, choice: str) -> None:
+        if choice == "retry" and self.retry_refusal is not None:
+            self.notify(self.retry_refusal, title="No retry", severity="warning")
+            return
         self.dismiss(choice)
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:

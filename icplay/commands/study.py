@@ -1,0 +1,162 @@
+"""``icplay study new|status|merge``: run a human baseline study (docs/studies.md).
+
+``new`` writes the study file (tasks, annotators, who plays what in which order, the rules);
+annotators then play their queue with ``icplay play --study NAME --annotator A``; ``status``
+shows how far each is; ``merge`` brings in trajectories made on other machines. Each step is
+one entry of ``STUDY_COMMANDS`` (name -> the function that adds its parser), so a new step
+(``report``) is one more entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Iterator
+
+from icplay.process import UserError
+
+
+@contextlib.contextmanager
+def study_errors() -> Iterator[None]:
+    """A bad study file or option is one line (the CLI's user error), never a traceback."""
+    from icplay.study.model import StudyFileError
+
+    try:
+        yield
+    except StudyFileError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _add_new(sub) -> None:
+    p = sub.add_parser("new", help="write a study file: tasks, annotators, K annotators per task, the rules")
+    p.add_argument("name", help="the study's name (its folder: ~/.icplay/studies/NAME)")
+    p.add_argument("--tasks", nargs="+", required=True, metavar="SET",
+                   help="task sets (every task of each) or single tasks SET/ID")
+    p.add_argument("--sample", type=int, default=None, metavar="N", help="take N of those tasks at random (seeded)")
+    p.add_argument("--annotators", required=True, help="the annotators, comma-separated: a,b,c")
+    p.add_argument("--per-task", type=int, required=True, metavar="K", help="annotators per task")
+    p.add_argument("--seed", type=int, default=0, help="seed of the assignment and the orders (default 0)")
+    p.add_argument("--gold-reveal", action="store_true", help="let annotators see the gold after a submit")
+    p.add_argument("--retries", choices=["off", "counted"], default="off",
+                   help="off: a submitted task is final; counted: retries allowed, every attempt kept and counted")
+    p.add_argument("--time-limit", type=int, default=None, metavar="SECONDS", help="worked time per task")
+    p.add_argument("--strict", action="store_true", help="strict mode: the schema is hidden (SQL)")
+    p.add_argument("--hide-turn-scores", action="store_true", help="do not show per-turn scores")
+    p.add_argument("--show-model", action="store_true", help="watch studies: show which model plays")
+    p.add_argument("--force", action="store_true", help="replace an existing study file of that name")
+    p.set_defaults(func=run_new)
+
+
+def _add_status(sub) -> None:
+    p = sub.add_parser("status", help="per annotator: done, left, attempts, time worked")
+    p.add_argument("name", help="the study's name (or its study.toml)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=run_status)
+
+
+def _add_merge(sub) -> None:
+    p = sub.add_parser("merge", help="bring in trajectories made on other machines")
+    p.add_argument("name", help="the study's name (or its study.toml)")
+    p.add_argument("folders", nargs="+", type=Path, help="folders (or files) of trajectories")
+    p.set_defaults(func=run_merge)
+
+
+# the study's steps: name -> the function that adds its parser (icplay study STEP ...)
+STUDY_COMMANDS: dict[str, Callable] = {"new": _add_new, "status": _add_status, "merge": _add_merge}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("study", help="human baseline studies: new, status, merge",
+                       description="Run a human baseline study: docs/studies.md walks through it.")
+    steps = p.add_subparsers(dest="study_command", metavar="STEP", required=True)
+    for add in STUDY_COMMANDS.values():
+        add(steps)
+
+
+def study_tasks(items: list[str]) -> list[str]:
+    """The task refs ``--tasks`` names: every task of a set, or one ``SET/ID``, in order, once each."""
+    from icplay.study.model import StudyFileError
+    from icplay.study.queue import resolve
+    from icplay.tasks.model import TaskFileError
+    from icplay.tasks.registry import find_set
+
+    refs: list[str] = []
+    for item in items:
+        if "/" in item and not Path(item).exists():
+            found = [resolve(item, "--tasks").key]
+        else:
+            try:
+                found = [t.key for t in find_set(item).load()]
+            except TaskFileError as exc:
+                raise StudyFileError(f"--tasks: {exc}") from None
+        refs += [r for r in found if r not in refs]
+    return refs
+
+
+def run_new(args) -> int:
+    import datetime
+    import random
+
+    from icplay.study.assign import assign
+    from icplay.study.model import STUDY_FILE, Study, StudyRules, check_name, save_study, study_dir
+
+    with study_errors():
+        name = check_name(args.name)
+        path = study_dir(name) / STUDY_FILE
+        if path.exists() and not args.force:
+            raise UserError(f"{path} exists: choose another name, or --force to replace it")
+        annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
+        for who in annotators:
+            check_name(who, "annotator name", "--annotators")
+        refs = study_tasks(args.tasks)
+        if args.sample is not None:
+            if not 1 <= args.sample <= len(refs):
+                raise UserError(f"--sample: {args.sample} of {len(refs)} tasks (give 1 to {len(refs)})")
+            refs = random.Random(f"icplay-sample:{args.seed}").sample(refs, args.sample)
+        if args.time_limit is not None and args.time_limit <= 0:
+            raise UserError("--time-limit: give a positive number of seconds")
+        rules = StudyRules(gold_reveal=args.gold_reveal, retries=args.retries, time_limit_s=args.time_limit,
+                           strict=args.strict, per_turn_scoring=not args.hide_turn_scores,
+                           hide_model=not args.show_model)
+        created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        study = Study(name, tuple(refs), tuple(annotators), args.per_task, args.seed,
+                      assign(refs, annotators, args.per_task, args.seed), rules, created)
+        saved = save_study(study)
+    sizes = ", ".join(f"{who} {len(study.assigned_to(who))}" for who in annotators)
+    print(f"wrote {saved}: {len(refs)} tasks × {args.per_task} annotators each ({sizes})")
+    print(f"each annotator plays: icplay play --study {name} --annotator NAME")
+    return 0
+
+
+def run_status(args) -> int:
+    from icplay.study.model import load_study
+    from icplay.study.status import render_status, study_status
+
+    with study_errors():
+        study = load_study(args.name)
+        skipped: list = []
+        rows = study_status(study, skipped=skipped)
+    if args.json:
+        print(json.dumps({"study": study.name, "annotators": [r.to_dict() for r in rows],
+                          "skipped": [{"path": str(p), "reason": str(e)} for p, e in skipped]}, indent=1))
+    else:
+        print(render_status(study, rows))
+    if skipped:
+        print(f"icplay: {len(skipped)} file(s) skipped: " + "; ".join(str(e) for _, e in skipped), file=sys.stderr)
+    return 0
+
+
+def run_merge(args) -> int:
+    from icplay.study.merge import merge
+    from icplay.study.model import load_study
+
+    with study_errors():
+        study = load_study(args.name)
+        result = merge(study, args.folders)
+    lines = result.lines()
+    print(lines[0])
+    for line in lines[1:]:
+        print(f"icplay: {line}", file=sys.stderr)
+    return 1 if result.conflicts else 0

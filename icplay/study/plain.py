@@ -1,0 +1,188 @@
+"""``icplay play --study NAME --annotator A --plain``: an annotator's queue in line mode.
+
+Each task of the queue runs in the driver's line loop (``icplay.driver.lines``, as ``play
+--plain``), saved in the annotator's session of the study. After a task (submitted, or ended
+by the time limit) one line says what next: an empty line or ``:next`` goes on, ``:gold``
+shows the gold, ``:retry`` tries the task again, ``:quit`` (or the end of input) stops. What
+is allowed is asked of the study's ``PlayRules`` (icplay/study/rules.py), never decided here.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
+from icplay.driver.lines import EOF, QUIT, LineLoop, StdinLines, display
+from icplay.envs.base import Env
+from icplay.episode import Trajectory
+from icplay.session import format_duration
+from icplay.study.queue import DONE, Entry, Queue, resolve
+from icplay.study.rules import PlayRules
+from icplay.tasks.model import Task
+
+AFTER_HELP = "next: [enter] or :next the next task · :gold show the gold · :retry try this task again · :quit"
+
+
+class StudyPlain:
+    """One annotator's queue in line mode (see the module docstring)."""
+
+    def __init__(self, queue: Queue, make_env: Callable[[str], Env], write: Callable[[str], None] = print,
+                 stdin: StdinLines | None = None):
+        self.queue = queue
+        self.rules = PlayRules.of(queue.study)
+        self.session = queue.session()
+        self.make_env = make_env
+        self.write = write
+        self.stdin = stdin or StdinLines.shared()
+        self.stdin.told = True            # a human's queue: the watch controls are not offered
+        self._envs: dict[str, Env] = {}
+
+    def run(self, first: str | None = None) -> int:
+        """Play the queue from ``first`` (a task ref or id; default: the next task not done);
+        the exit code (1 when ``first`` is done and may not be tried again)."""
+        for path, error in self.queue.skipped:
+            print(f"icplay: skipped {path}: {error}", file=sys.stderr)
+        self.write(self.queue.summary())
+        ref = first
+        try:
+            while True:
+                entry = self.queue.entry(ref) if ref is not None else self.queue.next_entry()
+                if entry is None:
+                    self.write(f"{self.queue.annotator}'s queue is done: {self.queue.done} of "
+                               f"{len(self.queue.entries)} tasks, {format_duration(self.queue.time_worked)} worked")
+                    return 0
+                if entry.state == DONE:
+                    refusal = self.rules.retry_refusal(entry.attempts)
+                    if refusal is not None:
+                        print(f"icplay: {entry.ref}: {refusal}", file=sys.stderr)
+                        return 1
+                traj = self._play(entry, retry=entry.state == DONE)
+                if traj is None:
+                    return 0
+                self.queue.refresh()
+                ref = self._next(self.queue.entry(entry.ref), traj)
+                if ref == "":
+                    return 0
+        finally:
+            for env in self._envs.values():
+                env.close()
+
+    # -- one task -------------------------------------------------------------------------
+    def _env(self, task: Task) -> Env:
+        if task.env not in self._envs:
+            self._envs[task.env] = self.make_env(task.env)
+        return self._envs[task.env]
+
+    def _play(self, entry: Entry, retry: bool) -> Trajectory | None:
+        """One attempt at ``entry``'s task; the trajectory, or None when the human quit."""
+        task = resolve(entry.ref, str(self.queue.study.path))
+        if retry:
+            self._set_aside_timed_out(task)
+        n, total = self.queue.position(entry.ref), len(self.queue.entries)
+        self.write(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
+                   + (f" [{task.hardness}]" if task.hardness else "") + " ===")
+        self.write(display(task.query))
+        episode, replayed = self.session.open_episode(self._env(task), task,
+                                                      policy={"kind": "human", "ui": "plain-study"})
+        while self.session.set_aside:
+            print(f"icplay: {self.session.set_aside.pop(0)}", file=sys.stderr)
+        traj = episode.trajectory
+        if replayed:
+            self.write(f"(resumed: {replayed} saved turn(s) replayed)")
+        if (traj.attempt or 1) > 1:
+            self.write(f"(attempt {traj.attempt}{', after the gold was seen' if traj.after_gold_seen else ''})")
+        driver = Driver(episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
+                        track_time=True)
+        timer = self._start_clock(driver, traj)
+        try:
+            outcome = LineLoop(driver, write=self.write, stdin=self.stdin).run()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if self.rules.timed_out(traj):
+            self.write(f"(time is up: {self.rules.time_up_reason()}; {len(traj.turns)} turn(s) saved)")
+            return traj
+        if outcome == QUIT and traj.status != "submitted":
+            self.write(f"(stopped; saved in {self.session.root} — the same command resumes it)")
+            return None
+        return traj
+
+    def _start_clock(self, driver: Driver, traj: Trajectory) -> threading.Timer | None:
+        """The study's time limit: when the worked time reaches it the episode is stopped (saved,
+        every turn kept); the saved worked time then says it timed out."""
+        left = self.rules.time_left(traj.time_worked)
+        if left is None:
+            return None
+        timer = threading.Timer(left, lambda: driver.stop(self.rules.time_up_reason()))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _set_aside_timed_out(self, task: Task) -> None:
+        """A retry of a task the time limit ended: its episode is kept as an attempt, not resumed."""
+        current = self.session.load(task)
+        if current is not None and self.rules.timed_out(current):
+            self.session.archive(task)
+
+    # -- between tasks --------------------------------------------------------------------
+    def _next(self, entry: Entry, traj: Trajectory | None) -> str | None:
+        """Ask what next: a ref to play again (a retry), None for the queue's next, "" to quit."""
+        self.write(self.queue.summary())
+        self.write(AFTER_HELP)
+        while True:
+            line = self._line("next> ")
+            if line is None or line in (":quit", "q"):
+                return ""
+            if line in ("", ":next", "n"):
+                return None
+            if line == ":gold":
+                self._gold(entry, traj)
+            elif line == ":retry":
+                refusal = self.rules.retry_refusal(entry.attempts)
+                if refusal is None:
+                    return entry.ref
+                self.write(f"(refused: {refusal})")
+            else:
+                self.write(f"? {AFTER_HELP}")
+
+    def _gold(self, entry: Entry, traj: Trajectory | None) -> None:
+        refusal = self.rules.gold_refusal()
+        if refusal is not None:
+            self.write(f"(refused: {refusal})")
+            return
+        latest = traj or entry.latest
+        if latest is None:
+            return
+        task: dict[str, Any] = latest.task
+        self.write("gold solution:\n  " + display(str(task.get("gold", ""))).replace("\n", "\n  "))
+        if latest.gold_output:
+            self.write("gold output:\n  " + display(latest.gold_output.strip()).replace("\n", "\n  "))
+        self.session.mark_gold_seen(latest)
+        self.write("(the gold reveal is recorded: a later attempt of this task is marked as after it)")
+
+    def _line(self, prompt: str) -> str | None:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        got = self.stdin.peek(timeout=3600.0 * 24)
+        while got is None:
+            got = self.stdin.peek(timeout=3600.0 * 24)
+        self.stdin.take()
+        if got is EOF:
+            self.stdin._head.insert(0, EOF)
+            self.write("")
+            return None
+        assert isinstance(got, str)
+        if self.stdin.echo:
+            self.write(got)
+        return got.strip()
+
+
+def play_study_plain(study_name: str, annotator: str, task: str | None, make_env: Callable[[str], Env],
+                     home: Path | None = None) -> int:
+    from icplay.study.model import load_study
+
+    queue = Queue(load_study(study_name, home), annotator, home)
+    return StudyPlain(queue, make_env).run(task)

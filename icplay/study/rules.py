@@ -1,0 +1,99 @@
+"""What a study's rules let an annotator do, asked in one place by every front end.
+
+``PlayRules`` answers the questions a front end has while a human plays: may the gold be
+shown now, may this task be tried again (and as which attempt), how long is left, has the
+time run out, is the schema hidden, are per-turn scores shown. The Textual app
+(icplay/tui) and ``--plain`` (icplay/study/plain.py) both hold one and ask it; neither
+decides a rule itself. Outside a study ``FREE`` answers as icplay always has (everything
+allowed, no limit). A refusal is one sentence that names the study file and the rule, so
+an annotator (or the lead) knows where it comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from icplay.episode import Trajectory
+from icplay.study.model import Study, StudyRules
+
+TIMED_OUT_NOTE = "the study's time limit of {limit} per task was reached: the episode is ended and kept as timed out"
+
+
+@dataclass(frozen=True)
+class PlayRules:
+    """The rules one annotator plays under (``FREE`` outside a study)."""
+
+    rules: StudyRules = StudyRules(gold_reveal=True, retries="counted", per_turn_scoring=True, hide_model=False)
+    study: str | None = None          # the study's name, None outside a study
+    where: str = ""                   # the study file, for refusals
+
+    @classmethod
+    def of(cls, study: Study) -> "PlayRules":
+        return cls(study.rules, study.name, str(study.path or f"study {study.name!r}"))
+
+    # -- the gold -------------------------------------------------------------------------
+    def gold_refusal(self) -> str | None:
+        """None when the gold may be shown after a submit, else why not."""
+        if self.rules.gold_reveal:
+            return None
+        return f"this study does not show the gold (rules.gold_reveal = false in {self.where})"
+
+    # -- attempts -------------------------------------------------------------------------
+    def retry_refusal(self, attempts: Iterable[Trajectory]) -> str | None:
+        """None when the task (whose ``attempts`` so far are given) may be tried again, else why not."""
+        if not any(ended(t, self.rules) for t in attempts):
+            return None
+        if self.rules.retries == "counted":
+            return None
+        return f"this task is done and this study allows no retries (rules.retries = \"off\" in {self.where})"
+
+    def next_attempt(self, attempts: Iterable[Trajectory]) -> int:
+        return max((t.attempt or 0 for t in attempts), default=0) + 1
+
+    # -- time -----------------------------------------------------------------------------
+    @property
+    def time_limit(self) -> float | None:
+        return float(self.rules.time_limit_s) if self.rules.time_limit_s is not None else None
+
+    def time_left(self, worked: float) -> float | None:
+        """Seconds left of the task's limit after ``worked`` seconds (None: no limit)."""
+        limit = self.time_limit
+        return None if limit is None else max(0.0, limit - worked)
+
+    def timed_out(self, trajectory: Trajectory) -> bool:
+        return timed_out(trajectory, self.rules)
+
+    def time_up_reason(self) -> str:
+        return TIMED_OUT_NOTE.format(limit=_seconds(self.rules.time_limit_s or 0))
+
+    # -- what is shown --------------------------------------------------------------------
+    @property
+    def hide_schema(self) -> bool:
+        return self.rules.strict
+
+    @property
+    def show_turn_scores(self) -> bool:
+        return self.rules.per_turn_scoring
+
+    @property
+    def hide_model(self) -> bool:
+        return self.study is not None and self.rules.hide_model
+
+
+FREE = PlayRules()
+
+
+def timed_out(trajectory: Trajectory, rules: StudyRules) -> bool:
+    """An episode the time limit ended: not submitted, its worked time at or over the limit."""
+    limit = rules.time_limit_s
+    return limit is not None and trajectory.status != "submitted" and trajectory.time_worked >= limit
+
+
+def ended(trajectory: Trajectory, rules: StudyRules) -> bool:
+    """The attempt is over: submitted, or ended by the time limit."""
+    return trajectory.status == "submitted" or timed_out(trajectory, rules)
+
+
+def _seconds(n: int) -> str:
+    return f"{n // 60} min" if n % 60 == 0 and n >= 60 else f"{n} s"

@@ -20,7 +20,7 @@ class SeatCommands:
     follows one running episode, read-only."""
 
     study: str
-    play: tuple[str, ...] = ()          # the play command's arguments before --annotator (see play_arguments)
+    play: tuple[str, ...] = ()          # play's arguments before --annotator; default: --study STUDY
 
     def for_seat(self, seat: Seat) -> str:
         if seat.role != ANNOTATOR:

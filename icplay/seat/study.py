@@ -24,8 +24,8 @@ def annotators_of(study: str) -> list[str]:
 
 
 def seat_commands(study: str) -> SeatCommands:
-    # TODO(i22-studies): the default (play --study NAME) once their play --study lands
-    return SeatCommands(study, play=("sql", "--session", study))
+    """Each annotator plays their own queue: ``icplay play --study NAME --annotator A``."""
+    return SeatCommands(study)
 
 
 def episodes_of(study: str) -> dict[str, Path]:

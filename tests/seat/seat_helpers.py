@@ -5,12 +5,13 @@ from __future__ import annotations
 from icplay.study.assign import assign
 from icplay.study.model import Study, StudyRules, save_study
 
-TASKS = ("sql/bookshop-01", "sql/bookshop-02")
+TASKS = ("sql/bookshop-01",)
 ANNOTATORS = ("ada", "bo")
 
 
 def make_study(name: str = "pilot") -> Study:
-    study = Study(name, TASKS, ANNOTATORS, 1, 3, assign(TASKS, ANNOTATORS, 1, 3), StudyRules(),
+    """Both annotators have bookshop-01 (the only task, two per task)."""
+    study = Study(name, TASKS, ANNOTATORS, 2, 3, assign(TASKS, ANNOTATORS, 2, 3), StudyRules(),
                   "2026-01-01T00:00:00Z")
     save_study(study)
     return study

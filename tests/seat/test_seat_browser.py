@@ -142,15 +142,16 @@ class Page:
         self.seen = found + len(text)
 
 
-def wait_for_file(pattern: str, predicate, timeout: float = 60) -> dict:
+def wait_for_file(pattern: str, predicate, timeout: float = 60) -> tuple[Path, dict]:
+    """The current trajectory file (not a kept attempt) matching ``pattern`` once ``predicate`` holds."""
     home = Path(os.environ["ICPLAY_HOME"])
     deadline = time.monotonic() + timeout
     while True:
         for path in home.glob(pattern):
-            if "attempts" not in path.parts:
+            if not any(part in ("attempts", ".attempts") for part in path.relative_to(home).parts):
                 data = json.loads(path.read_text())
                 if predicate(data):
-                    return data
+                    return path, data
         assert time.monotonic() < deadline, f"no trajectory {pattern} as expected under {home}"
         time.sleep(0.2)
 
@@ -173,11 +174,9 @@ def test_an_annotator_plays_a_sql_task_in_the_browser_and_a_supervisor_follows(b
     browser.get(links["ada"] + "&annotator=bo")                      # the seat comes from the token, not the URL
     assert browser.current_url == base + "/?annotator=bo"            # the token left the address bar
     page = Page(browser)
-    page.wait_for("bookshop-01")                                     # the task list of ada's app
-    terminal = browser.find_element("css selector", ".xterm-helper-textarea")
-    terminal.send_keys("\n")                                         # open the first task
-    page.wait_for("Schema")
+    page.wait_for("study pilot")                                     # ada's queue, at her first task
     page.wait_for("ready")                                           # the episode is open, the editor focused
+    terminal = browser.find_element("css selector", ".xterm-helper-textarea")
     cookie = {"Cookie": f"{browser.get_cookies()[0]['name']}={links['ada'].split('token=')[1]}"}
     second_tab = {**WEBSOCKET, **cookie, "Origin": base}
     assert status_of(base + "/ws", second_tab) == 409                 # one app per seat: no two on one queue
@@ -191,8 +190,9 @@ def test_an_annotator_plays_a_sql_task_in_the_browser_and_a_supervisor_follows(b
     browser.save_screenshot(str(tmp_path / "browser-seat.png"))
     if os.environ.get("ICPLAY_SEAT_SCREENSHOT"):
         shutil.copy(tmp_path / "browser-seat.png", os.environ["ICPLAY_SEAT_SCREENSHOT"])
-    saved = wait_for_file("**/bookshop-01.json", lambda d: d.get("status") == "submitted")
-    assert saved["annotator"] == "ada" and saved["reward"] == 1.0
+    path, saved = wait_for_file("**/bookshop-01.json", lambda d: d.get("status") == "submitted")
+    assert saved["annotator"] == "ada" and saved["study"] == "pilot" and saved["reward"] == 1.0
+    assert path.relative_to(Path(os.environ["ICPLAY_HOME"])).parts[:4] == ("studies", "pilot", "sessions", "ada")
     assert [t["action"] for t in saved["turns"]] == [POETRY] and saved["turns"][0]["author"] == "human"
 
     browser.get(links["sam"])                                        # the supervisor: a list, then the episode

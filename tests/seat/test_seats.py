@@ -3,6 +3,7 @@ tokens are stored hashed, compared in constant time, and anything without one ge
 
 from __future__ import annotations
 
+import re
 import stat
 
 import pytest
@@ -130,3 +131,31 @@ def test_the_command_comes_from_the_seat_quoted():
     assert "--study pilot" in line and "'ada; rm -rf /'" in line
     with pytest.raises(ValueError):
         commands.for_seat(Seat("sam", SUPERVISOR))
+
+
+def test_serve_tokens_makes_one_per_annotator_of_the_study_shown_once(capsys):
+    from icplay.cli import main
+
+    make_study("pilot")
+    assert main(["serve", "tokens", "--study", "pilot", "--supervisor", "sam", "--port", "8130"]) == 0
+    out = capsys.readouterr().out
+    links = re.findall(r"^\s+(\w+) \((\w+)\)\s+http://127\.0\.0\.1:8130/\?token=(\S+)$", out, re.M)
+    assert [(name, role) for name, role, _ in links] == [("ada", ANNOTATOR), ("bo", ANNOTATOR), ("sam", SUPERVISOR)]
+    seats = seats_of("pilot")
+    assert [seats.seat_of(token) for _, _, token in links] == [Seat("ada"), Seat("bo"), Seat("sam", SUPERVISOR)]
+    assert not any(token in seats.path.read_text() for _, _, token in links)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["serve", "tokens", "--study", "nope"], "no such study file"),
+    (["serve", "--study", "pilot"], "has no seats yet: make their tokens with `icplay serve tokens --study pilot`"),
+    (["serve"], "name the study: --study NAME"),
+    (["view", "--follow", "no/such/episode"], "--follow no/such/episode: no such trajectory file"),
+])
+def test_serve_and_follow_refuse_in_one_sentence(capsys, argv, says):
+    from icplay.cli import main
+
+    make_study("pilot")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err

@@ -18,6 +18,7 @@ a second tab of the same seat is refused (two processes on one queue would race 
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -28,7 +29,7 @@ from textual_serve.server import Server
 
 from icplay.seat.commands import SeatCommands
 from icplay.seat.page import SECURITY_HEADERS, app_page, episode_list
-from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, Seats
+from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, SeatFileError, Seats
 
 SEAT_KEY: web.AppKey = web.AppKey("icplay_seat_server")
 # where the gate leaves the request's seat for the handlers (RequestKey: aiohttp >= 3.12)
@@ -81,11 +82,20 @@ class SeatServer:
 
     # -- the gate -----------------------------------------------------------------------------
 
+    def seat_of(self, token: str | None) -> Seat | None:
+        """The seat of ``token``; None also when the seats file went bad while serving (every
+        request is refused until it is mended, and each refusal says why on stderr)."""
+        try:
+            return self.seats.seat_of(token)
+        except SeatFileError as exc:
+            print(f"icplay serve: {exc}", file=sys.stderr, flush=True)
+            return None
+
     @web.middleware
     async def gate(self, request: web.Request, handler) -> web.StreamResponse:
         token = request.query.get("token")
         if token is not None:                           # the link: swap the token for a cookie
-            if self.seats.seat_of(token) is None:
+            if self.seat_of(token) is None:
                 return unauthorized()
             rest = [(k, v) for k, v in request.query.items() if k != "token"]
             location = request.path + (f"?{urlencode(rest)}" if rest else "")
@@ -93,7 +103,7 @@ class SeatServer:
             response.set_cookie(self.cookie, token, httponly=True, samesite="Strict", path="/",
                                 secure=self.public_url.startswith("https:"))
             return response
-        seat = self.seats.seat_of(request.cookies.get(self.cookie))
+        seat = self.seat_of(request.cookies.get(self.cookie))
         if seat is None:
             return unauthorized()
         if request.path.startswith("/ws") and request.headers.get("Origin", self.origin) != self.origin:

@@ -62,7 +62,22 @@ class Seats:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._stamp = self._stat()
         self._stored: list[_Stored] = self._read()
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def reload(self) -> None:
+        """Read the file again if it changed since (a token made or revoked by ``icplay serve
+        tokens`` while the server runs counts at the next request); SeatFileError if it is bad."""
+        stamp = self._stat()
+        if stamp != self._stamp:
+            self._stored, self._stamp = self._read(), stamp
 
     def _read(self) -> list[_Stored]:
         if not self.path.exists():
@@ -104,11 +119,13 @@ class Seats:
         made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._stored = [s for s in self._stored if s.seat != seat] + [_Stored(seat, digest_of(token), made)]
         self._write()
+        self._stamp = self._stat()
         return token
 
     def seat_of(self, token: str | None) -> Seat | None:
         """The seat ``token`` opens, or None. Every stored digest is compared, in constant
-        time each, whatever matched earlier."""
+        time each, whatever matched earlier. The file is read again if it changed."""
+        self.reload()
         if not token or len(token) > 256:
             return None
         presented = digest_of(token)

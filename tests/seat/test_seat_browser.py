@@ -156,6 +156,21 @@ def wait_for_file(pattern: str, predicate, timeout: float = 60) -> tuple[Path, d
         time.sleep(0.2)
 
 
+def seat_apps(annotator: str) -> list[int]:
+    """The pids of ``icplay play --study ... --annotator A`` processes of this test's home."""
+    home = f"ICPLAY_HOME={os.environ['ICPLAY_HOME']}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"play" in argv and b"--study" in argv and annotator.encode() in argv and \
+                    home in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def press(driver, *keys: str) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
@@ -195,7 +210,12 @@ def test_an_annotator_plays_a_sql_task_in_the_browser_and_a_supervisor_follows(b
     assert path.relative_to(Path(os.environ["ICPLAY_HOME"])).parts[:4] == ("studies", "pilot", "sessions", "ada")
     assert [t["action"] for t in saved["turns"]] == [POETRY] and saved["turns"][0]["author"] == "human"
 
+    assert len(seat_apps("ada")) == 1
     browser.get(links["sam"])                                        # the supervisor: a list, then the episode
+    deadline = time.monotonic() + 60
+    while seat_apps("ada"):                                          # ada's page left: her app quits
+        assert time.monotonic() < deadline, "ada's app outlived her page"
+        time.sleep(0.2)
     assert "supervisor, read-only" in browser.page_source
     browser.find_element("partial link text", "bookshop-01").click()
     page = Page(browser)

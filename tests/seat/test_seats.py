@@ -159,3 +159,13 @@ def test_serve_and_follow_refuse_in_one_sentence(capsys, argv, says):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+async def test_tokens_made_or_revoked_while_serving_count_at_the_next_request(gate):
+    client, tokens, server = gate
+    elsewhere = Seats(server.seats.path)                  # `icplay serve tokens` in another process
+    new = elsewhere.issue("ada")
+    await assert_401(await client.get("/", cookies={server.cookie: tokens["ada"]}))
+    assert (await client.get("/", cookies={server.cookie: new})).status == 200
+    server.seats.path.write_text('{"seats": 3}')           # a file gone bad: everyone is refused, nobody let in
+    await assert_401(await client.get("/", cookies={server.cookie: new}))

@@ -118,8 +118,9 @@ class SeatServer:
         if seat.role == ANNOTATOR:
             return self._app_page(request, "/ws", f"{self.title} · {seat.name}")
         name = request.query.get("follow")
-        if name is None or name not in self.episodes():
-            return self._episode_list(seat, name)
+        episodes = await asyncio.to_thread(self.episodes)     # a scan of files: off the loop the apps' relays share
+        if name is None or name not in episodes:
+            return self._episode_list(seat, name, episodes)
         return self._app_page(request, "/ws/follow/" + quote(name), f"{self.title} · following {name}")
 
     def _app_page(self, request: web.Request, socket_path: str, title: str) -> web.StreamResponse:
@@ -129,8 +130,8 @@ class SeatServer:
                         _int(request.query.get("fontsize"), 16))
         return web.Response(text=page, content_type="text/html", headers=SECURITY_HEADERS)
 
-    def _episode_list(self, seat: Seat, asked: str | None) -> web.Response:
-        page = episode_list(self.title, seat.name, list(self.episodes()), asked)
+    def _episode_list(self, seat: Seat, asked: str | None, episodes: dict[str, Path]) -> web.Response:
+        page = episode_list(self.title, seat.name, list(episodes), asked)
         return web.Response(text=page, content_type="text/html", headers=SECURITY_HEADERS)
 
     # -- the app's websocket ---------------------------------------------------------------------
@@ -151,7 +152,7 @@ class SeatServer:
         seat: Seat = request[REQUEST_SEAT]
         if seat.role != SUPERVISOR:
             return web.Response(status=403, text="403: only a supervisor's seat follows episodes\n")
-        path = self.episodes().get(request.match_info["name"])
+        path = (await asyncio.to_thread(self.episodes)).get(request.match_info["name"])
         if path is None:
             raise web.HTTPNotFound(text="no such episode\n")
         return await self._relay(request, self.commands.follow(path))

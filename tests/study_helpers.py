@@ -14,7 +14,7 @@ from icplay.tasks.registry import load_tasks
 ROOT = Path(__file__).resolve().parents[1]
 SQL = {t.id: t for t in load_tasks("sql")}
 SIX = [f"sql/bookshop-0{i}" for i in range(1, 7)]
-WRONG = "SELECT 1;"
+WRONG = "SELECT 'no such answer';"   # shares no row with any of the six golds
 
 
 def gold(ref: str) -> str:

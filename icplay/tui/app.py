@@ -275,7 +275,13 @@ class PlayApp(App):
         except StudyFileError as exc:
             self.notify(str(exc), severity="error", timeout=10)
             return
-        screen = LiveScreen(task)          # a done task asked for by name is shown as it ended
+        latest = entry.latest
+        retry = latest is not None and self.rules.timed_out(latest)
+        if retry and not self._study_retry(task):      # ended by the time limit: never resumed
+            if ref is not None:
+                self.open_from_queue()                  # said why; her next task instead
+            return
+        screen = LiveScreen(task, retry=retry)  # a submitted task asked for by name is shown as it ended
         if isinstance(self.screen, LiveScreen):
             self.switch_screen(screen)
         else:

@@ -4,7 +4,7 @@ the schema hidden under strict), Ctrl+N goes on in her order, the time limit end
 
 from __future__ import annotations
 
-from tui_helpers import FakeClock, play_screen, play_state, text_of, wait_for, wait_ready
+from tui_helpers import FakeClock, play_screen, play_state, wait_for, wait_ready
 from test_play_sql import run_sql
 
 from icplay.frontend.config import Config
@@ -72,24 +72,46 @@ async def test_the_queue_opens_in_her_order_and_refuses_the_gold_and_the_retry(m
     assert (saved.study, saved.annotator, saved.reward, saved.gold_seen_at) == ("pilot", "ana", 1.0, None)
 
 
+async def run_out_of_time(pilot, clock: FakeClock) -> None:
+    """One statement, then the worked time goes past the limit (60 s): the episode is stopped."""
+    await wait_ready(pilot)
+    await run_sql(pilot, "SELECT 1;")
+    clock.now += 61
+    await wait_for(pilot, lambda: play_state(pilot.app) == "stopped", 20, "the time limit")
+
+
 async def test_the_time_limit_ends_the_task_in_the_app(make_app, home):
     queue = make_study(home, time_limit_s=60)
     ref = queue.study.assigned_to("ana")[0]
     clock = FakeClock()
     app = make_app(sandbox=None, annotator="ana", study=queue, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(pilot)
-        await run_sql(pilot, "SELECT 1;")
-        clock.now += 61
-        await wait_for(pilot, lambda: play_state(app) == "stopped", 20, "the time limit")
+        await run_out_of_time(pilot, clock)
         screen = play_screen(app)
-        assert "time is up" in text_of(screen.query_one("#result-info")) or any(
-            "Time is up" in n.message for n in app._notifications)
+        assert any("Time is up: the study's time limit of 1 min per task was reached" in n.message
+                   for n in app._notifications)
         await pilot.press("f8")                                             # no retry: retries are off
         await pilot.pause()
         assert play_screen(app) is screen
         assert any("allows no retries" in n.message for n in app._notifications)
     app.close_envs()
     saved = load_trajectory(home / "studies/pilot/sessions/ana" / f"{ref}.json")
-    assert saved.status == "stopped" and saved.time_worked >= 60 and [t.action.rstrip(";") for t in saved.turns] == ["SELECT 1"]
+    assert saved.status == "stopped" and saved.time_worked >= 60
+    assert [t.action.rstrip(";") for t in saved.turns] == ["SELECT 1"]
     assert Queue(load_study("pilot", home), "ana", home).entry(ref).state == "done"
+
+
+async def test_a_timed_out_task_asked_for_by_name_is_not_resumed(make_app, home):
+    queue = make_study(home, time_limit_s=60)
+    mine = queue.study.assigned_to("ana")
+    clock = FakeClock()
+    app = make_app(sandbox=None, annotator="ana", study=queue, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_out_of_time(pilot, clock)
+    app.close_envs()
+    again = make_app(sandbox=None, annotator="ana", study=Queue(load_study("pilot", home), "ana", home), task=mine[0])
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        assert play_screen(again).task_record.key == mine[1]                # refused, her next task instead
+        assert any("allows no retries" in n.message for n in again._notifications)
+    again.close_envs()

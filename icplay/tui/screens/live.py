@@ -936,8 +936,10 @@ class LiveScreen(Screen[None]):
         self.result = result
         self.over = OVER_SUBMITTED
         self.pane.set_done()
-        self._set_pane_status(Text(f"submitted · reward {result.reward:.2f} · "
-                                   "F9 score · Ctrl+G gold · Ctrl+N next · F8 retry", style="bold"))
+        keys = ["F9 score", "Ctrl+G gold" if self._gold_refusal() is None else "", "Ctrl+N next",
+                "F8 retry" if self._retry_refusal() is None else ""]
+        self._set_pane_status(Text(f"submitted · reward {result.reward:.2f} · " + " · ".join(k for k in keys if k),
+                                   style="bold"))
         if self.episode is not None and self.episode.trajectory.turns:
             self.turn_list.set_turns(self.episode.trajectory.turns)
         self.refresh_status()

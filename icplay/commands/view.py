@@ -135,16 +135,12 @@ def follow_target(target: str) -> Path:
 
 def follow(target: str) -> int:
     from icplay.store import load_trajectory
-    from icplay.tui.launch import check_terminal, quit_on_shutdown_signal
+    from icplay.tui.launch import run_until_quit
     from icplay.tui.screens.view_follow import FollowApp
 
     path = follow_target(target)
     load_trajectory(path)               # a file that cannot be read is one line, before the screen is taken
-    check_terminal()
-    app = FollowApp(path)
-    with quit_on_shutdown_signal(app):
-        app.run()
-    return app.return_code or 0
+    return run_until_quit(FollowApp(path))
 
 
 def _quiet_annotator(args, resolve) -> str | None:

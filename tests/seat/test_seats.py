@@ -169,3 +169,21 @@ async def test_tokens_made_or_revoked_while_serving_count_at_the_next_request(ga
     assert (await client.get("/", cookies={server.cookie: new})).status == 200
     server.seats.path.write_text('{"seats": 3}')           # a file gone bad: everyone is refused, nobody let in
     await assert_401(await client.get("/", cookies={server.cookie: new}))
+
+
+@pytest.mark.parametrize("host, warns", [("127.0.0.1", False), ("::1", False), ("localhost", False),
+                                         ("0.0.0.0", True), ("192.168.1.20", True)])
+def test_listening_beyond_this_machine_without_tls_warns(monkeypatch, capsys, host, warns):
+    import icplay.seat.server as server_module
+    from icplay.cli import main
+
+    make_study("pilot")
+    seats_of("pilot").issue("ada")
+    served = []
+    monkeypatch.setattr(server_module, "serve", lambda server, h, port, say: served.append((server.public_url, h)))
+    assert main(["serve", "--study", "pilot", "--host", host, "--port", "8140"]) == 0
+    assert served and served[0][1] == host
+    assert ("without TLS" in capsys.readouterr().err) is warns
+    served.clear()
+    assert main(["serve", "--study", "pilot", "--host", host, "--public-url", "https://seats.example.org/"]) == 0
+    assert served[0][0] == "https://seats.example.org" and "without TLS" not in capsys.readouterr().err

@@ -8,6 +8,8 @@ flagging those whose observation, exit code or reward now differs (with a diff);
 1 when anything differs. ``--fork K FILE`` opens the viewer straight on a fork of that
 episode keeping its first K turns: you go on (the play screen), or an agent does (the watch
 screen) with ``--agent`` or watch's agent options (``--model``, ``--policy gold`` ...).
+``--follow FILE|SESSION/SET/ID`` follows one episode as it is played, read-only (a
+supervisor's view; ``icplay serve`` offers it to a supervisor's browser).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def register(sub) -> None:
                    help="run or session folders, trajectory files, InterCode files (default: all of $ICPLAY_HOME)")
     p.add_argument("--reexecute", metavar="FILE",
                    help="replay this saved episode in a fresh sandbox and flag the turns that now differ")
+    p.add_argument("--follow", metavar="FILE|SESSION/SET/ID",
+                   help="follow one episode as it is played (any annotator's or agent's), read-only")
     add_sandbox_argument(p, " (re-execution and forks)")
     p.add_argument("--image", help="Docker image for Bash episodes (re-execution and forks)")
     p.add_argument("--session", default="forks", help="session forks are saved in (default: forks)")
@@ -89,6 +93,8 @@ def fork_request(args):
 def run(args) -> int:
     if args.reexecute:
         return reexecute_file(args.reexecute, args.sandbox, args.image)
+    if args.follow:
+        return follow(args.follow)
     from icplay.formats.summary import scan
     from icplay.session import check_session_name
 
@@ -112,6 +118,29 @@ def run(args) -> int:
     app = ViewApp(paths=args.paths or None, sandbox=args.sandbox, image=args.image, fork_session=args.session,
                   fork=fork, annotator=annotator, annotator_note=fork is not None)
     return run_until_quit(app)
+
+
+def follow_target(target: str) -> Path:
+    """The trajectory file ``--follow`` names: a file, or SESSION/SET/ID of a session in $ICPLAY_HOME."""
+    from icplay.paths import home_dir
+
+    path = Path(target)
+    if path.is_file():
+        return path
+    in_session = home_dir() / "trajectories" / f"{target}.json"
+    if target.count("/") == 2 and ".." not in target.split("/") and in_session.is_file():
+        return in_session
+    raise UserError(f"--follow {target}: no such trajectory file, nor a SESSION/SET/ID in {home_dir() / 'trajectories'}")
+
+
+def follow(target: str) -> int:
+    from icplay.store import load_trajectory
+    from icplay.tui.launch import run_until_quit
+    from icplay.tui.screens.view_follow import FollowApp
+
+    path = follow_target(target)
+    load_trajectory(path)               # a file that cannot be read is one line, before the screen is taken
+    return run_until_quit(FollowApp(path))
 
 
 def _quiet_annotator(args, resolve) -> str | None:

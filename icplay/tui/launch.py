@@ -10,6 +10,7 @@ the CLI's user errors before the screen is taken over, so they print as one line
 from __future__ import annotations
 
 import asyncio
+import os
 import contextlib
 import sys
 
@@ -19,7 +20,10 @@ from icplay.tasks.model import TaskFileError
 
 def check_terminal() -> None:
     """The app needs a terminal on stdin and stdout; without one Textual would spin a core
-    forever waiting for one. Say so in one line instead."""
+    forever waiting for one. Say so in one line instead. Under textual-serve (``icplay serve``)
+    the pipes are the browser's terminal: Textual's web driver speaks over them."""
+    if os.environ.get("TEXTUAL_DRIVER", "").endswith("web_driver:WebDriver"):
+        return
     missing = [name for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
                if stream is None or not _isatty(stream)]
     if missing:

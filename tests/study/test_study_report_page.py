@@ -16,36 +16,21 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ci_rules import unavailable
+from headless_chromium import OFFLINE, start_chromium
 from study_report_data import STUDY, agent_folder, annotated
 
 from icplay.study.html import render_html
 from icplay.study.report import build_report, load_agents
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "study-report.png"
 
-pytestmark = pytest.mark.chromium
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def browser():
     """A headless Chromium with no way out to the network."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        unavailable("selenium is not installed (pip install -e '.[dev]')")
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            unavailable(f"{path} is missing (apt-get install chromium chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900",
-                "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-                "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = start_chromium(*OFFLINE, "--hide-scrollbars", width=1100, height=900)
     try:
         yield driver
     finally:

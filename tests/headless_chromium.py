@@ -1,0 +1,32 @@
+"""A real headless Chromium for the browser tests (Debian's chromium and chromium-driver,
+driven by selenium). Under CI=true a missing piece fails the test (``unavailable``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ci_rules import unavailable
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# every connection to a closed port, every host name to nothing: a page that fetched
+# anything from outside would show it
+OFFLINE = ("--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND")
+
+
+def start_chromium(*arguments: str, width: int = 1400, height: int = 900) -> Any:
+    """A started driver (quit it when done). ``--no-sandbox``: the tests run as root."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        unavailable("selenium is not installed (pip install -e '.[dev]')")
+    for program in (CHROMIUM, CHROMEDRIVER):
+        if not Path(program).exists():
+            unavailable(f"{program} is missing (apt-get install chromium chromium-driver; ci/provision-docker.sh)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     f"--window-size={width},{height}", *arguments):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)

@@ -36,6 +36,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _print_json(tables: list, split: bool, attempts: str, skipped: list) -> None:
+    """The report as one JSON document: each run's figures (with its language and set when the
+    logs hold more than one), the attempts counted and the files skipped."""
+    runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
+            for (env, set_name), summaries in tables for s in summaries]
+    print(json.dumps({"runs": runs, "attempts": attempts,
+                      "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+
+
 def run(args) -> int:
     from icplay.attempts import counted_note
     from icplay.formats.native import skipped_note
@@ -50,10 +59,7 @@ def run(args) -> int:
     tables = _tables(logs, args.turns)
     split = len(tables) > 1
     if args.json:
-        runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
-                for (env, set_name), summaries in tables for s in summaries]
-        print(json.dumps({"runs": runs, "attempts": args.attempts,
-                          "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+        _print_json(tables, split, args.attempts, skipped)
         say_skipped(skipped)
         return 0
     for n, ((env, set_name), summaries) in enumerate(tables):

@@ -289,16 +289,20 @@ def configured_model_options(args) -> dict:
         raise UserError(str(exc)) from None
 
 
+def _say_skipped_tasks(left: list, include_remote: bool) -> None:
+    shown = "; ".join(f"{t.id}: {t.extra['skip']}" for t in left[:5])
+    more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
+    hint = " (--include-remote plays those that need a server)" if not include_remote else ""
+    print(f"icplay: skipping {len(left)} task(s){hint}: {shown}{more}", file=sys.stderr)
+
+
 def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
     """The tasks without a reason to be skipped (``extra["skip"]``: CTF tasks that need a
     server or whose files are absent), saying on stderr which were left out and why."""
     kept = [t for t in tasks if not t.extra.get("skip") or (include_remote and t.extra.get("remote"))]
     left = [t for t in tasks if t not in kept]
     if left and not quiet:
-        shown = "; ".join(f"{t.id}: {t.extra['skip']}" for t in left[:5])
-        more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
-        hint = " (--include-remote plays those that need a server)" if not include_remote else ""
-        print(f"icplay: skipping {len(left)} task(s){hint}: {shown}{more}", file=sys.stderr)
+        _say_skipped_tasks(left, include_remote)
     if not kept:
         raise UserError(f"every selected task is skipped: {left[0].extra['skip']}")
     return kept

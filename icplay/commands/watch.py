@@ -70,8 +70,6 @@ def register(sub) -> None:
 
 def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, dict[str, Any], list[Task]]:
     """The policy (from its PolicySpec), its description for the trajectory, and the tasks it can play."""
-    from icplay.agents.llm import AgentError
-    from icplay.agents.strategies import strategy_name
     from icplay.frontend.policies import PolicySpec
 
     spec = args.policy or ("llm" if args.model else None)
@@ -81,16 +79,31 @@ def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, d
     if spec == "gold":
         return PolicySpec("gold").build(args.env), {"kind": "gold"}, tasks
     if spec.startswith("replay:") or spec == "replay":
-        path = spec.partition(":")[2]
-        if not path:
-            raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
-                            "results file)")
-        from icplay.commands.run import load_replay
-
-        policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
-        return policy, policy.describe(), covered
+        return _replay_policy(spec, tasks)
     if spec != "llm":
         raise UserError(f"unknown --policy {spec!r} (llm, gold or replay:FILE)")
+    return (*_llm_policy(args), tasks)
+
+
+def _replay_policy(spec: str, tasks: list[Task]) -> tuple[Policy, dict[str, Any], list[Task]]:
+    """--policy replay:FILE: the saved actions of FILE, and the tasks it has an episode of."""
+    path = spec.partition(":")[2]
+    if not path:
+        raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
+                        "results file)")
+    from icplay.commands.run import load_replay
+
+    policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
+    return policy, policy.describe(), covered
+
+
+def _llm_policy(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
+    """The model of --model with the command line's options, its client made now (a missing
+    key is one sentence before any task starts), and its description."""
+    from icplay.agents.llm import AgentError
+    from icplay.agents.strategies import strategy_name
+    from icplay.frontend.policies import PolicySpec
+
     if not args.model:
         raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
     try:
@@ -103,8 +116,7 @@ def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, d
         policy.model.client()   # no key: one sentence now
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
-    info = {k: v for k, v in policy.describe().items() if v is not None}
-    return policy, info, tasks
+    return policy, {k: v for k, v in policy.describe().items() if v is not None}
 
 
 def actions_of(args) -> str:

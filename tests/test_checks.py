@@ -12,6 +12,11 @@ from pathlib import Path
 
 from ci_rules import unavailable
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:   # icplay's own dependency on Python 3.10
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -74,3 +79,13 @@ def test_a_long_function_is_caught(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (package / "long.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}")
     assert long_functions(package) == [f"pkg/long.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+def test_mypy_lists_every_module():
+    """Every package and top-level module of icplay is in [tool.mypy]'s files (none left out
+    quietly: a module not listed would go unchecked)."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"])
+    package = ROOT / "icplay"
+    present = {f"icplay/{p.name}" for p in package.iterdir()
+               if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").exists())}
+    assert present - listed == set()

@@ -81,6 +81,57 @@ def test_a_long_function_is_caught(tmp_path):
     assert long_functions(package) == [f"pkg/long.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
 
 
+# Why a function may import one of icplay's own modules inside it (docs/library.md, "Checks"):
+# the words its comment must use, on the import's line or on a comment line just above it, or
+# once for the whole module in a comment that says its imports are "imported inside the function".
+LOCAL_IMPORT_REASONS = ("start-up", "start fast", "optional dependency", "import cycle")
+MODULE_WIDE = "imported inside the function"
+# Not yet audited: the lead is reshaping this module in another branch (its 4 local imports)
+NOT_YET_AUDITED = {"icplay/sandbox/docker.py"}
+
+
+def unexplained_local_imports(root: Path) -> list[str]:
+    """Every import of ``root``'s own package inside a function with no comment saying why."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = str(path.relative_to(root.parent))
+        if name in NOT_YET_AUDITED:
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        module_wide = any(line.startswith("#") and MODULE_WIDE in line + " " + lines[i + 1]
+                          and any(r in line + " " + lines[i + 1] for r in LOCAL_IMPORT_REASONS)
+                          for i, line in enumerate(lines[:-1]))
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if getattr(node, "level", 0) or not any(m.split(".")[0] == root.name for m in modules):
+                    continue
+                said = lines[node.lineno - 1] + " " + (lines[node.lineno - 2] if node.lineno > 1 else "")
+                if not module_wide and not any(r in said for r in LOCAL_IMPORT_REASONS):
+                    found.append(f"{name}:{node.lineno} {lines[node.lineno - 1].strip()}")
+    return found
+
+
+def test_function_local_imports_say_why():
+    assert unexplained_local_imports(ROOT / "icplay") == []
+
+
+def test_an_unexplained_local_import_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "said.py").write_text("def f():\n    from pkg import other   # start-up: other is slow\n"
+                                     "    return other\n\n\ndef g():\n    import json\n    return json\n")
+    (package / "unsaid.py").write_text("def f():\n    from pkg.said import f\n    return f\n")
+    (package / "wide.py").write_text("# Commands are imported inside the function that runs them: start-up.\n\n"
+                                     "def f():\n    from pkg.said import f\n    return f\n")
+    assert unexplained_local_imports(package) == ["pkg/unsaid.py:2 from pkg.said import f"]
+
+
 def test_mypy_lists_every_module():
     """Every package and top-level module of icplay is in [tool.mypy]'s files (none left out
     quietly: a module not listed would go unchecked)."""

@@ -16,6 +16,14 @@ from __future__ import annotations
 
 import sys
 from icplay.process import UserError
+from icplay.formats.export import AUTHORS, ExportError, FORMATS, SOLVED_BY, render, select
+from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
+from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
+from icplay.agents.strategies import strategy_name
+from icplay.formats import load_logs
+from icplay.sandbox.base import SandboxError
+from icplay.tasks.model import TaskFileError
+from icplay.tasks.registry import load_tasks
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -23,8 +31,6 @@ from icplay.process import UserError
 
 
 def register(sub) -> None:
-    from icplay.formats.export import AUTHORS, FORMATS, SOLVED_BY
-
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("format", choices=(*FORMATS, "atif", "harbor"), help="the output format (atif: JSON Lines of ATIF "
@@ -60,10 +66,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.formats.native import Skipped, skipped_note
-    from icplay.formats.export import select
-    from icplay.store import escape_surrogates
-
     if args.format == "harbor":
         return run_harbor(args)
     strategy = _checked_episode_export(args)
@@ -87,8 +89,6 @@ def run(args) -> int:
 def _checked_episode_export(args) -> str:
     """An export of episodes is asked for properly: PATHS, no --tasks, a known --strategy
     (returned by its full name)."""
-    from icplay.agents.strategies import strategy_name
-
     if args.tasks:
         raise UserError("--tasks is for `icplay export harbor`; other formats export saved episodes (PATHS)")
     if not args.paths:
@@ -103,9 +103,6 @@ def _episodes(paths: list, attempts: str, skipped: list) -> list:
     """The saved episodes under ``paths``, the attempts ``--attempts`` asks for; a path that
     cannot be read as a whole goes to ``skipped`` and the others are still exported."""
     from icplay.attempts import choose
-    from icplay.formats import load_logs
-    from icplay.formats.native import Skipped, load_earlier_attempts
-    from icplay.store import TrajectoryFileError
 
     trajs = []
     for path in paths:
@@ -121,8 +118,6 @@ def _episodes(paths: list, attempts: str, skipped: list) -> list:
 
 def _rendered(args, chosen: list, strategy: str) -> tuple[str, int]:
     """The export's text and how many records it holds."""
-    from icplay.formats.export import ExportError, render
-
     try:
         if args.format == "atif":
             from icplay.formats.atif import atif_lines
@@ -138,7 +133,6 @@ def run_harbor(args) -> int:
     from pathlib import Path
 
     from icplay.harbor.export import ExportError, export_tasks
-    from icplay.sandbox.base import SandboxError
 
     if args.paths or not args.tasks:
         raise UserError("icplay export harbor takes task sets, not episodes: --tasks SET [--tasks SET ...] --out DIR")
@@ -154,9 +148,6 @@ def run_harbor(args) -> int:
 
 
 def _harbor_tasks(names: list[str], env: str | None) -> list:
-    from icplay.tasks.model import TaskFileError
-    from icplay.tasks.registry import load_tasks
-
     tasks = []
     for name in names:
         try:
@@ -202,8 +193,6 @@ def _none_chosen(trajs: list, solved: str | None) -> str:
 def _write(out: str, text: str) -> None:
     """The export to stdout ("-") or to a file written whole or not at all."""
     from pathlib import Path
-
-    from icplay.store import atomic_write_text
 
     if out == "-":
         sys.stdout.write(text)

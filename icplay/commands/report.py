@@ -17,6 +17,9 @@ import json
 import sys
 from pathlib import Path
 from icplay.process import UserError
+from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
+from icplay.store import TrajectoryFileError
+from icplay.episode import annotator_label
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -47,7 +50,6 @@ def _print_json(tables: list, split: bool, attempts: str, skipped: list) -> None
 
 def run(args) -> int:
     from icplay.attempts import counted_note
-    from icplay.formats.native import skipped_note
     from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
 
     if args.label and len(args.label) != len(args.logs):
@@ -77,8 +79,6 @@ def run(args) -> int:
 
 def say_skipped(skipped) -> None:
     """The files left out, once, on stderr after the tables (so they are the last thing read)."""
-    from icplay.formats.native import skipped_note
-
     if skipped:
         sys.stdout.flush()
         print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)
@@ -88,9 +88,7 @@ def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
     """(label, path, {(env, set): trajectories}) per log given; a file (or a whole LOG) that
     cannot be read goes to ``skipped`` and the others are still reported."""
     from icplay.attempts import choose
-    from icplay.formats.native import Skipped, load_earlier_attempts
     from icplay.report import group_by_set, load_logs, run_label
-    from icplay.store import TrajectoryFileError
 
     logs = []
     for i, log in enumerate(args.logs):
@@ -110,7 +108,6 @@ def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
 
 def _by_annotator(label: str, path: str, trajs: list) -> list[tuple[str, str, dict]]:
     """One more column per annotator when a log holds the episodes of more than one."""
-    from icplay.episode import annotator_label
     from icplay.report import group_by_set
 
     names = sorted({annotator_label(t.annotator) for t in trajs})

@@ -18,6 +18,9 @@ from pathlib import Path
 from icplay.process import UserError
 
 from icplay.languages import shell_sandboxes
+from icplay.tasks.registry import find_set, task_sets
+from icplay.formats.intercode import read_results
+from icplay.languages import default_sandbox, make_env
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -52,8 +55,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.tasks.registry import find_set, task_sets
-
     env_name = args.env or next((s.env for s in task_sets() if s.name == args.tasks), None)
     if env_name == "bash":
         return run_bash(args)
@@ -113,8 +114,6 @@ def run_sql(args, task_set) -> int:
 
 def run_python(args, task_set) -> int:
     """Replay recorded Python episodes in fresh interpreters (``icplay.rescore.python``)."""
-    from icplay.formats.intercode import read_results
-    from icplay.languages import default_sandbox, make_env
     from icplay.rescore.python import rescore
 
     sandbox = args.sandbox or default_sandbox("python")
@@ -131,7 +130,6 @@ def run_python(args, task_set) -> int:
 def run_ctf(args, task_set) -> int:
     """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``
     (``icplay.rescore.ctf``); ``none`` scores the submits without replaying anything."""
-    from icplay.formats.intercode import read_results
     from icplay.rescore.ctf import rescore
 
     sandbox = args.sandbox
@@ -140,15 +138,13 @@ def run_ctf(args, task_set) -> int:
                         f"not {sandbox!r}")
     tasks = task_set.load()
     episodes = _read_episodes(args, read_results)
-    make_env = None
+    replay_env = None
     if sandbox != "none":
-        from icplay.languages import default_sandbox, make_env as make_language_env
-
         kind = sandbox or default_sandbox("ctf")
-        make_env = lambda: make_language_env("ctf", kind)   # noqa: E731
+        replay_env = lambda: make_env("ctf", kind)   # noqa: E731
     started = time.monotonic()
-    print(f"replaying {len(episodes)} CTF episodes" + ("" if make_env else " (submits only)"), file=sys.stderr)
-    results, summary = rescore(episodes, tasks, make_env)
+    print(f"replaying {len(episodes)} CTF episodes" + ("" if replay_env else " (submits only)"), file=sys.stderr)
+    results, summary = rescore(episodes, tasks, replay_env)
     report(args, episodes, results, summary, started)
     _print_differing_turns(results)
     return 0
@@ -165,9 +161,6 @@ def _print_differing_turns(results) -> None:
 def run_bash(args) -> int:
     """Replay recorded Bash episodes on their image (``icplay.rescore.bash``)."""
     from icplay.rescore.bash import rescore
-    from icplay.languages import make_env
-    from icplay.formats.intercode import read_results
-    from icplay.tasks.registry import find_set
 
     tasks = find_set(args.tasks, env="bash").load()
     if not (args.image or all(t.image for t in tasks)):

@@ -24,10 +24,21 @@ from icplay.agents.families import add_model_arguments
 from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
+from icplay.commands.run import configured_model_options, load_replay
+from icplay.agents.strategies import strategy_name
+from icplay.frontend.config import ConfigError, load_config
+from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
+from icplay.driver import Broker, Driver, Limits
+from icplay.driver.lines import first_unfinished, run_tasks
+from icplay.languages import make_env
 
 if TYPE_CHECKING:   # the types only: the modules themselves load when the command runs
     from icplay.episode import Policy
     from icplay.tasks.model import Task
+
+
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
 
 
 def register(sub) -> None:
@@ -91,7 +102,6 @@ def _replay_policy(spec: str, tasks: list[Task]) -> tuple[Policy, dict[str, Any]
     if not path:
         raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
                         "results file)")
-    from icplay.commands.run import load_replay
 
     policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
     return policy, policy.describe(), covered
@@ -101,14 +111,11 @@ def _llm_policy(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
     """The model of --model with the command line's options, its client made now (a missing
     key is one sentence before any task starts), and its description."""
     from icplay.agents.llm import AgentError
-    from icplay.agents.strategies import strategy_name
     from icplay.frontend.policies import PolicySpec
 
     if not args.model:
         raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
     try:
-        from icplay.commands.run import configured_model_options
-
         policy = PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
                             options=configured_model_options(args), timeout=args.timeout, retries=args.retries,
                             strategy=strategy_name(args.strategy), protocol=args.protocol,
@@ -123,7 +130,6 @@ def actions_of(args) -> str:
     """--actions, else config.toml's ``[agent] actions``, else text."""
     if args.actions:
         return args.actions
-    from icplay.frontend.config import ConfigError, load_config
 
     try:
         return load_config().agent.get("actions") or "text"
@@ -132,8 +138,6 @@ def actions_of(args) -> str:
 
 
 def run(args) -> int:
-    from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
-
     env_from_tasks(args, "watch")
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
@@ -152,9 +156,6 @@ def run(args) -> int:
         from icplay.tui.launch import run_watch
 
         return run_watch(args, policy, info, tasks)
-    from icplay.driver import Broker, Driver, Limits
-    from icplay.driver.lines import first_unfinished, run_tasks
-    from icplay.languages import make_env
 
     session = open_session(args.session or "watch", args.out, cli_annotator(args))
     if args.task is None:

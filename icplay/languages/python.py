@@ -8,6 +8,7 @@ from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 from icplay.languages.turns import TurnPlan, TurnRule
 from icplay.tasks.model import Task
+from icplay.python.reward import gold_function_name
 
 # InterCode's experiments/eval_n_turn.py: the first function an action starting with "def"
 # defines is submitted by name (``re.match(r'def (\w+)\(', action)``), and when a test of
@@ -47,8 +48,6 @@ def _test_text(test: dict) -> str:
 
 
 def gold_actions(task: Task) -> list[str]:
-    from icplay.python.reward import gold_function_name
-
     name = gold_function_name(task.gold, [str(t) for t in task.extra.get("tests") or []])
     return [task.gold.replace("\r\n", "\n"), f"submit {name}" if name else "submit"]
 

@@ -81,6 +81,44 @@ def test_a_long_function_is_caught(tmp_path):
     assert long_functions(package) == [f"pkg/long.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
 
 
+MAX_COMPLEX_PER_1000_LINES = 2.0   # issue 21: radon's C-or-worse blocks, at most 2 per 1 000 lines
+
+
+def complex_blocks(root: Path) -> tuple[list[str], int]:
+    """The blocks under ``root`` that radon rates C or worse (as ``radon cc -n C`` lists them),
+    and the lines they are counted against (radon's LOC, as ``radon raw`` totals them)."""
+    from radon.complexity import cc_rank, cc_visit  # dev-only dependency: the test alone needs it
+    from radon.raw import analyze
+
+    found, lines = [], 0
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines += analyze(source).loc
+        for block in cc_visit(source):
+            if cc_rank(block.complexity) >= "C":
+                found.append(f"{path.relative_to(root.parent)}:{block.lineno} {block.fullname} "
+                             f"({cc_rank(block.complexity)} {block.complexity})")
+    return found, lines
+
+
+def test_few_blocks_are_complex():
+    found, lines = complex_blocks(ROOT / "icplay")
+    per_1000 = 1000 * len(found) / lines
+    assert per_1000 <= MAX_COMPLEX_PER_1000_LINES, (
+        f"{len(found)} blocks rated C or worse in {lines} lines ({per_1000:.2f} per 1 000):\n"
+        + "\n".join(sorted(found)))
+
+
+def test_a_complex_function_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(11))
+    (package / "tangled.py").write_text(f"def simple(x):\n    return x\n\n\ndef tangled(x):\n{branches}    return -1\n")
+    found, lines = complex_blocks(package)
+    assert found == ["pkg/tangled.py:5 tangled (C 12)"]
+    assert lines == 2 + 2 + 1 + 22 + 1
+
+
 # Why a function may import one of icplay's own modules inside it (docs/library.md, "Checks"):
 # the words its comment must use, on the import's line or on a comment line just above it, or
 # once for the whole module in a comment that says its imports are "imported inside the function".

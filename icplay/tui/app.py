@@ -24,7 +24,6 @@ from icplay.languages import find as find_language
 from icplay.languages import get, make_env
 from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session
-from icplay.store import StoreError
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
 from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, NO_ANNOTATOR_NOTE, AgentChoice, Config, agent_choice,
@@ -35,6 +34,7 @@ from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.widgets.command import History
+from icplay.store import StoreError
 
 
 @dataclass

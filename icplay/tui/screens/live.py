@@ -376,13 +376,6 @@ class LiveScreen(Screen[None]):
             self._set_pane_status(Text(f"running · {short_duration(time.monotonic() - self._run_started)}"
                                        " · Ctrl+C interrupts", style="dim"))
 
-    def _state_word(self) -> str:
-        """The status bar's first word: what the episode is doing, or its reward once scored."""
-        if self.state == OVER_SUBMITTED and self.result is not None:
-            return f"reward {self.result.reward:.2f}"
-        return {"loading": "starting", "running": "running", "submitting": "scoring",
-                OVER_FAILED: "error"}.get(self.state, "")
-
     def refresh_status(self) -> None:
         task = self.task_record
         left = f"{task.key}" + (f" [{task.hardness}]" if task.hardness else "")
@@ -397,6 +390,13 @@ class LiveScreen(Screen[None]):
         if shown:
             parts.insert(0, shown)
         self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if shown else 2)
+
+    def _state_word(self) -> str:
+        """The status bar's first word: what the episode is doing, or its reward once scored."""
+        if self.state == OVER_SUBMITTED and self.result is not None:
+            return f"reward {self.result.reward:.2f}"
+        return {"loading": "starting", "running": "running", "submitting": "scoring",
+                OVER_FAILED: "error"}.get(self.state, "")
 
     def _set_pane_status(self, text: Text) -> None:
         setter = getattr(self.pane, "set_status", None)

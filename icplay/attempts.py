@@ -9,6 +9,7 @@ otherwise, and say which they count.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterable
 
 from icplay.episode import Trajectory
@@ -41,20 +42,24 @@ def _rank(t: Trajectory) -> tuple[bool, float, int]:
     return (t.status == "submitted" and t.solved, best, -(t.attempt or 0))
 
 
+def _attempts_and_many(current: list[Trajectory],
+                       earlier: Iterable[Trajectory]) -> tuple[dict[str, list[Trajectory]], list[Trajectory]]:
+    """Each task's attempts (by ``by_task``), and the episodes of tasks with several current
+    files: those (an InterCode log, a merged folder) are not attempts of one another, so they
+    are all counted, as before attempts were numbered."""
+    counts = Counter(t.task_key for t in current)
+    many = [t for t in current if counts[t.task_key] > 1]
+    tasks = by_task([t for t in current if counts[t.task_key] == 1],
+                    [t for t in earlier if counts.get(t.task_key, 0) <= 1])
+    return tasks, many
+
+
 def choose(current: Iterable[Trajectory], earlier: Iterable[Trajectory], mode: str = FIRST) -> list[Trajectory]:
     """The attempts a table counts under ``mode``: each task's first, its best (solved first,
     then the best reward, then the earliest), or all of them."""
     if mode not in ATTEMPT_CHOICES:
         raise ValueError(f"unknown attempts choice {mode!r} (one of: {', '.join(ATTEMPT_CHOICES)})")
-    current = list(current)
-    counts: dict[str, int] = {}
-    for t in current:
-        counts[t.task_key] = counts.get(t.task_key, 0) + 1
-    # several current files of one task (an InterCode log, a merged folder) are not attempts of
-    # one another: they are all counted, as before attempts were numbered
-    many = [t for t in current if counts[t.task_key] > 1]
-    tasks = by_task([t for t in current if counts[t.task_key] == 1],
-                    [t for t in earlier if counts.get(t.task_key, 0) <= 1])
+    tasks, many = _attempts_and_many(list(current), earlier)
     if mode == ALL:
         return [t for key in sorted(tasks) for t in tasks[key]] + many
     pick = (lambda ts: ts[0]) if mode == FIRST else (lambda ts: max(ts, key=_rank))

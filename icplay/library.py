@@ -11,13 +11,13 @@ from pathlib import Path
 
 from icplay.driver.external import CallerLoop, Outcome
 from icplay.tasks.model import Task
+from icplay.tasks.registry import load_tasks
 
 
 def load_task_list(tasks: str | Path | list[Task], env_name: str) -> list[Task]:
     """Tasks from a set name, a task file, or a list of tasks (one clear error otherwise)."""
     if isinstance(tasks, list):
         return tasks
-    from icplay.tasks.registry import load_tasks
 
     loaded = load_tasks(str(tasks), env_name)
     if not loaded:

@@ -155,13 +155,18 @@ def _by_hardness(done: list[Trajectory]) -> dict[str, list[int]]:
     return dict(sorted(hard.items(), key=lambda kv: _hardness_key(kv[0])))
 
 
+def _turn_limit(done: list[Trajectory], turns: list[int]) -> int:
+    """The largest turn limit the episodes declare, else the most turns one took."""
+    declared = [int(t.policy["max_turns"]) for t in done if t.policy.get("max_turns")]
+    return max(declared or turns or [0])
+
+
 def _add_turn_figures(s: Summary, done: list[Trajectory], max_turns: int | None) -> None:
     """Mean turns and best reward, the turn limit, and the share solved by each turn."""
     turns = [counted_turns(t) for t in done]
     s.mean_turns = _mean(turns)
     s.mean_reward = _mean([_best_reward(t) for t in done])
-    declared = [int(t.policy["max_turns"]) for t in done if t.policy.get("max_turns")]
-    s.max_turns = max_turns or max(declared or turns or [0])
+    s.max_turns = max_turns or _turn_limit(done, turns)
     at = [solved_at(t) for t in done]
     s.by_turn = [_mean([a is not None and a <= k for a in at]) for k in range(1, s.max_turns + 1)]
 
@@ -355,14 +360,7 @@ def render_curve(summaries: list[Summary], height: int = 10) -> str:
     if n == 0:
         return "(no turns to draw)"
     col = 4
-    grid = [[" "] * (n * col) for _ in range(height + 1)]
-    for si, s in enumerate(summaries):
-        mark = MARKS[si % len(MARKS)]
-        for k, rate in enumerate(s.by_turn):
-            row = round(rate * height)
-            x = k * col + col // 2
-            cell = grid[height - row][x]
-            grid[height - row][x] = mark if cell in (" ", mark) else "="
+    grid = _curve_grid(summaries, n * col, height, col)
     lines = ["solved by turn"]
     for r in range(height + 1):
         pct = 100 * (height - r) / height
@@ -370,8 +368,26 @@ def render_curve(summaries: list[Summary], height: int = 10) -> str:
         lines.append(label + ("┤" if r % 2 == 0 else "│") + "".join(grid[r]).rstrip())
     lines.append("     └" + "─" * (n * col))
     lines.append("      " + "".join(f"{k:^{col}}" for k in range(1, n + 1)).rstrip())
+    lines.append("      " + _curve_legend(summaries))
+    return "\n".join(lines)
+
+
+def _curve_grid(summaries: list[Summary], width: int, height: int, col: int) -> list[list[str]]:
+    """The chart's cells, row 0 at 100%: each run's mark at its rate by turn, ``=`` where two
+    runs' marks fall on one cell."""
+    grid = [[" "] * width for _ in range(height + 1)]
+    for si, s in enumerate(summaries):
+        mark = MARKS[si % len(MARKS)]
+        for k, rate in enumerate(s.by_turn):
+            row = round(rate * height)
+            x = k * col + col // 2
+            cell = grid[height - row][x]
+            grid[height - row][x] = mark if cell in (" ", mark) else "="
+    return grid
+
+
+def _curve_legend(summaries: list[Summary]) -> str:
     legend = "   ".join(f"{MARKS[i % len(MARKS)]} {s.label or f'run {i + 1}'}" for i, s in enumerate(summaries))
     if len(summaries) > 1:
         legend += "   = overlap"
-    lines.append("      " + legend)
-    return "\n".join(lines)
+    return legend

@@ -12,6 +12,11 @@ from pathlib import Path
 
 from ci_rules import unavailable
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:   # icplay's own dependency on Python 3.10
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -74,3 +79,102 @@ def test_a_long_function_is_caught(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (package / "long.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}")
     assert long_functions(package) == [f"pkg/long.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+MAX_COMPLEX_PER_1000_LINES = 2.0   # issue 21: radon's C-or-worse blocks, at most 2 per 1 000 lines
+
+
+def complex_blocks(root: Path) -> tuple[list[str], int]:
+    """The blocks under ``root`` that radon rates C or worse (as ``radon cc -n C`` lists them),
+    and the lines they are counted against (radon's LOC, as ``radon raw`` totals them)."""
+    from radon.complexity import cc_rank, cc_visit  # dev-only dependency: the test alone needs it
+    from radon.raw import analyze
+
+    found, lines = [], 0
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines += analyze(source).loc
+        for block in cc_visit(source):
+            if cc_rank(block.complexity) >= "C":
+                found.append(f"{path.relative_to(root.parent)}:{block.lineno} {block.fullname} "
+                             f"({cc_rank(block.complexity)} {block.complexity})")
+    return found, lines
+
+
+def test_few_blocks_are_complex():
+    found, lines = complex_blocks(ROOT / "icplay")
+    per_1000 = 1000 * len(found) / lines
+    assert per_1000 <= MAX_COMPLEX_PER_1000_LINES, (
+        f"{len(found)} blocks rated C or worse in {lines} lines ({per_1000:.2f} per 1 000):\n"
+        + "\n".join(sorted(found)))
+
+
+def test_a_complex_function_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(11))
+    (package / "tangled.py").write_text(f"def simple(x):\n    return x\n\n\ndef tangled(x):\n{branches}    return -1\n")
+    found, lines = complex_blocks(package)
+    assert found == ["pkg/tangled.py:5 tangled (C 12)"]
+    assert lines == 2 + 2 + 1 + 22 + 1
+
+
+# Why a function may import one of icplay's own modules inside it (docs/library.md, "Checks"):
+# the words its comment must use, on the import's line or on a comment line just above it, or
+# once for the whole module in a comment that says its imports are "imported inside the function".
+LOCAL_IMPORT_REASONS = ("start-up", "start fast", "optional dependency", "import cycle")
+MODULE_WIDE = "imported inside the function"
+# Not yet audited: the lead is reshaping this module in another branch (its 4 local imports)
+NOT_YET_AUDITED = {"icplay/sandbox/docker.py"}
+
+
+def unexplained_local_imports(root: Path) -> list[str]:
+    """Every import of ``root``'s own package inside a function with no comment saying why."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = str(path.relative_to(root.parent))
+        if name in NOT_YET_AUDITED:
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        module_wide = any(line.startswith("#") and MODULE_WIDE in line + " " + lines[i + 1]
+                          and any(r in line + " " + lines[i + 1] for r in LOCAL_IMPORT_REASONS)
+                          for i, line in enumerate(lines[:-1]))
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if getattr(node, "level", 0) or not any(m.split(".")[0] == root.name for m in modules):
+                    continue
+                said = lines[node.lineno - 1] + " " + (lines[node.lineno - 2] if node.lineno > 1 else "")
+                if not module_wide and not any(r in said for r in LOCAL_IMPORT_REASONS):
+                    found.append(f"{name}:{node.lineno} {lines[node.lineno - 1].strip()}")
+    return found
+
+
+def test_function_local_imports_say_why():
+    assert unexplained_local_imports(ROOT / "icplay") == []
+
+
+def test_an_unexplained_local_import_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "said.py").write_text("def f():\n    from pkg import other   # start-up: other is slow\n"
+                                     "    return other\n\n\ndef g():\n    import json\n    return json\n")
+    (package / "unsaid.py").write_text("def f():\n    from pkg.said import f\n    return f\n")
+    (package / "wide.py").write_text("# Commands are imported inside the function that runs them: start-up.\n\n"
+                                     "def f():\n    from pkg.said import f\n    return f\n")
+    assert unexplained_local_imports(package) == ["pkg/unsaid.py:2 from pkg.said import f"]
+
+
+def test_mypy_lists_every_module():
+    """Every package and top-level module of icplay is in [tool.mypy]'s files (none left out
+    quietly: a module not listed would go unchecked)."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"])
+    package = ROOT / "icplay"
+    present = {f"icplay/{p.name}" for p in package.iterdir()
+               if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").exists())}
+    assert present - listed == set()

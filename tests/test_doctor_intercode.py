@@ -3,13 +3,12 @@ a note (the bundled sets need none of it), not a problem."""
 
 from __future__ import annotations
 
-import icplay.paths
 import icplay.tasks.registry as registry
 from icplay.commands import doctor
 
 
 def test_doctor_notes_missing_intercode_data(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(icplay.paths, "intercode_dir", lambda: None)
+    monkeypatch.setattr(doctor, "intercode_dir", lambda: None)
     monkeypatch.setattr(registry, "intercode_dir", lambda: None)
     monkeypatch.setenv("ICPLAY_INTERCODE", str(tmp_path / "nowhere"))
     what, ok, detail = doctor.intercode_check()
@@ -26,7 +25,7 @@ def test_doctor_notes_missing_intercode_data(monkeypatch, tmp_path, capsys):
 def test_doctor_says_where_intercode_data_is(monkeypatch, tmp_path):
     (tmp_path / "sql/spider").mkdir(parents=True)
     (tmp_path / "sql/spider/ic_spider_dev.json").write_text("[]")
-    monkeypatch.setattr(icplay.paths, "intercode_dir", lambda: tmp_path)
+    monkeypatch.setattr(doctor, "intercode_dir", lambda: tmp_path)
     monkeypatch.setattr(registry, "intercode_dir", lambda: tmp_path)
     what, ok, detail = doctor.intercode_check()
     assert ok is True and detail == f"found at {tmp_path} (sets: spider)"

@@ -173,6 +173,29 @@ def _refused_connection(exc: BaseException) -> bool:
     return False
 
 
+def _tool_request(tools: list[dict] | None, tool_choice: Any) -> dict[str, Any]:
+    """The request's tool fields, only those the caller gave."""
+    extra: dict[str, Any] = {}
+    if tools:
+        extra["tools"] = tools
+    if tool_choice is not None:
+        extra["tool_choice"] = tool_choice
+    return extra
+
+
+def _stop_if_cancelled(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
+
+
+def _as_reply_failure(exc: Exception) -> Exception:
+    """A reply that could not be read, as the retry loop counts it: a ValueError is a body
+    that is not JSON, or JSON of the wrong shape."""
+    if isinstance(exc, ValueError):
+        return MalformedReply(f"unreadable body: {str(exc)[:80]}")
+    return exc
+
+
 class _StreamFailed(Exception):
     """An error chunk in the middle of a stream (OpenRouter's way to report a provider's failure)."""
 
@@ -266,16 +289,20 @@ class ChatModel:
         if isinstance(exc, openai.RateLimitError) and _error_code(exc) == "insufficient_quota":
             return AgentError(f"the account behind the API key at {where} has no quota left (429: {detail})")
         if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
-            context = _context_refusal(exc)
-            if context is not None:
-                return ContextTooLong(f"the prompt does not fit model {self.model!r}'s context ({detail})", *context)
-            if tools_sent and "tool" in (detail + str(_error_body(exc).get("param") or "")).lower():
-                return AgentError(f"the model server at {where} refused tool calling ({detail}); "
-                                  "use --actions text")
-            # a problem with this request: this episode fails, not the run
-            return AgentError(f"the model server at {where} refused the request ({exc.status_code}: {detail})",
-                              fatal=False)
+            return self._refused_request(exc, detail, tools_sent)
         return None
+
+    def _refused_request(self, exc: Any, detail: str, tools_sent: bool) -> AgentError:
+        """A 400 or 422: a prompt too long for the context, tools the server does not take, or
+        else a problem with this request alone (this episode fails, not the run)."""
+        context = _context_refusal(exc)
+        if context is not None:
+            return ContextTooLong(f"the prompt does not fit model {self.model!r}'s context ({detail})", *context)
+        if tools_sent and "tool" in (detail + str(_error_body(exc).get("param") or "")).lower():
+            return AgentError(f"the model server at {self.endpoint} refused tool calling ({detail}); "
+                              "use --actions text")
+        return AgentError(f"the model server at {self.endpoint} refused the request ({exc.status_code}: {detail})",
+                          fatal=False)
 
     def _retryable(self, exc: Exception) -> bool:
         import openai
@@ -327,48 +354,52 @@ class ChatModel:
         client = self.client()
         started = time.monotonic()
         last: Exception | None = None
-        extra: dict[str, Any] = {}
-        if tools:
-            extra["tools"] = tools
-        if tool_choice is not None:
-            extra["tool_choice"] = tool_choice
+        extra = _tool_request(tools, tool_choice)
         attempt = lessons = 0
         while attempt <= self.retries:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled()
+            _stop_if_cancelled(cancel)
             params = self.params()
-            streaming = (on_delta is not None or on_reasoning is not None) and self.stream \
-                and self.streams_ok is not False
+            streaming = self._streams(on_delta is not None or on_reasoning is not None)
             call_started = time.monotonic()
             try:
                 reader = self._call(client, messages, {**params, **extra}, streaming, cancel, on_delta,
                                     on_reasoning)
-            except Cancelled:
-                raise
             except openai.APIError as exc:
                 if lessons < 8 and self._learn(exc, params, streaming):
                     lessons += 1         # not a failure: the same attempt again, corrected
                     continue
-                fatal = self._fatal(exc, tools_sent=bool(tools))
-                if fatal is not None:
-                    raise fatal from None
-                if not self._retryable(exc):
-                    raise AgentError(f"the model server at {self.endpoint} failed: {_error_text(exc)[:200]}",
-                                     fatal=False) from None
+                self._raise_unless_retryable(exc, tools_sent=bool(tools))
                 last = exc
-            except (MalformedReply, _StreamFailed) as exc:
-                last = exc
-            except ValueError as exc:   # a body that is not JSON, or JSON of the wrong shape
-                last = MalformedReply(f"unreadable body: {str(exc)[:80]}")
+            except (MalformedReply, _StreamFailed, ValueError) as exc:
+                last = _as_reply_failure(exc)
             else:
                 return self._completion(reader, params, started, call_started, attempt + 1)
             if attempt < self.retries:
-                delay = self._delay(attempt, last)
-                if on_retry is not None:
-                    on_retry(attempt + 1, delay, self._why(last))
-                self._wait(delay, cancel)
+                self._pause_before_retry(attempt, last, on_retry, cancel)
             attempt += 1
         raise self._gave_up(last)
+
+    def _streams(self, someone_listens: bool) -> bool:
+        """Stream the reply when someone listens to it and the server has not shown it cannot."""
+        return someone_listens and self.stream and self.streams_ok is not False
+
+    def _raise_unless_retryable(self, exc: Exception, tools_sent: bool) -> None:
+        """A server error that another attempt cannot mend ends the call here."""
+        fatal = self._fatal(exc, tools_sent=tools_sent)
+        if fatal is not None:
+            raise fatal from None
+        if not self._retryable(exc):
+            raise AgentError(f"the model server at {self.endpoint} failed: {_error_text(exc)[:200]}",
+                             fatal=False) from None
+
+    def _pause_before_retry(self, attempt: int, last: Exception,
+                            on_retry: Callable[[int, float, str], None] | None,
+                            cancel: threading.Event | None) -> None:
+        """Wait out the back-off before the next attempt, telling ``on_retry`` first."""
+        delay = self._delay(attempt, last)
+        if on_retry is not None:
+            on_retry(attempt + 1, delay, self._why(last))
+        self._wait(delay, cancel)
 
     def _completion(self, reader: ReplyReader, params: dict[str, Any], started: float, call_started: float,
                     attempts: int) -> Completion:
@@ -391,8 +422,7 @@ class ChatModel:
             cancel.wait(delay)
         else:
             time.sleep(delay)
-        if cancel is not None and cancel.is_set():
-            raise Cancelled()
+        _stop_if_cancelled(cancel)
 
     @staticmethod
     def _why(exc: Exception | None) -> str:
@@ -480,8 +510,7 @@ class ChatModel:
         handle["stream"] = stream
         try:
             for chunk in stream:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled()
+                _stop_if_cancelled(cancel)
                 reader.chunk(chunk, time.monotonic())
                 if reader.finish_reason == "error":
                     raise _StreamFailed("the server ended the reply with an error")
@@ -526,6 +555,30 @@ def _close_quietly(stream: Any) -> None:
 
 
 TRUNCATED_HINT = "the reply was cut at the token limit (finish_reason length); raise --max-tokens"
+
+
+def _listeners(notify: Callable[[str, dict], None] | None) -> tuple[Any, Any, Any]:
+    """``ChatModel.complete``'s on_delta, on_retry and on_reasoning, each a ``notify`` call (or
+    None when nobody listens)."""
+    if notify is None:
+        return None, None, None
+    return ((lambda text: notify("delta", {"text": text})),
+            (lambda attempt, delay, why: notify("retry", {"attempt": attempt, "delay": delay, "message": why,
+                                                          "until": time.time() + delay})),
+            (lambda text: notify("reasoning", {"text": text})))
+
+
+def _reply_extras(done: Completion) -> dict[str, Any]:
+    """What a reply carries besides its text, only when present: the model's thinking, its
+    tool calls, and that it was cut at the token limit."""
+    extras: dict[str, Any] = {}
+    if done.reasoning:
+        extras["reasoning"] = done.reasoning
+    if done.tool_calls:
+        extras["tool_calls"] = done.tool_calls
+    if done.truncated:
+        extras["reply_truncated"] = True
+    return extras
 
 
 def invalid_note(done: Completion, language: str, strategy: str) -> tuple[str, str]:
@@ -602,11 +655,7 @@ class LLMPolicy:
         """The next action; ``notify("delta", {"text"})`` streams the reply, ``notify("reasoning",
         {"text"})`` the model's thinking, ``notify("retry", {"attempt", "delay", "message"})``
         announces a wait; ``Cancelled`` when ``cancel`` is set."""
-        on_delta = (lambda text: notify("delta", {"text": text})) if notify is not None else None
-        on_reasoning = (lambda text: notify("reasoning", {"text": text})) if notify is not None else None
-        on_retry = ((lambda attempt, delay, why: notify("retry", {"attempt": attempt, "delay": delay, "message": why,
-                                                                    "until": time.time() + delay}))
-                    if notify is not None else None)
+        on_delta, on_retry, on_reasoning = _listeners(notify)
         tools = self.actions == TOOLS
         if tools and (waiting := pending_call(trajectory, task.env)) is not None:
             return waiting         # the next call of the last reply: no model call
@@ -629,22 +678,22 @@ class LLMPolicy:
             cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None)
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage,
-                     "request": request_record(trajectory, messages, done.params), "response": done.response()})
-        if done.reasoning:
-            info["reasoning"] = done.reasoning
-        if done.tool_calls:
-            info["tool_calls"] = done.tool_calls
-        if done.truncated:
-            info["reply_truncated"] = True
+                     "request": request_record(trajectory, messages, done.params), "response": done.response(),
+                     **_reply_extras(done)})
         learnt = self.model.learnt()
         if learnt:
             trajectory.policy["learnt"] = learnt
             trajectory.policy["params"] = self.model.params()
         if tools:
             return reply_proposal(done, task.env, trajectory, info)
-        parsed = parse_reply(done.text, task.env)
+        return self._text_proposal(done, task.env, info)
+
+    def _text_proposal(self, done: Completion, language: str, info: dict[str, Any]) -> Proposal:
+        """The action a text reply names (its fenced block, or submit), or an invalid proposal
+        whose note says why and what to send instead."""
+        parsed = parse_reply(done.text, language)
         if not parsed.ok:
-            why, message = invalid_note(done, task.env, self.strategy)
+            why, message = invalid_note(done, language, self.strategy)
             info["invalid"] = True
             info["invalid_reason"] = why
             info["retry_message"] = message

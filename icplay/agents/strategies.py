@@ -152,7 +152,7 @@ def build_messages(task: Task, trajectory: Trajectory, strategy: str, protocol: 
     system = prompts.system_prompt(task.env, strategy, protocol, trajectory.sandbox, demos, actions)
     head = [{"role": "system", "content": system}, {"role": "user", "content": prompts.task_message(task)}]
     if actions == "tools":
-        from icplay.agents.tools import tool_exchanges   # tools builds on this module
+        from icplay.agents.tools import tool_exchanges   # an import cycle: tools builds on this module
 
         exs = tool_exchanges(trajectory, task, strategy, limits)
     else:

@@ -47,6 +47,8 @@ from icplay.envs.bash_reward import BASE_REWARD, PART_WEIGHT, file_diff_score
 from icplay.envs.tfidf import tfidf_cosine
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, SandboxError
 from icplay.tasks.model import Task
+from icplay.sandbox.docker import bounded_exec, container_labels, creating, reap_once, remove_container, track
+from icplay.sandbox.images import docker_client
 
 GIT_RESET_SCRIPT = "git reset --hard; git clean -fd;"
 GIT_STATUS_SCRIPT = "git status --short;"
@@ -143,8 +145,6 @@ class IntercodeContainer:
     took a rescore to 24 GB)."""
 
     def __init__(self, client: Any, image: str, output_cap: int = DEFAULT_OUTPUT_CAP):
-        from icplay.sandbox.docker import container_labels, creating, reap_once, track
-
         reap_once(client)
         with creating():
             # Docker's default network, as InterCode's containers had: a DNS lookup then gets
@@ -161,8 +161,6 @@ class IntercodeContainer:
              timeout: float | None = None) -> tuple[int | None, bytes]:
         """docker-py's ``exec_run`` of a string (shlex-split) or argv, its output capped;
         None, b'' on timeout (the exec is then left running, its output no longer read)."""
-        from icplay.sandbox.docker import bounded_exec
-
         argv = exec_argv(command) if isinstance(command, str) else command
         abandon = threading.Event()
         done: dict[str, Any] = {}
@@ -196,8 +194,6 @@ class IntercodeContainer:
                                f"{output.decode(errors='replace')[-300:]}")
 
     def close(self) -> None:
-        from icplay.sandbox.docker import remove_container
-
         for abandon in self._abandoned:
             abandon.set()
         remove_container(self.client, self.container.id)
@@ -234,8 +230,6 @@ class IntercodeBashEnv:
 
     def _client_once(self) -> Any:
         if self._client is None:
-            from icplay.sandbox.images import docker_client
-
             self._client = docker_client()
         return self._client
 

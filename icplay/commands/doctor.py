@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from icplay.languages import all_specs
+from icplay.sandbox.images import IMAGES, docker_client, image_exists, image_is_current
+from icplay.sandbox.bwrap import bwrap_problem, isolation_report
+from icplay.paths import home_dir, intercode_dir
+from icplay.tasks.registry import task_sets
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -22,9 +27,6 @@ def checks() -> list[tuple[str, bool | None, str]]:
     """(what, ok, detail or fix) for each thing icplay can use; ok None for a note."""
     results: list[tuple[str, bool | None, str]] = []
     try:
-        from icplay.languages import all_specs
-        from icplay.sandbox.images import IMAGES, docker_client, image_exists, image_is_current
-
         all_specs()   # each language's spec registers its images
         client = docker_client()
         version = client.version().get("Version", "?")
@@ -37,7 +39,6 @@ def checks() -> list[tuple[str, bool | None, str]]:
                             else f"{state}: run `icplay images build {name}` (or it is built on first use)"))
     except Exception as exc:  # SandboxError carries the one-sentence fix
         results.append(("Docker daemon", False, str(exc)))
-    from icplay.sandbox.bwrap import bwrap_problem, isolation_report
 
     try:
         problem = bwrap_problem()
@@ -61,9 +62,6 @@ def intercode_check() -> tuple[str, bool | None, str]:
     finding it is a note, not a problem: icplay's bundled sets need none of it."""
     import os
 
-    from icplay.paths import intercode_dir
-    from icplay.tasks.registry import task_sets
-
     root = intercode_dir()
     if root is None:
         told = os.environ.get("ICPLAY_INTERCODE")
@@ -79,8 +77,6 @@ def home_check() -> tuple[str, bool, str]:
     """$ICPLAY_HOME (trajectories, sessions, caches) must be a folder icplay can write."""
     import os
     import tempfile
-
-    from icplay.paths import home_dir
 
     home = home_dir()
     try:

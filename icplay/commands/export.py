@@ -16,6 +16,14 @@ from __future__ import annotations
 
 import sys
 from icplay.process import UserError
+from icplay.formats.export import AUTHORS, ExportError, FORMATS, SOLVED_BY, render, select
+from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
+from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
+from icplay.agents.strategies import strategy_name
+from icplay.formats import load_logs
+from icplay.sandbox.base import SandboxError
+from icplay.tasks.model import TaskFileError
+from icplay.tasks.registry import load_tasks
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -23,8 +31,6 @@ from icplay.process import UserError
 
 
 def register(sub) -> None:
-    from icplay.formats.export import AUTHORS, FORMATS, SOLVED_BY
-
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("format", choices=(*FORMATS, "atif", "harbor"), help="the output format (atif: JSON Lines of ATIF "
@@ -60,48 +66,18 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.agents.strategies import strategy_name
-    from icplay.formats import load_logs
-    from icplay.attempts import choose
-    from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
-    from icplay.formats.export import ExportError, render, select
-    from icplay.store import TrajectoryFileError, escape_surrogates
-
     if args.format == "harbor":
         return run_harbor(args)
-    if args.tasks:
-        raise UserError("--tasks is for `icplay export harbor`; other formats export saved episodes (PATHS)")
-    if not args.paths:
-        raise UserError(f"icplay export {args.format} needs PATHS: run folders, sessions, trajectory or InterCode files")
-    try:
-        strategy = strategy_name(args.strategy)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    trajs = []
+    strategy = _checked_episode_export(args)
     skipped: list[Skipped] = []
-    for path in args.paths:
-        try:
-            current = load_logs(path, skipped)[0]
-            if args.attempts != "latest":
-                current = choose(current, load_earlier_attempts(path, skipped), args.attempts)
-            trajs.extend(current)
-        except TrajectoryFileError as exc:     # this path as a whole: the others are still exported
-            skipped.append(Skipped.of(path, exc))
+    trajs = _episodes(args.paths, args.attempts, skipped)
     if not trajs:
         raise UserError(f"no episode to export; {skipped_note(skipped)}")
     chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward,
                     solved=args.solved)
     if not chosen:
         raise UserError(_none_chosen(trajs, args.solved) + (f"; {skipped_note(skipped)}" if skipped else ""))
-    try:
-        if args.format == "atif":
-            from icplay.formats.atif import atif_lines
-
-            text, count = atif_lines(chosen), len(chosen)
-        else:
-            text, count = render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
-    except ExportError as exc:
-        raise UserError(str(exc)) from None
+    text, count = _rendered(args, chosen, strategy)
     _write(args.out, text if args.format == "csv" else escape_surrogates(text))
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
           + ("" if args.out == "-" else f" written to {args.out}"), file=sys.stderr)
@@ -110,35 +86,82 @@ def run(args) -> int:
     return 0
 
 
+def _checked_episode_export(args) -> str:
+    """An export of episodes is asked for properly: PATHS, no --tasks, a known --strategy
+    (returned by its full name)."""
+    if args.tasks:
+        raise UserError("--tasks is for `icplay export harbor`; other formats export saved episodes (PATHS)")
+    if not args.paths:
+        raise UserError(f"icplay export {args.format} needs PATHS: run folders, sessions, trajectory or InterCode files")
+    try:
+        return strategy_name(args.strategy)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _episodes(paths: list, attempts: str, skipped: list) -> list:
+    """The saved episodes under ``paths``, the attempts ``--attempts`` asks for; a path that
+    cannot be read as a whole goes to ``skipped`` and the others are still exported."""
+    from icplay.attempts import choose
+
+    trajs = []
+    for path in paths:
+        try:
+            current = load_logs(path, skipped)[0]
+            if attempts != "latest":
+                current = choose(current, load_earlier_attempts(path, skipped), attempts)
+            trajs.extend(current)
+        except TrajectoryFileError as exc:
+            skipped.append(Skipped.of(path, exc))
+    return trajs
+
+
+def _rendered(args, chosen: list, strategy: str) -> tuple[str, int]:
+    """The export's text and how many records it holds."""
+    try:
+        if args.format == "atif":
+            from icplay.formats.atif import atif_lines
+
+            return atif_lines(chosen), len(chosen)
+        return render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
+
+
 def run_harbor(args) -> int:
     """Task sets as Harbor task folders under --out."""
     from pathlib import Path
 
-    from icplay.process import UserError
     from icplay.harbor.export import ExportError, export_tasks
-    from icplay.sandbox.base import SandboxError
-    from icplay.tasks.model import TaskFileError
-    from icplay.tasks.registry import load_tasks
 
     if args.paths or not args.tasks:
         raise UserError("icplay export harbor takes task sets, not episodes: --tasks SET [--tasks SET ...] --out DIR")
-    tasks = []
-    for name in args.tasks:
-        try:
-            tasks.extend(load_tasks(name, args.env))
-        except TaskFileError as exc:
-            raise UserError(str(exc)) from None
+    tasks = _harbor_tasks(args.tasks, args.env)
     try:
         result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr))
     except (ExportError, SandboxError, OSError) as exc:
         raise UserError(f"harbor export to {args.out}: {exc}") from None
-    for task, reason in result.skipped:
-        print(f"icplay: skipped {task.key}: {reason}", file=sys.stderr)
-    print(f"icplay: {len(result.written)} Harbor task folder(s) written to {args.out}"
-          + (f", {len(result.skipped)} skipped" if result.skipped else ""), file=sys.stderr)
+    _say_written(result, args.out)
     if args.check:
         return check_harbor([folder for _task, folder in result.written])
     return 0 if result.written else 1
+
+
+def _harbor_tasks(names: list[str], env: str | None) -> list:
+    tasks = []
+    for name in names:
+        try:
+            tasks.extend(load_tasks(name, env))
+        except TaskFileError as exc:
+            raise UserError(str(exc)) from None
+    return tasks
+
+
+def _say_written(result, out: str) -> None:
+    for task, reason in result.skipped:
+        print(f"icplay: skipped {task.key}: {reason}", file=sys.stderr)
+    print(f"icplay: {len(result.written)} Harbor task folder(s) written to {out}"
+          + (f", {len(result.skipped)} skipped" if result.skipped else ""), file=sys.stderr)
 
 
 def check_harbor(folders) -> int:
@@ -170,8 +193,6 @@ def _none_chosen(trajs: list, solved: str | None) -> str:
 def _write(out: str, text: str) -> None:
     """The export to stdout ("-") or to a file written whole or not at all."""
     from pathlib import Path
-
-    from icplay.store import atomic_write_text
 
     if out == "-":
         sys.stdout.write(text)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import sys
 from icplay.process import UserError
+from icplay.sandbox.registry import image_engine, image_kinds
+from icplay.languages import all_specs
+from icplay.sandbox.images import IMAGES, build_image, image_exists
+from icplay.paths import intercode_dir
 
 NL2BASH = "nl2bash"
 
@@ -33,16 +37,12 @@ def register(sub) -> None:
 
 
 def _add_engine_argument(parser) -> None:
-    from icplay.sandbox.registry import image_kinds
-
     parser.add_argument("--sandbox", default="docker", choices=image_kinds(),
                         help="whose images: the sandbox that runs them (default docker)")
 
 
 def _client(args):
     """The API client of the engine ``--sandbox`` names (docker, podman, a plug-in's)."""
-    from icplay.sandbox.registry import image_engine
-
     return image_engine(getattr(args, "sandbox", None) or "docker").client()
 
 
@@ -51,9 +51,6 @@ def _say(line: str) -> None:
 
 
 def run_build(args) -> int:
-    from icplay.languages import all_specs
-    from icplay.sandbox.images import IMAGES, build_image
-
     all_specs()   # each language's spec registers its images
     names = args.env or list(IMAGES)
     for name in names:
@@ -74,7 +71,6 @@ def run_build(args) -> int:
 
 def _build_nl2bash(client, args) -> None:
     from icplay.bash.intercode_images import IntercodeSourceError, build_nl2bash_images
-    from icplay.paths import intercode_dir
 
     source = args.from_intercode or intercode_dir()
     if source is None:
@@ -90,8 +86,6 @@ def _build_nl2bash(client, args) -> None:
 
 def run_list(args) -> int:
     from icplay.bash.intercode_images import VERSIONS, image_name
-    from icplay.languages import all_specs
-    from icplay.sandbox.images import IMAGES, image_exists
 
     all_specs()
     client = _client(args)

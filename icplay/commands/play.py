@@ -24,6 +24,10 @@ from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import find_set
 
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
+
 def register(sub) -> None:
     p = sub.add_parser("play", help="solve tasks yourself in the playground (or --plain line mode)")
     p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")

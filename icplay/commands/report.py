@@ -17,6 +17,9 @@ import json
 import sys
 from pathlib import Path
 from icplay.process import UserError
+from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
+from icplay.store import TrajectoryFileError
+from icplay.episode import annotator_label
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -36,9 +39,17 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _print_json(tables: list, split: bool, attempts: str, skipped: list) -> None:
+    """The report as one JSON document: each run's figures (with its language and set when the
+    logs hold more than one), the attempts counted and the files skipped."""
+    runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
+            for (env, set_name), summaries in tables for s in summaries]
+    print(json.dumps({"runs": runs, "attempts": attempts,
+                      "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+
+
 def run(args) -> int:
     from icplay.attempts import counted_note
-    from icplay.formats.native import skipped_note
     from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
 
     if args.label and len(args.label) != len(args.logs):
@@ -50,10 +61,7 @@ def run(args) -> int:
     tables = _tables(logs, args.turns)
     split = len(tables) > 1
     if args.json:
-        runs = [{**s.to_dict(), **({"env": env, "set": set_name} if split else {})}
-                for (env, set_name), summaries in tables for s in summaries]
-        print(json.dumps({"runs": runs, "attempts": args.attempts,
-                          "skipped": [{"path": s.path, "reason": s.reason} for s in skipped]}, indent=1))
+        _print_json(tables, split, args.attempts, skipped)
         say_skipped(skipped)
         return 0
     for n, ((env, set_name), summaries) in enumerate(tables):
@@ -71,8 +79,6 @@ def run(args) -> int:
 
 def say_skipped(skipped) -> None:
     """The files left out, once, on stderr after the tables (so they are the last thing read)."""
-    from icplay.formats.native import skipped_note
-
     if skipped:
         sys.stdout.flush()
         print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)
@@ -82,9 +88,7 @@ def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
     """(label, path, {(env, set): trajectories}) per log given; a file (or a whole LOG) that
     cannot be read goes to ``skipped`` and the others are still reported."""
     from icplay.attempts import choose
-    from icplay.formats.native import Skipped, load_earlier_attempts
     from icplay.report import group_by_set, load_logs, run_label
-    from icplay.store import TrajectoryFileError
 
     logs = []
     for i, log in enumerate(args.logs):
@@ -104,7 +108,6 @@ def _read_logs(args, skipped: list) -> list[tuple[str, str, dict]]:
 
 def _by_annotator(label: str, path: str, trajs: list) -> list[tuple[str, str, dict]]:
     """One more column per annotator when a log holds the episodes of more than one."""
-    from icplay.episode import annotator_label
     from icplay.report import group_by_set
 
     names = sorted({annotator_label(t.annotator) for t in trajs})

@@ -18,6 +18,9 @@ from pathlib import Path
 from icplay.process import UserError
 
 from icplay.languages import shell_sandboxes
+from icplay.tasks.registry import find_set, task_sets
+from icplay.formats.intercode import read_results
+from icplay.languages import default_sandbox, make_env
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -52,23 +55,37 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from icplay.envs.sql import SqlEnv
-    from icplay.sql import make_sql_backend
-    from icplay.rescore.sql import check_databases, guess_databases, read_results, rescore
-    from icplay.tasks.registry import find_set
-
-    from icplay.tasks.registry import task_sets
-
     env_name = args.env or next((s.env for s in task_sets() if s.name == args.tasks), None)
     if env_name == "bash":
         return run_bash(args)
     task_set = find_set(args.tasks, env=env_name) if env_name else find_set(args.tasks)
-    if task_set.env == "python":
-        return run_python(args, task_set)
-    if task_set.env == "ctf":
-        return run_ctf(args, task_set)
-    if task_set.env != "sql":
+    replay = {"python": run_python, "ctf": run_ctf, "sql": run_sql}.get(task_set.env)
+    if replay is None:
         raise UserError(f"rescore replays SQL, Bash, Python and CTF sets; {task_set.name!r} is a {task_set.env} set")
+    return replay(args, task_set)
+
+
+def _episode_counter():
+    """A progress callback that counts replayed episodes on stderr: in place on a terminal
+    (twice a second at most), else a line every ten seconds, and always the last."""
+    last = [0.0]
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > (0.5 if tty else 10):
+            last[0] = now
+            end = "\n" if done == total or not tty else ""
+            print(f"\r  {done}/{total} episodes", end=end, file=sys.stderr, flush=True)
+
+    return progress
+
+
+def run_sql(args, task_set) -> int:
+    from icplay.envs.sql import SqlEnv
+    from icplay.sql import make_sql_backend
+    from icplay.rescore.sql import check_databases, guess_databases, read_results, rescore
+
     args.sandbox = args.sandbox or "mysql"
     if args.sandbox not in ("mysql", "sqlite"):
         raise UserError(f"SQL episodes replay on mysql or sqlite, not {args.sandbox!r}")
@@ -78,9 +95,7 @@ def run(args) -> int:
         for task in tasks:
             task.extra["databases"] = str(databases)
     check_databases(tasks)
-    episodes = read_results(args.results)
-    if args.limit:
-        episodes = episodes[:args.limit]
+    episodes = _read_episodes(args, read_results)
 
     def progress_line(message: str) -> None:
         print(f"  {message}", file=sys.stderr)
@@ -92,35 +107,20 @@ def run(args) -> int:
         return SqlEnv(make_sql_backend(args.sandbox, **options))
 
     started = time.monotonic()
-    last = [0.0]
-
-    tty = sys.stderr.isatty()
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - last[0] > (0.5 if tty else 10):
-            last[0] = now
-            end = "\n" if done == total or not tty else ""
-            print(f"\r  {done}/{total} episodes", end=end, file=sys.stderr, flush=True)
-
     print(f"replaying {len(episodes)} episodes on {args.sandbox}", file=sys.stderr)
-    results, summary = rescore(episodes, tasks, make_env, jobs=max(1, args.jobs), progress=progress)
+    results, summary = rescore(episodes, tasks, make_env, jobs=max(1, args.jobs), progress=_episode_counter())
     return report(args, episodes, results, summary, started)
 
 
 def run_python(args, task_set) -> int:
     """Replay recorded Python episodes in fresh interpreters (``icplay.rescore.python``)."""
-    from icplay.formats.intercode import read_results
-    from icplay.languages import default_sandbox, make_env
     from icplay.rescore.python import rescore
 
     sandbox = args.sandbox or default_sandbox("python")
     if sandbox not in shell_sandboxes():
         raise UserError(f"Python episodes replay on {' or '.join(shell_sandboxes())}, not {sandbox!r}")
     tasks = task_set.load()
-    episodes = read_results(args.results)
-    if args.limit:
-        episodes = episodes[:args.limit]
+    episodes = _read_episodes(args, read_results)
     started = time.monotonic()
     print(f"replaying {len(episodes)} episodes on {sandbox}", file=sys.stderr)
     results, summary = rescore(episodes, tasks, lambda: make_env("python", sandbox, image=args.image))
@@ -130,7 +130,6 @@ def run_python(args, task_set) -> int:
 def run_ctf(args, task_set) -> int:
     """``icplay rescore RESULTS --tasks intercode-ctf [--sandbox docker|bwrap|none]``
     (``icplay.rescore.ctf``); ``none`` scores the submits without replaying anything."""
-    from icplay.formats.intercode import read_results
     from icplay.rescore.ctf import rescore
 
     sandbox = args.sandbox
@@ -138,51 +137,40 @@ def run_ctf(args, task_set) -> int:
         raise UserError(f"ctf rescores on {', '.join(shell_sandboxes())} or none (score the submits only), "
                         f"not {sandbox!r}")
     tasks = task_set.load()
-    episodes = read_results(args.results)
-    if args.limit:
-        episodes = episodes[:args.limit]
-    make_env = None
+    episodes = _read_episodes(args, read_results)
+    replay_env = None
     if sandbox != "none":
-        from icplay.languages import default_sandbox, make_env as make_language_env
-
         kind = sandbox or default_sandbox("ctf")
-        make_env = lambda: make_language_env("ctf", kind)   # noqa: E731
+        replay_env = lambda: make_env("ctf", kind)   # noqa: E731
     started = time.monotonic()
-    print(f"replaying {len(episodes)} CTF episodes" + ("" if make_env else " (submits only)"), file=sys.stderr)
-    results, summary = rescore(episodes, tasks, make_env)
+    print(f"replaying {len(episodes)} CTF episodes" + ("" if replay_env else " (submits only)"), file=sys.stderr)
+    results, summary = rescore(episodes, tasks, replay_env)
     report(args, episodes, results, summary, started)
+    _print_differing_turns(results)
+    return 0
+
+
+def _print_differing_turns(results) -> None:
+    """The first 20 turns whose replayed reward differs from the recorded one."""
     differing = [r for records in results.values() for r in records if r.agrees is False]
     if differing:
         print("turns whose reward differs: " + ", ".join(f"{r.episode}#{r.turn} ({r.observation})"
                                                         for r in differing[:20]))
-    return 0
 
 
 def run_bash(args) -> int:
     """Replay recorded Bash episodes on their image (``icplay.rescore.bash``)."""
     from icplay.rescore.bash import rescore
-    from icplay.languages import make_env
-    from icplay.formats.intercode import read_results
-    from icplay.tasks.registry import find_set
 
     tasks = find_set(args.tasks, env="bash").load()
     if not (args.image or all(t.image for t in tasks)):
         raise UserError("Bash episodes replay on the image they were recorded on: pass --image "
                         "(e.g. intercode-nl2bash-fs1; icplay images build nl2bash builds them)")
-    episodes = read_results(args.results)
-    if args.limit:
-        episodes = episodes[:args.limit]
+    episodes = _read_episodes(args, read_results)
     options = {"compat": args.compat} if args.compat else {}
     jobs = max(1, args.jobs)
     if args.compat and not args.fresh_containers:
-        # InterCode's experiments ran a file system's tasks in order in one agent and one
-        # eval container, reset by git only: what git leaves carries over (docs/rewards.md)
-        options["reuse_containers"] = True
-        episodes = sorted(episodes, key=lambda e: e.task_index)
-        if jobs > 1:
-            print("--compat intercode replays the episodes in order in one container pair, as InterCode "
-                  "did: --jobs is ignored (--fresh-containers for a pair per episode)", file=sys.stderr)
-        jobs = 1
+        episodes, jobs = _in_one_container_pair(episodes, jobs, options)
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
@@ -196,6 +184,25 @@ def run_bash(args) -> int:
                                                                  **options),
                                jobs=jobs, progress=progress)
     return report(args, episodes, results, summary, started)
+
+
+def _in_one_container_pair(episodes: list, jobs: int, options: dict) -> tuple[list, int]:
+    """InterCode's experiments ran a file system's tasks in order in one agent and one eval
+    container, reset by git only: what git leaves carries over (docs/rewards.md). The episodes
+    in task order, one job, and the env told to reuse its containers."""
+    options["reuse_containers"] = True
+    if jobs > 1:
+        print("--compat intercode replays the episodes in order in one container pair, as InterCode "
+              "did: --jobs is ignored (--fresh-containers for a pair per episode)", file=sys.stderr)
+    return sorted(episodes, key=lambda e: e.task_index), 1
+
+
+def _read_episodes(args, read_results) -> list:
+    """The recorded episodes of ``args.results`` (the first ``--limit`` of them)."""
+    episodes = read_results(args.results)
+    if args.limit:
+        episodes = episodes[:args.limit]
+    return episodes
 
 
 def report(args, episodes, results, summary, started: float) -> int:

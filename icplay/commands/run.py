@@ -16,6 +16,15 @@ from pathlib import Path
 from icplay.agents.families import add_model_arguments
 from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
+from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
+from icplay.commands.play import env_from_tasks
+from icplay.formats.native import runs_root
+from icplay.agents.protocols import Budget, Limits
+from icplay.languages import default_sandbox, sandboxes
+from icplay.tasks.registry import find_set
+from icplay.formats.export import ExportError
+from icplay.agents.families import model_options_of
+from icplay.frontend.config import ConfigError, config_path, load_config
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -84,9 +93,6 @@ def register(sub) -> None:
 def run(args) -> int:
     from icplay.agents.llm import AgentError
     from icplay.agents.pricing import PriceTableError
-    from icplay.store import TrajectoryFileError
-
-    from icplay.commands.play import env_from_tasks
 
     env_from_tasks(args, "run")
     try:
@@ -109,8 +115,6 @@ def run(args) -> int:
 def _run_folder(args, setup: dict) -> Path:
     """Where the run saves its episodes (checked against what an earlier run there was)."""
     from icplay.executors.local import RunConfigError, check_run_folder
-    from icplay.formats.native import runs_root
-    from icplay.store import safe_name
 
     out = Path(args.out) if args.out else runs_root() / safe_name(setup["label"])
     identity = {"label": setup["label"], "env": args.env, "tasks": setup["set"], "policy": setup["info"],
@@ -126,10 +130,8 @@ def _run_folder(args, setup: dict) -> Path:
 
 def _runner(args, setup: dict, out: Path):
     """The local runner (or Ray's) of the run's episodes."""
-    from icplay.agents.protocols import Budget, Limits
     from icplay.executors.local import Progress, Runner
     from icplay.executors.specs import EnvSpec, RunSpec, policy_spec_from_args
-    from icplay.store import TrajectoryStore
 
     tasks, label = setup["tasks"], setup["label"]
     limits = Limits(max_turns=setup["turns"], max_tokens=args.episode_tokens, max_cost=args.episode_cost,
@@ -207,8 +209,6 @@ def build(args) -> dict:
 
 
 def _chosen_sandbox(args) -> str:
-    from icplay.languages import default_sandbox, sandboxes
-
     if args.sandbox and args.sandbox not in sandboxes(args.env):
         raise UserError(f"{args.env} runs on {' or '.join(sandboxes(args.env))}, not {args.sandbox!r}")
     return args.sandbox or default_sandbox(args.env)
@@ -217,8 +217,6 @@ def _chosen_sandbox(args) -> str:
 def _chosen_tasks(args):
     """The task set and its tasks the command line names (--task-id picks some), the
     unplayable ones left out."""
-    from icplay.tasks.registry import find_set
-
     task_set = find_set(args.tasks, args.env)
     if task_set.env != args.env:
         raise UserError(f"task set {task_set.name!r} is for {task_set.env}, not {args.env}")
@@ -261,7 +259,6 @@ def build_llm(args):
     """``icplay run``'s LLM policy from its PolicySpec; a missing key, an unpriced cost limit
     or unreadable demos are one sentence each."""
     from icplay.executors.specs import policy_spec_from_args
-    from icplay.formats.export import ExportError
 
     spec = policy_spec_from_args(args, "llm")
     try:
@@ -280,13 +277,17 @@ def build_llm(args):
 
 def configured_model_options(args) -> dict:
     """The request's parameters: the options over config.toml's ``[agent]`` (one sentence when bad)."""
-    from icplay.agents.families import model_options_of
-    from icplay.frontend.config import ConfigError, config_path, load_config
-
     try:
         return model_options_of(args, load_config().agent, str(config_path()))
     except (ConfigError, ValueError) as exc:
         raise UserError(str(exc)) from None
+
+
+def _say_skipped_tasks(left: list, include_remote: bool) -> None:
+    shown = "; ".join(f"{t.id}: {t.extra['skip']}" for t in left[:5])
+    more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
+    hint = " (--include-remote plays those that need a server)" if not include_remote else ""
+    print(f"icplay: skipping {len(left)} task(s){hint}: {shown}{more}", file=sys.stderr)
 
 
 def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
@@ -295,10 +296,7 @@ def skip_unplayable(tasks: list, include_remote: bool, quiet: bool) -> list:
     kept = [t for t in tasks if not t.extra.get("skip") or (include_remote and t.extra.get("remote"))]
     left = [t for t in tasks if t not in kept]
     if left and not quiet:
-        shown = "; ".join(f"{t.id}: {t.extra['skip']}" for t in left[:5])
-        more = f"; and {len(left) - 5} more" if len(left) > 5 else ""
-        hint = " (--include-remote plays those that need a server)" if not include_remote else ""
-        print(f"icplay: skipping {len(left)} task(s){hint}: {shown}{more}", file=sys.stderr)
+        _say_skipped_tasks(left, include_remote)
     if not kept:
         raise UserError(f"every selected task is skipped: {left[0].extra['skip']}")
     return kept
@@ -308,7 +306,6 @@ def load_replay(path, tasks: list, none_of: str, mismatch: str):
     """The replay policy of a recording and the tasks it covers; one sentence when it covers
     none of ``tasks`` (``none_of`` says where) or does not match them (``mismatch``)."""
     from icplay.frontend.policies import PolicySpec
-    from icplay.store import TrajectoryFileError
 
     try:
         policy = PolicySpec("replay", replay=str(path)).build(tasks[0].env if tasks else "", tasks)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from icplay.languages import add_sandbox_argument
 from icplay.process import UserError
+from icplay.languages import UnknownLanguage
+from icplay.sandbox.base import SandboxError
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -44,8 +46,6 @@ def run(args) -> int:
         from icplay.serve.openenv import make_app
     except ImportError as exc:
         raise UserError(f"serve-env needs openenv-core ({exc.name} is missing): pip install 'icplay[openenv]'") from None
-    from icplay.languages import UnknownLanguage
-    from icplay.sandbox.base import SandboxError
 
     try:
         app = make_app(args.env, args.sandbox, max_envs=args.max_envs, tasks=args.tasks, image=args.image,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from icplay.frontend.config import add_annotator_argument
+from icplay.frontend.config import AgentChoice, add_annotator_argument
 from icplay.process import UserError
 
 from icplay.languages import add_sandbox_argument
@@ -56,9 +56,6 @@ def register(sub) -> None:
 def fork_request(args):
     """(source trajectory, K, agent goes on, AgentChoice or None) from --fork's options, checked
     before the screen is taken over (a bad request is one line)."""
-    from icplay.formats.summary import load_episode
-    from icplay.frontend.config import AgentChoice
-
     agent_options = [args.policy, args.model, args.base_url, args.strategy, args.protocol, args.mode]
     if args.fork is None:
         if args.agent or any(v is not None for v in agent_options):
@@ -68,26 +65,40 @@ def fork_request(args):
     if len(args.paths) != 1:
         raise UserError("--fork K takes one episode: a trajectory file (or FILE#N for an episode of an "
                         "InterCode file)")
+    source = _forkable_episode(args.paths[0], args.fork)
+    choice = _fork_agent(args, agent_options)
+    return source, args.fork, args.agent or choice is not None, choice
+
+
+def _forkable_episode(path: Path, keep: int):
+    """The saved episode at ``path``, checked to be one a fork can keep ``keep`` turns of."""
+    from icplay.formats.summary import load_episode
+
     try:
-        source = load_episode(str(args.paths[0]))
+        source = load_episode(str(path))
     except (OSError, ValueError, KeyError, IndexError) as exc:
-        raise UserError(f"{args.paths[0]}: cannot read the episode ({exc})") from None
+        raise UserError(f"{path}: cannot read the episode ({exc})") from None
     if source.env not in ("bash", "sql"):
-        raise UserError(f"{args.paths[0]}: forks run Bash and SQL episodes, not {source.env}")
-    if not 0 <= args.fork <= len(source.turns):
-        raise UserError(f"cannot fork at turn {args.fork}: the episode has {len(source.turns)} turns "
+        raise UserError(f"{path}: forks run Bash and SQL episodes, not {source.env}")
+    if not 0 <= keep <= len(source.turns):
+        raise UserError(f"cannot fork at turn {keep}: the episode has {len(source.turns)} turns "
                         f"(0 to {len(source.turns)} can be kept)")
-    choice = None
+    return source
+
+
+def _fork_agent(args, agent_options: list):
+    """The agent --policy or --model names to go on from the fork (None: the episode's own,
+    or a human); the agent's other options without either are refused."""
     if args.policy is not None or args.model is not None:
         policy = args.policy or "llm"
         if policy == "llm" and not args.model:
             raise UserError("say which model goes on: --model NAME (or --policy gold)")
-        choice = AgentChoice(policy=policy, model=args.model, base_url=args.base_url, strategy=args.strategy,
-                             protocol=args.protocol or "agent", mode=args.mode or "confirm")
-    elif any(v is not None for v in agent_options):
+        return AgentChoice(policy=policy, model=args.model, base_url=args.base_url, strategy=args.strategy,
+                           protocol=args.protocol or "agent", mode=args.mode or "confirm")
+    if any(v is not None for v in agent_options):
         raise UserError("--base-url, --strategy, --protocol and --mode describe the agent: name it with --model "
                         "or --policy")
-    return source, args.fork, args.agent or choice is not None, choice
+    return None
 
 
 def run(args) -> int:

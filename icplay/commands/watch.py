@@ -24,10 +24,21 @@ from icplay.agents.families import add_model_arguments
 from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, names
 from icplay.process import UserError
+from icplay.commands.run import configured_model_options, load_replay
+from icplay.agents.strategies import strategy_name
+from icplay.frontend.config import ConfigError, load_config
+from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
+from icplay.driver import Broker, Driver, Limits
+from icplay.driver.lines import first_unfinished, run_tasks
+from icplay.languages import make_env
 
 if TYPE_CHECKING:   # the types only: the modules themselves load when the command runs
     from icplay.episode import Policy
     from icplay.tasks.model import Task
+
+
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
 
 
 def register(sub) -> None:
@@ -70,8 +81,6 @@ def register(sub) -> None:
 
 def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, dict[str, Any], list[Task]]:
     """The policy (from its PolicySpec), its description for the trajectory, and the tasks it can play."""
-    from icplay.agents.llm import AgentError
-    from icplay.agents.strategies import strategy_name
     from icplay.frontend.policies import PolicySpec
 
     spec = args.policy or ("llm" if args.model else None)
@@ -81,21 +90,32 @@ def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, d
     if spec == "gold":
         return PolicySpec("gold").build(args.env), {"kind": "gold"}, tasks
     if spec.startswith("replay:") or spec == "replay":
-        path = spec.partition(":")[2]
-        if not path:
-            raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
-                            "results file)")
-        from icplay.commands.run import load_replay
-
-        policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
-        return policy, policy.describe(), covered
+        return _replay_policy(spec, tasks)
     if spec != "llm":
         raise UserError(f"unknown --policy {spec!r} (llm, gold or replay:FILE)")
+    return (*_llm_policy(args), tasks)
+
+
+def _replay_policy(spec: str, tasks: list[Task]) -> tuple[Policy, dict[str, Any], list[Task]]:
+    """--policy replay:FILE: the saved actions of FILE, and the tasks it has an episode of."""
+    path = spec.partition(":")[2]
+    if not path:
+        raise UserError("--policy replay:FILE needs the file (a trajectory file or folder, or an InterCode "
+                        "results file)")
+
+    policy, covered = load_replay(path, tasks, "in this set (pick the set with --tasks)", "these tasks")
+    return policy, policy.describe(), covered
+
+
+def _llm_policy(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
+    """The model of --model with the command line's options, its client made now (a missing
+    key is one sentence before any task starts), and its description."""
+    from icplay.agents.llm import AgentError
+    from icplay.frontend.policies import PolicySpec
+
     if not args.model:
         raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
     try:
-        from icplay.commands.run import configured_model_options
-
         policy = PolicySpec("llm", model=args.model, base_url=args.base_url, api_key=args.api_key,
                             options=configured_model_options(args), timeout=args.timeout, retries=args.retries,
                             strategy=strategy_name(args.strategy), protocol=args.protocol,
@@ -103,15 +123,13 @@ def build_policy(args: argparse.Namespace, tasks: list[Task]) -> tuple[Policy, d
         policy.model.client()   # no key: one sentence now
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
-    info = {k: v for k, v in policy.describe().items() if v is not None}
-    return policy, info, tasks
+    return policy, {k: v for k, v in policy.describe().items() if v is not None}
 
 
 def actions_of(args) -> str:
     """--actions, else config.toml's ``[agent] actions``, else text."""
     if args.actions:
         return args.actions
-    from icplay.frontend.config import ConfigError, load_config
 
     try:
         return load_config().agent.get("actions") or "text"
@@ -120,8 +138,6 @@ def actions_of(args) -> str:
 
 
 def run(args) -> int:
-    from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
-
     env_from_tasks(args, "watch")
     if args.turns < 1:
         raise UserError("--turns must be at least 1")
@@ -140,9 +156,6 @@ def run(args) -> int:
         from icplay.tui.launch import run_watch
 
         return run_watch(args, policy, info, tasks)
-    from icplay.driver import Broker, Driver, Limits
-    from icplay.driver.lines import first_unfinished, run_tasks
-    from icplay.languages import make_env
 
     session = open_session(args.session or "watch", args.out, cli_annotator(args))
     if args.task is None:

@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from icplay.library import CallerLoop, Outcome
 from icplay.tasks.loaders import read_records, task_from_record
 from icplay.tasks.model import Task
+from icplay.tasks.registry import intercode_set_beside, task_sets
+from icplay.sql.base import SqlBackendError
+from icplay.tasks.ctf import IMAGE_TOOLS, mark
 
 if TYPE_CHECKING:   # types only: the SQL env loads with the SQL drop-in
     from icplay.envs.base import Env
@@ -67,10 +70,6 @@ class IntercodeDataLoader:
 
 def _known_set(data_path: str | Path, env: str):
     """The registry's task set for this file (so Spider gets its databases), if any."""
-    from icplay.tasks.registry import task_sets
-
-    from icplay.tasks.registry import intercode_set_beside
-
     wanted = Path(data_path).resolve()
     for task_set in task_sets():
         if task_set.env == env and task_set.path.resolve() == wanted:
@@ -294,8 +293,6 @@ class SqlEnv(IntercodeEnv):
         return task
 
     def reset(self, index: int | None = None) -> tuple[Any, dict[str, Any]]:
-        from icplay.sql.base import SqlBackendError
-
         try:
             return super().reset(index)
         except SqlBackendError as exc:
@@ -365,8 +362,6 @@ class CTFEnv(IntercodeEnv):
         return _task_image(self.image_name, "intercode-ctf")
 
     def _task(self, index: int, record: dict[str, Any]) -> Task:
-        from icplay.tasks.ctf import IMAGE_TOOLS, mark
-
         task = super()._task(index, record)
         if self._set is not None:
             assets = self._set.assets

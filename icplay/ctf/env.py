@@ -24,6 +24,8 @@ from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox, SandboxError
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
+from icplay.languages import get
+from icplay.sandbox.bwrap import template_folder
 
 DEFAULT_IMAGE = "icplay-ctf:latest"
 SETUP_TIMEOUT = 120.0
@@ -61,8 +63,6 @@ class CtfSandboxes:
     def _factory(self, task: Task) -> Callable[[], Sandbox]:
         image = self.image_for(task)
         if image == DEFAULT_IMAGE:
-            from icplay.languages import get
-
             get("ctf")   # the spec registers its image (an env made without the spec, too)
         request = SandboxRequest("ctf", image, HostRoot(self._host_root, workdir=CTF_ROOT, binds=(("ctf", CTF_ROOT),)),
                                  network=task.network, timeout=self.timeout, recycle=self.recycle,
@@ -73,8 +73,6 @@ class CtfSandboxes:
     def _host_root(self) -> Path:
         """An empty /ctf, /testbed and /root as a folder tree (made once), for kinds that run
         the host's tools over one (bwrap), which may lack some of the tasks' tools."""
-        from icplay.sandbox.bwrap import template_folder
-
         if self._template is None:
             missing = missing_host_tools()
             if missing and self.progress is not None:

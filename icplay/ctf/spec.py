@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 from icplay.tasks.model import Task
+from icplay.tasks.ctf import mount_path
 
 
 
@@ -20,8 +21,6 @@ def gold_actions(task: Task) -> list[str]:
 
 
 def task_lines(task: Task) -> list[str]:
-    from icplay.tasks.ctf import mount_path
-
     return [f"Your working directory, {mount_path(task)}, holds the task's files."]
 
 

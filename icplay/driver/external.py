@@ -21,6 +21,7 @@ from icplay.episode import Episode, Proposal, Trajectory
 from icplay.languages import make_env
 from icplay.languages.turns import RUN_THEN_SUBMIT
 from icplay.tasks.model import Task
+from icplay.store import TrajectoryStore
 
 _VOLATILE = ("duration",)  # differs run to run; kept in the trajectory, not in step info
 
@@ -91,7 +92,6 @@ class CallerLoop:
     def _saver(self) -> Callable[[Trajectory], Any] | None:
         if self.save_dir is None:
             return None
-        from icplay.store import TrajectoryStore
 
         return TrajectoryStore(self.save_dir).save
 

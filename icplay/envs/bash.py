@@ -31,6 +31,7 @@ from icplay.sandbox import registry as sandbox_kinds
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
+from icplay.sandbox.bwrap import make_root_template, template_folder
 
 _R = TypeVar("_R")
 
@@ -278,8 +279,6 @@ class BashSandboxes:
 
     def _host_root(self) -> Path:
         """The testbed as a folder tree (made once), for kinds that run over one (bwrap)."""
-        from icplay.sandbox.bwrap import make_root_template, template_folder
-
         if self._template is None:
             folder = template_folder()   # reaped with this process's bwrap folder if icplay is killed
             self._template = make_root_template(data_dir() / "bash" / "testbed", data_dir() / "bash" / "setup.sh", folder)

@@ -30,6 +30,7 @@ from icplay.sandbox.base import DEFAULT_TIMEOUT, Sandbox
 from icplay.sandbox.pool import SandboxPool
 from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
+from icplay.sandbox.bwrap import make_root_template, template_folder
 
 DEFAULT_IMAGE = "icplay-python:latest"
 TEST_TIMEOUT = 10.0      # seconds per test call at submit: a call that hangs is cut
@@ -80,8 +81,6 @@ class PythonSandboxes(BashSandboxes):
 
     def _host_root(self) -> Path:
         """An empty testbed as a folder tree (made once), for kinds that run over one (bwrap)."""
-        from icplay.sandbox.bwrap import make_root_template, template_folder
-
         if self._template is None:
             self._empty = tempfile.TemporaryDirectory(prefix="icplay-python-")
             self._template = make_root_template(Path(self._empty.name), None, template_folder())

@@ -290,7 +290,12 @@ def _chosen_instead(turns: list[Turn], i: int) -> tuple[Turn | None, str | None]
         return turn, "edit"
     if not (turn.info.get("rejected") and turn.proposed and turn.proposed != "submit"):
         return None, None
-    for later in turns[i + 1:]:
+    return _human_after_rejection(turns[i + 1:])
+
+
+def _human_after_rejection(later_turns: list[Turn]) -> tuple[Turn | None, str | None]:
+    """The next action that ran after a rejection, when a human ran it (else (None, None))."""
+    for later in later_turns:
         if later.info.get("rejected") or not later.action or later.info.get("invalid"):
             continue
         return (later, "reject") if later.author in (HUMAN, AGENT_EDITED) else (None, None)
@@ -370,6 +375,16 @@ def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
     return out
 
 
+def _intercode_step(turn: Turn, env: str) -> tuple[str, str, float | None, bool]:
+    """One counted turn as InterCode records it: a reply with no action is the raw reply,
+    InterCode's no-code observation, reward 0 and not valid."""
+    invalid = bool(turn.info.get("invalid"))
+    action = str(turn.info.get("raw") or "") if invalid else turn.action
+    observation = _no_code(env) if invalid else intercode_observation(turn)
+    reward = 0.0 if invalid and turn.reward is None else turn.reward
+    return action, observation, reward, not invalid
+
+
 def _turn_history(t: Trajectory) -> tuple[list[str], list[str], list[float | None], list[bool]]:
     """InterCode's actions, observations, rewards and valid flags of the counted turns."""
     actions: list[str] = []
@@ -377,11 +392,11 @@ def _turn_history(t: Trajectory) -> tuple[list[str], list[str], list[float | Non
     rewards: list[float | None] = []
     valid: list[bool] = []
     for turn in (turn for turn in t.turns if turn.counts):
-        invalid = bool(turn.info.get("invalid"))
-        actions.append(str(turn.info.get("raw") or "") if invalid else turn.action)
-        observations.append(_no_code(t.env) if invalid else intercode_observation(turn))
-        rewards.append(0.0 if invalid and turn.reward is None else turn.reward)
-        valid.append(not invalid)
+        action, observation, reward, ok = _intercode_step(turn, t.env)
+        actions.append(action)
+        observations.append(observation)
+        rewards.append(reward)
+        valid.append(ok)
     if rewards and rewards[-1] is None and t.reward is not None:
         rewards[-1] = t.reward
     return actions, observations, rewards, valid

@@ -109,15 +109,21 @@ def _task_named(named: Any, where: str, field: str) -> tuple[int, str | None]:
     return _index(named, where, field), None
 
 
+def _final_reward(record: dict[str, Any]) -> Any:
+    """A log's reward, at its top or in its info."""
+    final = record.get("reward")
+    if final is None and isinstance(record.get("info"), dict):
+        final = record["info"].get("reward")
+    return final
+
+
 def from_log(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
     trajectory = record.get("trajectory")
     if not isinstance(trajectory, list) or not all(isinstance(t, dict) for t in trajectory):
         raise TaskFileError(where, "expected a trajectory list of {action, observation}", field=f"{key}.trajectory")
     actions = [str(t.get("action", "")) for t in trajectory]
     observations = [t.get("observation") for t in trajectory]
-    final = record.get("reward")
-    if final is None and isinstance(record.get("info"), dict):
-        final = record["info"].get("reward")
+    final = _final_reward(record)
     rewards: list[float | None] = [None] * len(actions)
     if actions and final is not None:
         rewards[-1] = float(final)
@@ -151,28 +157,35 @@ def is_intercode(data: Any) -> bool:
     return False
 
 
+def _from_mapping(data: dict[str, Any], where: str) -> list[RecordedEpisode]:
+    """A results file keyed by task: each value a log record or a turn_history episode
+    (values that are not objects are left out)."""
+    out = []
+    for k, v in data.items():
+        if not isinstance(v, dict):
+            continue
+        out.append(from_log(k, v, where) if _is_log_record(v) and "turn_history" not in v
+                   else from_turn_history(k, v, where))
+    return out
+
+
+def _from_item(i: int, item: Any, where: str, stem: str) -> RecordedEpisode:
+    """Record ``i`` of a list file: a trajectory log or a turn_history episode."""
+    if _is_log_record(item):
+        return from_log(f"{stem}:{i}", item, where)
+    if _is_results_record(item):
+        return from_turn_history(str(item.get("task_id", i)), item, where)
+    raise TaskFileError(where, "neither a turn_history episode nor a trajectory log", record=i)
+
+
 def parse(data: Any, where: str, stem: str) -> list[RecordedEpisode]:
     """Episodes of parsed JSON in any InterCode shape (``TaskFileError`` if none)."""
     if isinstance(data, dict) and _is_log_record(data):
         return [from_log(stem, data, where)]
     if isinstance(data, dict):
-        out = []
-        for k, v in data.items():
-            if not isinstance(v, dict):
-                continue
-            out.append(from_log(k, v, where) if _is_log_record(v) and "turn_history" not in v
-                       else from_turn_history(k, v, where))
-        return out
+        return _from_mapping(data, where)
     if isinstance(data, list):
-        out = []
-        for i, item in enumerate(data):
-            if _is_log_record(item):
-                out.append(from_log(f"{stem}:{i}", item, where))
-            elif _is_results_record(item):
-                out.append(from_turn_history(str(item.get("task_id", i)), item, where))
-            else:
-                raise TaskFileError(where, "neither a turn_history episode nor a trajectory log", record=i)
-        return out
+        return [_from_item(i, item, where, stem) for i, item in enumerate(data)]
     raise TaskFileError(where, "not an InterCode results or log file")
 
 

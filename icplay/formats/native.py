@@ -24,6 +24,7 @@ from icplay.json_shape import kind_of
 from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, trajectory_from_json
 from icplay.tasks.model import TaskFileError
+from icplay.store import ATTEMPT_NAME, attempts_folders, readable
 
 RUN_FILE = "run.json"
 
@@ -124,6 +125,22 @@ def _folder_files(path: Path) -> list[Path]:
             and not any(part.startswith(".") for part in f.relative_to(path).parts)]
 
 
+def _folder_trajectories(path: Path, skipped: list[Skipped] | None) -> list[Trajectory]:
+    """Every trajectory of a folder's files (see ``load_logs``)."""
+    trajs: list[Trajectory] = []
+    before = len(skipped) if skipped is not None else 0
+    for file in _folder_files(path):
+        try:
+            trajs.extend(_file_trajectories(file))
+        except TrajectoryFileError as exc:
+            if skipped is None:
+                raise
+            skipped.append(Skipped.of(file, exc))
+    if not trajs and (skipped is None or len(skipped) == before):
+        raise TrajectoryFileError(f"{path}: holds no trajectory files")    # (not when its files are named)
+    return trajs
+
+
 def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[list[Trajectory], dict[str, Any]]:
     """Trajectories from a run folder, a trajectory file or an InterCode results or log file
     (or a folder of them), plus the run's description (``run.json``) when there is one.
@@ -134,18 +151,7 @@ def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[l
     path = Path(path)
     if path.is_dir():
         meta = read_run_meta(path)
-        trajs: list[Trajectory] = []
-        before = len(skipped) if skipped is not None else 0
-        for file in _folder_files(path):
-            try:
-                trajs.extend(_file_trajectories(file))
-            except TrajectoryFileError as exc:
-                if skipped is None:
-                    raise
-                skipped.append(Skipped.of(file, exc))
-        if not trajs and (skipped is None or len(skipped) == before):
-            raise TrajectoryFileError(f"{path}: holds no trajectory files")    # (not when its files are named)
-        return trajs, meta
+        return _folder_trajectories(path, skipped), meta
     if not path.is_file():
         raise TrajectoryFileError(f"{path}: no such file or folder")
     try:
@@ -161,8 +167,6 @@ def load_earlier_attempts(path: str | Path, skipped: list[Skipped] | None = None
     """The earlier attempts kept for a trajectory folder (``icplay.store.attempts_folders``:
     a store's ``.attempts`` beside it, a session's ``attempts/<name>``), numbered; [] for a
     file. A file that cannot be read goes to ``skipped``."""
-    from icplay.store import ATTEMPT_NAME, attempts_folders, readable
-
     path = Path(path)
     if not path.is_dir():
         return []

@@ -78,6 +78,15 @@ class EpisodeSummary:
 FIELDS = tuple(EpisodeSummary.__dataclass_fields__)    # the index keeps a summary as a list in this order
 
 
+def _best(traj: Trajectory) -> float | None:
+    return traj.best_reward if traj.best_reward is not None else traj.reward
+
+
+def _date(traj: Trajectory) -> float:
+    """When the episode was last written (else started)."""
+    return traj.updated_at or traj.started_at or 0.0
+
+
 def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
     policy = traj.policy or {}
     kind = str(policy.get("kind") or "human")
@@ -88,10 +97,10 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
     return EpisodeSummary(
         ref=ref, id=traj.id, set=str(traj.task.get("set", "")), task=str(traj.task.get("id", "")), env=traj.env,
         query=str(traj.task.get("query") or "")[:300], who=who, kind=kind, model=model, author=author, mix=mix,
-        turns=traj.turns_taken, best=traj.best_reward if traj.best_reward is not None else traj.reward,
+        turns=traj.turns_taken, best=_best(traj),
         final=traj.reward, solved=traj.solved, strict=traj.strictly_solved, status=traj.status,
         time_worked=traj.time_worked or 0.0,
-        date=traj.updated_at or traj.started_at or 0.0, source=source, forked_from=traj.forked_from,
+        date=_date(traj), source=source, forked_from=traj.forked_from,
         annotator=traj.annotator, attempt=traj.attempt, after_gold_seen=traj.after_gold_seen)
 
 
@@ -122,6 +131,24 @@ def default_paths(home: str | Path | None = None) -> list[Path]:
     return paths
 
 
+def _episode_files(entries: list[os.DirEntry], folders: list[str]) -> list[os.DirEntry]:
+    """A folder's JSON files (not run.json) in order; its subfolders go on ``folders``. Dot
+    entries (locks) and entries that vanish while read are skipped."""
+    files = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        try:
+            if entry.is_dir():
+                folders.append(entry.path)
+            elif (name.endswith(".json") or name.endswith(".jsonl")) and name != RUN_FILE:
+                files.append(entry)
+        except OSError:
+            continue
+    return files
+
+
 def _files(root: Path) -> Iterable[tuple[str, str, os.stat_result]]:
     """(file, source, stat) for every JSON file under ``root``, skipping dot folders (locks)
     and run.json. Plain strings and ``os.scandir``: at thousands of files pathlib's own
@@ -138,19 +165,7 @@ def _files(root: Path) -> Iterable[tuple[str, str, os.stat_result]]:
                 entries = sorted(it, key=lambda e: e.name, reverse=True)
         except OSError:
             continue
-        files = []
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                if entry.is_dir():
-                    stack.append(entry.path)
-                elif (name.endswith(".json") or name.endswith(".jsonl")) and name != RUN_FILE:
-                    files.append(entry)
-            except OSError:
-                continue
-        for entry in reversed(files):
+        for entry in reversed(_episode_files(entries, stack)):
             try:
                 yield entry.path, source, entry.stat()
             except OSError:
@@ -227,6 +242,15 @@ def scan(paths: Iterable[str | Path] | None = None, home: str | Path | None = No
     return out
 
 
+def _existing_roots(paths: Iterable[str | Path] | None, home: str | Path | None) -> list[Path]:
+    """The folders and files to scan (default: everything under the home), each checked to exist."""
+    roots = [Path(p) for p in paths] if paths else default_paths(home)
+    for root in roots:
+        if not root.exists():
+            raise TrajectoryFileError(f"{root}: no such file or folder")
+    return roots
+
+
 def scan_batches(paths: Iterable[str | Path] | None = None, home: str | Path | None = None,
                  cache: str | Path | None | bool = True, every: float = 0.2,
                  clock: Callable[[], float] = time.monotonic,
@@ -235,10 +259,7 @@ def scan_batches(paths: Iterable[str | Path] | None = None, home: str | Path | N
     ``every`` seconds of reading, and the rest at the end — so that a first scan of thousands
     of new files (each parsed) shows rows while it goes on; a warm index comes in one batch.
     The index is saved once every file was read (a scan given up halfway saves nothing)."""
-    roots = [Path(p) for p in paths] if paths else default_paths(home)
-    for root in roots:
-        if not root.exists():
-            raise TrajectoryFileError(f"{root}: no such file or folder")
+    roots = _existing_roots(paths, home)
     index = SummaryIndex(index_path(home) if cache is True else (cache or None))
     batch: list[EpisodeSummary] = []
     seen: set[str] = set()

@@ -19,6 +19,13 @@ from icplay.driver.broker import MODES
 from icplay.driver.driver import PROTOCOLS
 from icplay.frontend.config import AgentChoice
 from icplay.tasks.model import Task
+from icplay.agents.replay import GoldPolicy, ReplayPolicy
+from icplay.tasks.registry import find_set
+from icplay.agents.context import ContextLimits
+from icplay.agents.llm import ChatModel, LLMPolicy
+from icplay.agents.pricing import PriceTable
+from icplay.formats.export import load_demos
+from icplay.agents.strategies import strategy_name
 
 ACTIONS = ("text", "tools")
 KINDS = ("gold", "replay", "llm")
@@ -55,28 +62,19 @@ class PolicySpec:
     def build(self, env_name: str, tasks: list[Task] | None = None) -> Any:
         """The live policy. A replay reads its recording against ``tasks`` (else the spec's
         ``task_set``)."""
-        from icplay.agents.replay import GoldPolicy, ReplayPolicy
-
         if self.kind == "gold":
             return GoldPolicy()
         if self.kind == "replay":
             if not self.replay:
                 raise ValueError("a replay policy needs its recording (replay=FILE)")
             if tasks is None and self.task_set:
-                from icplay.tasks.registry import find_set
-
                 tasks = find_set(self.task_set, env_name).load()
             return ReplayPolicy.from_path(self.replay, tasks)
         if self.kind != "llm":
             raise ValueError(f"unknown policy kind {self.kind!r} (gold, replay or llm)")
-        from icplay.agents.context import ContextLimits
-        from icplay.agents.llm import ChatModel, LLMPolicy
-        from icplay.agents.pricing import PriceTable
 
         demos = []
         if self.demos:
-            from icplay.formats.export import load_demos
-
             demos = load_demos(self.demos, env_name)
         model = ChatModel(self.model or "", base_url=self.base_url, api_key=self.api_key, timeout=self.timeout,
                           retries=self.retries, prices=PriceTable(dict(self.prices)), **self.options)
@@ -100,8 +98,6 @@ def check_choice(choice: AgentChoice) -> None:
 
 def spec_of_choice(choice: AgentChoice) -> PolicySpec:
     """The ``PolicySpec`` of a screen's agent choice (checked first: ``PolicyError``)."""
-    from icplay.agents.strategies import strategy_name
-
     check_choice(choice)
     if choice.policy == "gold":
         return PolicySpec("gold")

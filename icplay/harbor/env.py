@@ -19,6 +19,10 @@ from icplay.harbor.load import settings_of
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
 from icplay.tasks.model import Task
+from icplay.harbor.image import ensure_task_image
+from icplay.sandbox.docker import DockerSandbox
+from icplay.sandbox.images import docker_client
+from icplay.harbor.verify import Verifier, carrier, system_artifacts
 
 
 def limits_of(task: Task) -> dict[str, Any]:
@@ -46,10 +50,6 @@ class HarborSandboxes:
         return self.timeout if self.timeout is not None else float(settings_of(task)["agent_timeout"])
 
     def pool(self, task: Task) -> SandboxPool:
-        from icplay.harbor.image import ensure_task_image
-        from icplay.sandbox.docker import DockerSandbox
-        from icplay.sandbox.images import docker_client
-
         if self._client is None:
             self._client = docker_client()
         image = ensure_task_image(self._client, task, self.progress)
@@ -97,8 +97,6 @@ class HarborEnv(PooledShellEnv):
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         """Run the task's verifier in this episode's container (once) and give its reward."""
-        from icplay.harbor.verify import Verifier
-
         if self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         if self.result is not None:
@@ -117,8 +115,6 @@ class HarborEnv(PooledShellEnv):
 
     def _verify_separately(self, settings: dict, tests: Path, timeout: float, env: dict[str, str]) -> SubmitResult:
         """In a fresh container of the task's image, given the artifacts (``verify.carrier``)."""
-        from icplay.harbor.verify import Verifier, carrier, system_artifacts
-
         pool = self.held.pool
         assert pool is not None and self.sandbox is not None
         agent = Verifier(self.sandbox, tests, timeout, env)

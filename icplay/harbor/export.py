@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from icplay.tasks.model import Task
+from icplay.tasks.ctf import HIDDEN_FOLDERS, skip_reason
 
 Progress = Callable[[str], None]
 
@@ -107,8 +108,6 @@ class Files:
 
 
 def _hidden_folders(_folder: str, names: list[str]) -> list[str]:
-    from icplay.tasks.ctf import HIDDEN_FOLDERS
-
     return [name for name in names if name in HIDDEN_FOLDERS]
 
 
@@ -205,7 +204,7 @@ def export_tasks(tasks: list[Task], out: Path, progress: Progress | None = None)
 
     Tasks of a language with no exporter, and CTF tasks that need a server or lack their
     files, are skipped with the reason."""
-    from icplay.harbor.languages import EXPORTERS
+    from icplay.harbor.languages import EXPORTERS   # an import cycle: the exporters build on this module's Files
 
     result = Exported()
     by_language: dict[str, list[Task]] = {}
@@ -239,7 +238,5 @@ def _skip_reason(task: Task, exporters: dict[str, Any]) -> str | None:
     if task.image:
         return f"it runs on its own image {task.image}, which icplay does not build"
     if task.env == "ctf":
-        from icplay.tasks.ctf import skip_reason
-
         return skip_reason(task)
     return None

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.images import image_exists, stream_build
 from icplay.tasks.model import Task
+from icplay.harbor.load import settings_of
 
 INPUTS_LABEL = "icplay.harbor.inputs"
 
@@ -48,8 +49,6 @@ def image_tag(task: Task, folder: Path) -> str:
 
 def ensure_task_image(client: Any, task: Task, progress: Callable[[str], None] | None = None) -> str:
     """The task's image, built first when missing (once, however many threads ask)."""
-    from icplay.harbor.load import settings_of
-
     source = settings_of(task)["image"]
     if "name" in source:
         if not image_exists(client, source["name"]):

@@ -9,6 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from icplay.harbor.export import ANSWERS, ExportError, Files, Progress, heredoc
 from icplay.tasks.model import Task
+from icplay.envs.bash import BashSandboxes
+from icplay.sql.sqlite import SqliteBackend
+from icplay.sql.dump import default_databases, load_catalog
+from icplay.sql.convert import mysql_query_to_sqlite
+from icplay.python.reward import gold_function_name
+from icplay.tasks.ctf import assets_dir, mount_path, setup_of
 
 if TYPE_CHECKING:   # the type only: the sandboxes load when an export needs them
     from icplay.envs.bash import BashSandboxes
@@ -42,8 +48,6 @@ class BashExporter:
         self._sandboxes: BashSandboxes | None = None
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
-        from icplay.envs.bash import BashSandboxes
-
         self._sandboxes = BashSandboxes("docker", progress=progress)
 
     def environment(self, task: Task, files: Files) -> None:
@@ -105,16 +109,12 @@ class SqlExporter:
     collect: tuple[str, ...] = ()
 
     def __init__(self) -> None:
-        from icplay.sql.sqlite import SqliteBackend
-
         self._backend = SqliteBackend()
 
     def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
         self._backend.progress = progress
 
     def _database(self, task: Task) -> Path:
-        from icplay.sql.dump import default_databases, load_catalog
-
         catalog = load_catalog(task.extra.get("databases") or default_databases())
         return self._backend.template_file(catalog, task.db or catalog.names[0])
 
@@ -144,8 +144,6 @@ return exactly the requested columns, in the requested order, and no extras.
 """
 
     def gold_query(self, task: Task) -> str:
-        from icplay.sql.convert import mysql_query_to_sqlite
-
         return mysql_query_to_sqlite(task.gold) or task.gold
 
     def solution(self, task: Task, files: Files) -> None:
@@ -179,8 +177,6 @@ class PythonExporter:
         pass
 
     def function(self, task: Task) -> str:
-        from icplay.python.reward import gold_function_name
-
         name = gold_function_name(task.gold, [str(t) for t in task.extra.get("tests") or []])
         if not name:
             raise ExportError(f"task {task.key}: its gold defines no function")
@@ -238,8 +234,6 @@ class CtfExporter:
         pass
 
     def environment(self, task: Task, files: Files) -> None:
-        from icplay.tasks.ctf import assets_dir, mount_path, setup_of
-
         where = mount_path(task)
         assets = assets_dir(task)
         copy = ""
@@ -256,8 +250,6 @@ RUN mkdir -p {ANSWERS} /opt{where}
 """)
 
     def instruction(self, task: Task) -> str:
-        from icplay.tasks.ctf import mount_path
-
         return f"""{task.query.strip()}
 
 ## How to answer

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from icplay.envs.base import SubmitResult, strict_verdict
+from icplay.sandbox.docker import bounded_exec
 
 TESTS = "/tests"
 VERIFIER_LOGS = "/logs/verifier"
@@ -217,8 +218,6 @@ class Verifier:
         return True
 
     def run(self, argv: list[str], timeout: float) -> tuple[int | None, str]:
-        from icplay.sandbox.docker import bounded_exec
-
         abandon = threading.Event()
         timer = threading.Timer(timeout, abandon.set)
         timer.start()

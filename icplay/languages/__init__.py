@@ -15,6 +15,7 @@ from icplay.languages.registry import ENTRY_POINT_GROUP, UnknownLanguage, all_sp
 from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts, resolve
 from icplay.languages.turns import RUN_THEN_SUBMIT, TurnPlan, TurnRule
 from icplay.sandbox.base import SandboxError
+from icplay.sandbox import registry
 
 __all__ = ["LanguageSpec", "Prompts", "Image", "resolve", "get", "find", "names", "known", "all_specs", "make_env",
            "EnvFactory", "default_sandbox", "checked_sandbox", "sandboxes", "UnknownLanguage",
@@ -37,8 +38,6 @@ def sandboxes(env_name: str) -> tuple[str, ...]:
 def sandbox_choices() -> list[str]:
     """Every sandbox some language runs on (the CLI's ``--sandbox`` choices): the shell
     sandboxes of the registry first, then the others (SQL's sqlite, mysql)."""
-    from icplay.sandbox import registry
-
     found = list(registry.names())
     for spec in all_specs():
         found += [name for name in spec.sandbox_names() if name not in found]
@@ -47,8 +46,6 @@ def sandbox_choices() -> list[str]:
 
 def shell_sandboxes() -> list[str]:
     """The registry's shell sandboxes (Bash, Python, CTF run on each)."""
-    from icplay.sandbox import registry
-
     return registry.names()
 
 

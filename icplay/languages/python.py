@@ -8,6 +8,7 @@ from icplay.envs.base import SubmitResult, parse_submit
 from icplay.languages.spec import SHELL_SANDBOXES, Image, LanguageSpec, Prompts
 from icplay.languages.turns import TurnPlan, TurnRule
 from icplay.tasks.model import Task
+from icplay.python.reward import gold_function_name
 
 # InterCode's experiments/eval_n_turn.py: the first function an action starting with "def"
 # defines is submitted by name (``re.match(r'def (\w+)\(', action)``), and when a test of
@@ -21,25 +22,32 @@ def score_rows(b: dict) -> list[tuple[str, str]]:
     rows = [("tests matching the gold", f"{b.get('passed', 0)} of {b.get('total', 0)}"),
             ("your function", f"{b.get('function') or '?'} (bound to the gold's name {b.get('gold_function') or '?'})")]
     for i, test in enumerate(b.get("tests") or [], start=1):
-        yours, gold = test.get("yours") or {}, test.get("gold") or {}
         mark = "same" if test.get("match") else "different"
-        shown = (yours.get("output") or "").strip().splitlines()
-        detail = "cut: it hung or flooded the output" if yours.get("status") == "cut" else (
-            shown[-1] if shown else "passed silently")
-        gold_lines = (gold.get("output") or "").strip().splitlines()
-        gold_detail = gold_lines[-1] if gold_lines else "passed silently"
-        text = f"{test.get('test', '')}\n  yours: {detail}\n  gold:  {gold_detail}"
-        calls = test.get("calls") or {}
-        if calls and not test.get("match"):    # what the calls returned, as brought out of each sandbox
-            text += (f"\n  your call returned: {'; '.join(calls.get('yours') or [])}"
-                     f"\n  the gold's returned: {'; '.join(calls.get('gold') or [])}")
-        rows.append((f"test {i}: {mark}", text))
+        rows.append((f"test {i}: {mark}", _test_text(test)))
     return rows
 
 
-def gold_actions(task: Task) -> list[str]:
-    from icplay.python.reward import gold_function_name
+def _last_line(side: dict) -> str:
+    """The last line a side's test printed (an assertion's message, a traceback's last line)."""
+    lines = (side.get("output") or "").strip().splitlines()
+    return lines[-1] if lines else "passed silently"
 
+
+def _test_text(test: dict) -> str:
+    """One test as the breakdown shows it: its last line of output for you and for the gold,
+    and, when they differ, what each side's calls returned."""
+    yours, gold = test.get("yours") or {}, test.get("gold") or {}
+    detail = "cut: it hung or flooded the output" if yours.get("status") == "cut" else _last_line(yours)
+    gold_detail = _last_line(gold)
+    text = f"{test.get('test', '')}\n  yours: {detail}\n  gold:  {gold_detail}"
+    calls = test.get("calls") or {}
+    if calls and not test.get("match"):    # what the calls returned, as brought out of each sandbox
+        text += (f"\n  your call returned: {'; '.join(calls.get('yours') or [])}"
+                 f"\n  the gold's returned: {'; '.join(calls.get('gold') or [])}")
+    return text
+
+
+def gold_actions(task: Task) -> list[str]:
     name = gold_function_name(task.gold, [str(t) for t in task.extra.get("tests") or []])
     return [task.gold.replace("\r\n", "\n"), f"submit {name}" if name else "submit"]
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Union
 
 from icplay.languages.turns import RUN_THEN_SUBMIT, TurnRule
 from icplay.tasks.model import Task
+from icplay.sandbox import registry
 
 Ref = Union[str, Callable[..., Any]]
 
@@ -141,8 +142,6 @@ class LanguageSpec:
     def sandbox_names(self) -> tuple[str, ...]:
         """The sandboxes it runs on, a shell language's read from the sandbox registry now."""
         if self.sandboxes == SHELL_SANDBOXES:
-            from icplay.sandbox import registry
-
             return tuple(registry.names())
         return self.sandboxes
 
@@ -150,8 +149,6 @@ class LanguageSpec:
         if self.default_sandbox is not None:
             return resolve(self.default_sandbox)()
         if self.sandboxes == SHELL_SANDBOXES:
-            from icplay.sandbox import registry
-
             return registry.default_name()
         return self.sandboxes[0]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from icplay.python.calls import Split
@@ -57,6 +58,14 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
+def _check_raised(raised: Any) -> None:
+    """An exception record has exactly its four fields, each a string of bounded length."""
+    fields = ("module", "name", "base", "message")
+    if not isinstance(raised, dict) or sorted(raised) != sorted(fields) or not all(
+            isinstance(raised[f], str) and len(raised[f]) <= 4000 for f in fields):
+        raise ValueError("an exception record has the wrong fields")
+
+
 def _checked_record(text: str, k: int) -> dict[str, Any]:
     """Call ``k``'s result record as the caller wrote it, checked field by field (ValueError)."""
     record = json.loads(text)
@@ -66,11 +75,7 @@ def _checked_record(text: str, k: int) -> dict[str, Any]:
         decode_value(record["value"])
         return record
     if "raised" in record:
-        raised = record["raised"]
-        fields = ("module", "name", "base", "message")
-        if not isinstance(raised, dict) or sorted(raised) != sorted(fields) or not all(
-                isinstance(raised[f], str) and len(raised[f]) <= 4000 for f in fields):
-            raise ValueError("an exception record has the wrong fields")
+        _check_raised(record["raised"])
         return record
     if "opaque" in record and isinstance(record["opaque"], str):
         return record
@@ -104,6 +109,47 @@ def call_results(output: str, count: int) -> list[CallResult]:
     return results
 
 
+def _calls_by_test(pending: list[tuple[int, str]], done: list[CallResult]) -> dict[int, list[CallResult]]:
+    """The call results grouped by the test each call belongs to, in call order."""
+    by_test: dict[int, list[CallResult]] = {}
+    for (n, _), result in zip(pending, done):
+        by_test.setdefault(n, []).append(result)
+    return by_test
+
+
+def _after_cut(caller: Interpreter, calls: list[str], got: int, batch: PyResult, ready: Callable[[], None],
+               timeout: float) -> list[CallResult]:
+    """The result of the call a cut batch was in (call ``got``): cut, when it ran alone;
+    else it runs again alone with its own time (cut then, it hung)."""
+    if len(calls) == 1:
+        return [CallResult(CUT, batch.output, why=f"the call was stopped ({batch.status})")]
+    ready()
+    alone = caller.run(json.dumps(calls[got:got + 1]), kind="probes", timeout=timeout)
+    lost = (CallResult(CUT, alone.output, why="the call was stopped") if alone.cut
+            else CallResult("died", alone.output, why="the interpreter exited during the call"))
+    return call_results(alone.output, 1) or [lost]
+
+
+def _call_each(caller: Interpreter, pending: list[str], ready: Callable[[], None],
+               timeout: float) -> list[CallResult]:
+    """One result per call: the calls not yet done go in one request, again and again until
+    each has its result (a call that ended its interpreter gets one that says so)."""
+    done: list[CallResult] = []
+    while len(done) < len(pending):
+        ready()
+        calls = pending[len(done):]
+        batch = caller.run(json.dumps(calls), kind="probes", timeout=timeout)
+        got = call_results(batch.output, len(calls))
+        done += got
+        if len(got) == len(calls):
+            continue
+        if batch.cut and (len(calls) > 1 or not got):
+            done += _after_cut(caller, calls, len(got), batch, ready, timeout)
+            continue
+        done.append(CallResult("died", _after_records(batch.output), why="the interpreter exited during the call"))
+    return done
+
+
 def run_calls(caller: Interpreter, splits: list[Split], prepare: list[str],
               timeout: float) -> list[list[CallResult] | Outcome]:
     """Each test's call results in ``caller`` (a test run whole: its outcome there).
@@ -117,30 +163,8 @@ def run_calls(caller: Interpreter, splits: list[Split], prepare: list[str],
             caller.run(json.dumps(prepare), kind="runs", timeout=max(timeout, len(prepare) * DEFAULT_ACTION_TIMEOUT))
 
     pending = [(n, c) for n, split in enumerate(splits) if not split.whole for c in split.calls]
-    done: list[CallResult] = []
-    while len(done) < len(pending):
-        ready()
-        calls = [c for _, c in pending[len(done):]]
-        batch = caller.run(json.dumps(calls), kind="probes", timeout=timeout)
-        got = call_results(batch.output, len(calls))
-        done += got
-        if len(got) == len(calls):
-            continue
-        if batch.cut:
-            if len(got) == 0 and len(calls) == 1:
-                done.append(CallResult(CUT, batch.output, why=f"the call was stopped ({batch.status})"))
-                continue
-            if len(calls) > 1:    # the call it was in gets its own time
-                ready()
-                alone = caller.run(json.dumps(calls[len(got):len(got) + 1]), kind="probes", timeout=timeout)
-                lost = (CallResult(CUT, alone.output, why="the call was stopped") if alone.cut
-                        else CallResult("died", alone.output, why="the interpreter exited during the call"))
-                done += call_results(alone.output, 1) or [lost]
-                continue
-        done.append(CallResult("died", _after_records(batch.output), why="the interpreter exited during the call"))
-    by_test: dict[int, list[CallResult]] = {}
-    for (n, _), result in zip(pending, done):
-        by_test.setdefault(n, []).append(result)
+    done = _call_each(caller, [c for _, c in pending], ready, timeout)
+    by_test = _calls_by_test(pending, done)
     results: list[list[CallResult] | Outcome] = []
     for n, split in enumerate(splits):
         if split.whole:
@@ -165,6 +189,21 @@ def outcome_of(result: PyResult) -> Outcome:
     return Outcome(result.status if result.status in ("ok", "error") else "died", result.output, how)
 
 
+def _unjudged(result: list[CallResult]) -> Outcome | None:
+    """The outcome of a test one of whose calls neither returned nor raised (it was cut, or
+    its interpreter died): no check runs on it. None when every call can be judged."""
+    unjudged = next((r for r in result if r.status not in ("value", "raised")), None)
+    if unjudged is None:
+        return None
+    printed = unjudged.out + ("\n" if unjudged.out and not unjudged.out.endswith("\n") else "")
+    return Outcome(unjudged.status, printed + unjudged.why, unjudged.status)
+
+
+def _as_data(result: list[CallResult]) -> list[str]:
+    """The calls' results as the trajectory keeps them: status, output and record, as JSON."""
+    return [json.dumps([r.status, r.out, r.record], sort_keys=True) for r in result]
+
+
 def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results: list[list[CallResult] | Outcome],
           timeout: float) -> Scored:
     """Each test's outcome: its check run by the judge (one fresh process in ``sandbox``, the
@@ -181,20 +220,24 @@ def judge(sandbox: Sandbox, gold: str, setup: str, splits: list[Split], results:
             data.append([])
             continue
         shown.append([r.shown() for r in result])
-        data.append([json.dumps([r.status, r.out, r.record], sort_keys=True) for r in result])
-        unjudged = next((r for r in result if r.status not in ("value", "raised")), None)
-        if unjudged is not None:
-            printed = unjudged.out + ("\n" if unjudged.out and not unjudged.out.endswith("\n") else "")
-            outcomes.append(Outcome(unjudged.status, printed + unjudged.why, unjudged.status))
-            continue
-        outcomes.append(None)
-        checks.append({"calls": [{"out": r.out, **(r.record or {})} for r in result], "check": split.check})
+        data.append(_as_data(result))
+        unjudged = _unjudged(result)
+        outcomes.append(unjudged)
+        if unjudged is None:
+            checks.append({"calls": [{"out": r.out, **(r.record or {})} for r in result], "check": split.check})
     if checks:
-        spec = json.dumps({"gold": gold, "setup": setup, "tests": checks})
-        ran = run_judge(sandbox, spec, timeout=timeout * (1 + len(checks)))
-        judged = iter(_judged(ran.output, len(checks), ran))
-        outcomes = [o if o is not None else next(judged) for o in outcomes]
+        outcomes = _judge_checks(sandbox, gold, setup, checks, outcomes, timeout)
     return Scored([o for o in outcomes if o is not None], shown, whole, data)
+
+
+def _judge_checks(sandbox: Sandbox, gold: str, setup: str, checks: list[dict[str, Any]],
+                  outcomes: list[Outcome | None], timeout: float) -> list[Outcome | None]:
+    """``outcomes`` with each gap (a test to judge) filled by the judge's verdict on its check,
+    all checks run in one judge process."""
+    spec = json.dumps({"gold": gold, "setup": setup, "tests": checks})
+    ran = run_judge(sandbox, spec, timeout=timeout * (1 + len(checks)))
+    judged = iter(_judged(ran.output, len(checks), ran))
+    return [o if o is not None else next(judged) for o in outcomes]
 
 
 def _judged(output: str, count: int, ran: ShellResult) -> list[Outcome]:

@@ -65,6 +65,8 @@ from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCall
 from icplay.sandbox.limits import Limits
 from icplay.sandbox.registry import SandboxRequest, image_kinds, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, PersistentShell, ShellControl
+from icplay.paths import own_paths
+from icplay.sandbox.files import copy_into
 
 INSIDE_UID = 1000
 INSIDE_USER = "icplay"
@@ -187,8 +189,6 @@ def _own_masks() -> list[str]:
     """bwrap arguments that hide icplay's own folders (its package and bundle, data, cache,
     home: icplay.paths.own_paths) wherever one lies inside a bound host folder (an install
     under /usr or /usr/local, a cache set there): an empty read-only tmpfs over each."""
-    from icplay.paths import own_paths
-
     args: list[str] = []
     prefixes = _bound_prefixes()
     for path in own_paths():
@@ -585,8 +585,6 @@ class BwrapSandbox:
         sandbox, made if missing, owned by the sandbox's user and writable, without the
         folders named in ``skip``. ``dest`` lies under /testbed, /root or a bound folder:
         the rest of the sandbox's root is read-only."""
-        from icplay.sandbox.files import copy_into
-
         target = None
         for folder, inside in (("testbed", "/testbed"), ("root", "/root"), *self.binds):
             if dest == inside or dest.startswith(inside.rstrip("/") + "/"):

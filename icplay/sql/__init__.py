@@ -19,11 +19,11 @@ def make_sql_backend(kind: str, **options: Any) -> SqlBackend:
     """A backend by name. Options: ``timeout``, ``max_rows``, ``progress``, and for mysql
     ``image`` (default ``icplay-sql:latest``; any MariaDB/MySQL image works, see docs/sql.md)."""
     if kind == "sqlite":
-        from icplay.sql.sqlite import SqliteBackend   # each backend loads when chosen (mysql: its connector)
+        from icplay.sql.sqlite import SqliteBackend   # start-up: sqlglot (128 modules) loads when a backend is made
 
         return SqliteBackend(**options)
     if kind in ("mysql", "mariadb"):
-        from icplay.sql.mysql import MysqlBackend   # loads mysql-connector, only when asked for
+        from icplay.sql.mysql import MysqlBackend   # start-up: MariaDB's backend loads only when asked for
 
         return MysqlBackend(**options)
     raise SqlBackendError(f"no SQL backend {kind!r} (known: {', '.join(BACKENDS)})")

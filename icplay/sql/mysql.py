@@ -78,6 +78,18 @@ def _grant_pattern(name: str) -> str:
     return _quote_name(name.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%"))
 
 
+def _container_addresses(settings: dict[str, Any]) -> list[tuple[str, int]]:
+    """The server's addresses from a container's NetworkSettings: each network's own address,
+    then each port published on the host."""
+    out = []
+    for network in (settings.get("Networks") or {}).values():
+        if network.get("IPAddress"):
+            out.append((network["IPAddress"], 3306))
+    for binding in (settings.get("Ports") or {}).get("3306/tcp") or []:
+        out.append(("127.0.0.1", int(binding["HostPort"])))
+    return out
+
+
 class MysqlBackend:
     """SQL episodes on a MariaDB/MySQL server in Docker (or at ``host``:``port``)."""
 
@@ -171,14 +183,7 @@ class MysqlBackend:
         if self._container.status in ("exited", "dead"):
             logs = self._container.logs(tail=15).decode("utf-8", "replace")
             raise SqlBackendError(f"the database server container stopped:\n{logs}")
-        out = []
-        settings = self._container.attrs.get("NetworkSettings") or {}
-        for network in (settings.get("Networks") or {}).values():
-            if network.get("IPAddress"):
-                out.append((network["IPAddress"], 3306))
-        for binding in (settings.get("Ports") or {}).get("3306/tcp") or []:
-            out.append(("127.0.0.1", int(binding["HostPort"])))
-        return out
+        return _container_addresses(self._container.attrs.get("NetworkSettings") or {})
 
     def _connect(self, deadline: float, **kwargs: Any) -> Any:
         import mysql.connector
@@ -424,30 +429,9 @@ class MysqlBackend:
         try:
             watchdog.start()
             cursor.execute(sql)
-            if time.monotonic() - started >= self.timeout * 0.98 and self.timeout > 0:
-                # The server's max_statement_time cuts some functions short without an
-                # error (BENCHMARK returns 0): say so rather than pass the value as real.
-                result.timed_out = True
-                result.notes.append(f"the statement ran for the whole statement timeout ({self.timeout:g} s); "
-                                    "its result may have been cut short")
-            if cursor.description is not None:
-                result.columns = [d[0] for d in cursor.description]
-                CappedRows(self.max_rows).read(lambda n: cursor.fetchmany(size=n)).fill(result)
-                if result.truncated:
-                    self._discard_rest()
-            result.rowcount = cursor.rowcount
-            used = is_use(sql)
-            if used is not None:
-                self._current = used
-                self._touched.add(used)
+            self._read_outcome(cursor, sql, started, result)
         except mysql.connector.Error as exc:
-            result.columns, result.rows, result.shown, result.row_keys, result.dropped_bytes = None, [], None, None, 0
-            result.error = exc.msg if getattr(exc, "msg", None) else str(exc)
-            errno = getattr(exc, "errno", None)
-            result.timed_out = errno == 1969 or (errno == 1317 and self._watchdog_fired)
-            result.interrupted = errno == 1317 and self._interrupted and not self._watchdog_fired
-            if errno in LOST_CONNECTION or not self._agent.is_connected():
-                self._reconnect_agent(result)
+            self._note_server_error(exc, result)
         except Exception as exc:   # a value the connector cannot convert, out of memory, ...
             result = QueryResult()
             result.error = str(exc)
@@ -461,6 +445,37 @@ class MysqlBackend:
                 pass
         result.duration = time.monotonic() - started
         return result
+
+    def _read_outcome(self, cursor: Any, sql: str, started: float, result: QueryResult) -> None:
+        """Fill ``result`` from a statement that ran: its rows (capped), its row count, the
+        database a USE chose, and a note when it ran for the whole timeout."""
+        if time.monotonic() - started >= self.timeout * 0.98 and self.timeout > 0:
+            # The server's max_statement_time cuts some functions short without an
+            # error (BENCHMARK returns 0): say so rather than pass the value as real.
+            result.timed_out = True
+            result.notes.append(f"the statement ran for the whole statement timeout ({self.timeout:g} s); "
+                                "its result may have been cut short")
+        if cursor.description is not None:
+            result.columns = [d[0] for d in cursor.description]
+            CappedRows(self.max_rows).read(lambda n: cursor.fetchmany(size=n)).fill(result)
+            if result.truncated:
+                self._discard_rest()
+        result.rowcount = cursor.rowcount
+        used = is_use(sql)
+        if used is not None:
+            self._current = used
+            self._touched.add(used)
+
+    def _note_server_error(self, exc: Any, result: QueryResult) -> None:
+        """The server refused or cut the statement: its message, whether the timeout or an
+        interrupt did it, and a fresh connection if this one was lost."""
+        result.columns, result.rows, result.shown, result.row_keys, result.dropped_bytes = None, [], None, None, 0
+        result.error = exc.msg if getattr(exc, "msg", None) else str(exc)
+        errno = getattr(exc, "errno", None)
+        result.timed_out = errno == 1969 or (errno == 1317 and self._watchdog_fired)
+        result.interrupted = errno == 1317 and self._interrupted and not self._watchdog_fired
+        if errno in LOST_CONNECTION or not self._agent.is_connected():
+            self._reconnect_agent(result)
 
     def _reconnect_agent(self, result: QueryResult) -> None:
         try:

@@ -14,26 +14,29 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from icplay.envs import Env
 from icplay.episode import Trajectory
 from icplay.languages import find as find_language
+from icplay.languages import get, make_env
 from icplay.paths import home_dir
 from icplay.session import DEFAULT_SESSION, SOLVED, SUBMITTED, Session, format_duration
 from icplay.study.queue import Queue
 from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.frontend.config import DARK_THEME, LIGHT_THEME, AgentChoice, Config
+from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, NO_ANNOTATOR_NOTE, AgentChoice, Config, agent_choice,
+                                    remember_agent)
 from icplay.tui.keys import KEYS, bindings, unknown_ids
 from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.widgets.command import History
-
+from icplay.store import StoreError
 
 
 @dataclass
@@ -96,8 +99,6 @@ class Catalog:
 
 def default_env_factory(kind: str, sandbox: str | None, image: str | None,
                         progress: Callable[[str], None] | None = None) -> Env:
-    from icplay.languages import get, make_env
-
     return make_env(kind, sandbox=sandbox, image=image if get(kind).uses_image else None, progress=progress)
 
 
@@ -159,7 +160,7 @@ class PlayApp(App):
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def on_mount(self) -> None:
+    def on_mount(self, event: events.Mount) -> None:
         if self.config.keys:
             bad = unknown_ids(self.config.keys)
             if bad:
@@ -179,8 +180,6 @@ class PlayApp(App):
 
     def say_annotator(self) -> None:
         if self.annotator_note:
-            from icplay.frontend.config import NO_ANNOTATOR_NOTE
-
             self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8)
 
     def sessions(self) -> list[Session]:
@@ -190,8 +189,6 @@ class PlayApp(App):
     def record_gold_seen(self, trajectory: Trajectory) -> None:
         """The score dialog showed this attempt's gold: recorded on its file (``gold_seen_at``),
         so later attempts of the task are marked as after it."""
-        from icplay.store import StoreError
-
         for session in self.sessions():
             try:
                 if session.mark_gold_seen(trajectory):
@@ -225,8 +222,6 @@ class PlayApp(App):
     def open_watch(self, task: Task, agent: "AgentChoice | None" = None, retry: bool = False) -> None:
         """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
         else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
-        from icplay.frontend.config import agent_choice, remember_agent
-
         agent = agent or self.watch_agent or agent_choice(self.config, self.home)
         remember_agent(agent, self.home)
         screen = self._watch_screen(task, agent, retry=retry)

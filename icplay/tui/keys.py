@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,8 @@ KEYS: list[Key] = [
 BY_ID = {k.id: k for k in KEYS}
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
+    """A scope's keys as a BINDINGS list (typed as Textual's BINDINGS are)."""
     return [k.binding() for k in KEYS if k.scope == scope]
 
 

@@ -16,6 +16,11 @@ import sys
 
 from icplay.process import Shutdown, UserError
 from icplay.tasks.model import TaskFileError
+from icplay.frontend.config import AgentChoice, ConfigError, agent_choice, load_config, resolve_annotator
+from icplay.tui.app import Catalog, PlayApp
+from icplay.driver import Limits
+from icplay.session import Session
+from icplay.frontend.policies import PolicyError, check_choice
 
 
 def check_terminal() -> None:
@@ -75,8 +80,6 @@ def run_until_quit(app) -> int:
 
 def app_annotator(args, config) -> str | None:
     """``--annotator``, else $ICPLAY_ANNOTATOR / config.toml (the app says when there is none)."""
-    from icplay.frontend.config import ConfigError, resolve_annotator
-
     try:
         return resolve_annotator(getattr(args, "annotator", None), config)
     except ConfigError as exc:
@@ -84,9 +87,6 @@ def app_annotator(args, config) -> str | None:
 
 
 def run_app(args) -> int:
-    from icplay.tui.app import Catalog, PlayApp
-    from icplay.frontend.config import ConfigError, load_config
-
     env = getattr(args, "env", None)
     tasks = getattr(args, "tasks", None)
     task_id = getattr(args, "task", None)
@@ -134,11 +134,6 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     ``--task`` the first task the watch session has not submitted opens. The screen drives
     each episode with ``icplay.driver.Driver`` (docs/driver.md).
     """
-    from icplay.driver import Limits
-    from icplay.session import Session
-    from icplay.tui.app import Catalog, PlayApp
-    from icplay.frontend.config import ConfigError, load_config
-
     env = getattr(args, "env", None)
     task_set = getattr(args, "tasks", None)
     task_id = getattr(args, "task", None)
@@ -149,10 +144,7 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     agent = _watch_agent(args, config, policy, policy_info)
     catalog = Catalog(env, task_set)
     if task_id is None and tasks:
-        session = Session(getattr(args, "session", None) or "watch", root=getattr(args, "out", None))
-        progress = session.progress(tasks)
-        task_id = next((t.id for t in tasks if progress.by_task[t.key].state in ("new", "in progress")),
-                       tasks[0].id)
+        task_id = _first_unsubmitted(args, tasks)
     if task_id is not None:
         catalog.find(str(task_id), catalog.default_set(env, task_set))   # fail early, in one line
     turns = getattr(args, "turns", None)
@@ -170,17 +162,26 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     return app.return_code or 0
 
 
+def _first_unsubmitted(args, tasks: list):
+    """The id of the first of ``tasks`` the watch session has not submitted (else the first)."""
+    session = Session(getattr(args, "session", None) or "watch", root=getattr(args, "out", None))
+    progress = session.progress(tasks)
+    return next((t.id for t in tasks if progress.by_task[t.key].state in ("new", "in progress")), tasks[0].id)
+
+
+def _built_policy_spec(policy_info: dict) -> str:
+    """The --policy spelling of a policy already built, from its description."""
+    spec = policy_info.get("kind", "llm")
+    return f"replay:{policy_info.get('source', '')}" if spec == "replay" else spec
+
+
 def _watch_agent(args, config, policy, policy_info: dict | None):
     """Who the watch screen lets work: watch's options over the last use and config.toml's
     ``[agent]`` (or the policy already built); TaskFileError in one line when it cannot run."""
-    from icplay.frontend.config import AgentChoice, agent_choice
-    from icplay.frontend.policies import PolicyError, check_choice
-
     choice = agent_choice(config) if policy is None else AgentChoice()
     spec = getattr(args, "policy", None)
     if spec is None and policy is not None:
-        spec = (policy_info or {}).get("kind", "llm")
-        spec = f"replay:{(policy_info or {}).get('source', '')}" if spec == "replay" else spec
+        spec = _built_policy_spec(policy_info or {})
     explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
                 "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
                 "mode": getattr(args, "mode", None), "actions": getattr(args, "actions", None)}

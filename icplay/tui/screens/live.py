@@ -55,6 +55,7 @@ from icplay.tui.widgets.agent import AgentPanel
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, short_duration
 from icplay.tui.widgets.panes import BashPane, WorkPane
+from icplay.languages import get, resolve
 
 if TYPE_CHECKING:
     from icplay.languages import LanguageSpec
@@ -66,6 +67,13 @@ OVER_SUBMITTED, OVER_STOPPED, OVER_FAILED = "submitted", "stopped", "failed"
 # the keys only an agent's episode has (the watch scope)
 AGENT_ACTIONS = frozenset({"approve", "edit", "reject", "take_over", "hand_back", "toggle_reasoning", "cycle_mode",
                            "set_mode", "pause_agent", "step_one", "resume_agent", "stop"})
+
+# the answers to a request of the agent's, and the requests each can answer
+ANSWERS = {
+    "approve": (PROPOSAL, SUBMIT_PROPOSAL, INVALID, FAILED, PAUSED),
+    "edit": (PROPOSAL, SUBMIT_PROPOSAL, INVALID),
+    "reject": (PROPOSAL, SUBMIT_PROPOSAL),
+}
 
 HINTS = {
     PROPOSAL: "Ctrl+Y approve · Ctrl+E edit · Ctrl+X reject · F7 take over · F10 mode",
@@ -91,6 +99,14 @@ def invalid_reason(info: dict[str, Any]) -> str:
             "no_call": "the reply called no tool"}.get(info.get("invalid_reason") or "",
                                                        "the reply has no action" if info.get("tool_call") is None
                                                        else "the tool call cannot run")
+
+
+def invalid_reply(proposal: Proposal) -> str:
+    """A reply with no action, as the panel shows it: with tools, what the model is told too."""
+    raw = proposal.raw or ""
+    if proposal.info.get("actions") == "tools":
+        raw = "\n".join(filter(None, [raw.strip(), str(proposal.info.get("retry_message") or "")]))
+    return raw
 
 
 class LiveScreen(Screen[None]):
@@ -214,14 +230,10 @@ class LiveScreen(Screen[None]):
     @property
     def language(self) -> LanguageSpec:
         """The spec of the task's language (its pane, key scope, score rows)."""
-        from icplay.languages import get
-
         return get(self.task_record.env)
 
     def make_pane(self) -> WorkPane:
         """The language's work pane (``LanguageSpec.pane``), built from the app's settings."""
-        from icplay.languages import resolve
-
         pane_class = resolve(self.language.pane)
         pane: WorkPane = pane_class.build(self.app, frozen=self.frozen, id="pane")
         return pane
@@ -395,11 +407,7 @@ class LiveScreen(Screen[None]):
         clock = self.clock
         elapsed = format_duration(clock.elapsed()) if clock else "00:00"
         paused = " ⏸" if clock is not None and clock.is_held("paused") else ""
-        state = self.state
-        shown = {"loading": "starting", "running": "running", "submitting": "scoring",
-                 OVER_FAILED: "error"}.get(state, "")
-        if state == OVER_SUBMITTED and self.result is not None:
-            shown = f"reward {self.result.reward:.2f}"
+        shown = self._state_word()
         sandbox = self.sandbox_name or "…"
         parts = [f"turn {turns}", f"⏱ {elapsed}{paused}", f"{task.env} on {sandbox}",
                  f"session {self.session.name}"]
@@ -411,6 +419,13 @@ class LiveScreen(Screen[None]):
         if shown:
             parts.insert(0, shown)
         self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if shown else 2)
+
+    def _state_word(self) -> str:
+        """The status bar's first word: what the episode is doing, or its reward once scored."""
+        if self.state == OVER_SUBMITTED and self.result is not None:
+            return f"reward {self.result.reward:.2f}"
+        return {"loading": "starting", "running": "running", "submitting": "scoring",
+                OVER_FAILED: "error"}.get(self.state, "")
 
     def _set_pane_status(self, text: Text) -> None:
         setter = getattr(self.pane, "set_status", None)
@@ -580,10 +595,8 @@ class LiveScreen(Screen[None]):
         call = info.get("tool_call")
         reasoning, truncated = info.get("reasoning"), bool(info.get("reply_truncated"))
         if info.get("invalid"):
-            raw = proposal.raw or ""
-            if info.get("actions") == "tools":     # what the model is told, with the reply
-                raw = "\n".join(filter(None, [raw.strip(), str(info.get("retry_message") or "")]))
-            self.panel.show_failure(invalid_reason(info), raw=raw, reasoning=reasoning, truncated=truncated)
+            self.panel.show_failure(invalid_reason(info), raw=invalid_reply(proposal), reasoning=reasoning,
+                                    truncated=truncated)
         else:
             is_submit, arg = parse_submit(proposal.action or "submit")
             self.panel.show_proposal(proposal.thought, proposal.action, submit=proposal.action is None,
@@ -744,12 +757,8 @@ class LiveScreen(Screen[None]):
     def _agent_action_on(self, action: str) -> bool:
         kind = self.request.kind if self.request is not None else None
         over = self.state in (OVER_SUBMITTED, OVER_STOPPED)
-        if action == "approve":
-            return kind in (PROPOSAL, SUBMIT_PROPOSAL, INVALID, FAILED, PAUSED)
-        if action == "edit":
-            return kind in (PROPOSAL, SUBMIT_PROPOSAL, INVALID)
-        if action == "reject":
-            return kind in (PROPOSAL, SUBMIT_PROPOSAL)
+        if action in ANSWERS:
+            return kind in ANSWERS[action]
         if action == "take_over":
             return not over and self.broker.mode != HUMAN_MODE
         if action == "hand_back":

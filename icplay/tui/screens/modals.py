@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, OptionList, Static
@@ -78,9 +80,11 @@ def playground_help(app) -> HelpRows:
     return sections
 
 
-def binding_help(bindings: list[Binding]) -> list[tuple[str, str]]:
-    """Help rows of a screen's own bindings: the keys, and the tooltip (else the description)."""
-    return [(", ".join(b.key.split(",")), escape(b.tooltip or b.description)) for b in bindings
+def binding_help(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
+    """Help rows of a screen's own bindings: the keys, and the tooltip (else the description).
+    A binding given as a tuple (Textual allows it) is read as Binding(key, action, description)."""
+    made = [b if isinstance(b, Binding) else Binding(*b) for b in bindings]
+    return [(", ".join(b.key.split(",")), escape(b.tooltip or b.description)) for b in made
             if b.description or b.tooltip]
 
 
@@ -125,7 +129,9 @@ class TurnScreen(ModalScreen[None]):
         self.turn = turn
         self.frozen = frozen
 
-    def compose(self) -> ComposeResult:
+    def _facts(self) -> Text:
+        """The title line: the turn's number, author, status, time (not in a frozen
+        screenshot) and reward."""
         turn = self.turn
         status, style = turn_status(turn)
         facts = Text()
@@ -138,8 +144,12 @@ class TurnScreen(ModalScreen[None]):
             facts.append(f" · {short_duration(turn.duration)}")
         if turn.reward is not None:
             facts.append(f" · reward {turn.reward:.2f}")
+        return facts
+
+    def compose(self) -> ComposeResult:
+        turn = self.turn
         with Vertical(id="dialog", classes="dialog turn"):
-            yield Static(facts, classes="title")
+            yield Static(self._facts(), classes="title")
             with VerticalScroll(id="turn-body"):
                 if turn.thought:
                     yield Static("[b]Thought[/b]")
@@ -219,7 +229,7 @@ class HistoryScreen(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(self._found[int(event.option.id)])
+        self.dismiss(self._found[event.option_index])   # each option's id is its index too
 
 
 class PauseScreen(ModalScreen[None]):

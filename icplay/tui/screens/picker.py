@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, OptionList, Static
+from textual.widgets.data_table import ColumnKey
 from textual.widgets.option_list import Option
 
 from icplay.session import IN_PROGRESS, SOLVED, SUBMITTED, Progress, TaskStatus, attempts_line, format_duration
@@ -15,6 +18,9 @@ from icplay.tasks.model import Task
 from icplay.tui.keys import bindings
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
+
+if TYPE_CHECKING:   # the app imports this screen: its type only, for the checker
+    from icplay.tui.app import PlayApp
 
 STATE_LABEL = {
     SOLVED: ("✓", "green"),
@@ -41,6 +47,11 @@ class PickerScreen(Screen):
         self._progress: Progress | None = None
         self.tasks: list[Task] = []
 
+    @property
+    def playground(self) -> PlayApp:
+        """The app this screen runs in (its catalog, session and navigation)."""
+        return cast("PlayApp", self.app)
+
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
         with Horizontal(id="picker-body"):
@@ -48,7 +59,7 @@ class PickerScreen(Screen):
             sets.border_title = "Task sets"
             yield sets
             with Vertical(id="picker-main"):
-                table = DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+                table: DataTable[str | Text] = DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
                 table.border_title = "Tasks"
                 yield table
                 preview = Static("", id="preview")
@@ -64,7 +75,7 @@ class PickerScreen(Screen):
         table.add_column("time", key="time", width=5)
         table.add_column("query", key="query", width=40)
         sets = self.query_one("#sets", OptionList)
-        choices = self.app.catalog.sets()
+        choices = self.playground.catalog.sets()
         for entry in choices:
             label = Text(entry.name, style="bold")
             label.append(f"  {entry.env}", style="dim")
@@ -91,7 +102,7 @@ class PickerScreen(Screen):
 
     def show_set(self, name: str) -> None:
         try:
-            tasks = self.app.catalog.tasks(name)
+            tasks = self.playground.catalog.tasks(name)
         except ValueError as exc:
             self.notify(str(exc), title="Cannot load the task set", severity="error")
             return
@@ -99,7 +110,7 @@ class PickerScreen(Screen):
             self.query_one("#tasks", DataTable).move_cursor(row=0)
         self.current_set = name
         self.tasks = tasks
-        entry = next((e for e in self.app.catalog.sets() if e.name == name), None)
+        entry = next((e for e in self.playground.catalog.sets() if e.name == name), None)
         if entry is not None:
             self.query_one("#tasks", DataTable).border_title = f"Tasks · {entry.description}"
         self.refresh_tasks()
@@ -108,9 +119,9 @@ class PickerScreen(Screen):
         table = self.query_one("#tasks", DataTable)
         keep = table.cursor_row
         table.clear()
-        progress = self._progress = self.app.session.progress(self.tasks)
+        progress = self._progress = self.playground.session.progress(self.tasks)
         query_width = self._query_width()
-        table.columns["query"].width = query_width
+        table.columns[ColumnKey("query")].width = query_width
         for task in self.tasks:
             status = progress.by_task.get(task.key, TaskStatus())
             label, style = STATE_LABEL.get(status.state, ("", ""))
@@ -129,15 +140,15 @@ class PickerScreen(Screen):
         if self.tasks:
             table.move_cursor(row=min(keep, len(self.tasks) - 1))
         table.border_subtitle = f"{len(self.tasks)} tasks"
-        self.query_one(StatusBar).show(f"icplay · session {self.app.session.name}",
+        self.query_one(StatusBar).show(f"icplay · session {self.playground.session.name}",
                                        [f"{self.current_set}: {progress.parts()[0]}", *progress.parts()[1:]])
         self._preview()
 
     def _query_width(self) -> int:
         table = self.query_one("#tasks", DataTable)
         id_width = max([len(t.id) for t in self.tasks] + [2])
-        table.columns["id"].auto_width = False
-        table.columns["id"].width = id_width
+        table.columns[ColumnKey("id")].auto_width = False
+        table.columns[ColumnKey("id")].width = id_width
         others = id_width + 6 + 10 + 5          # id, level, status, time
         available = (table.scrollable_content_region.width or 80) - others - 2 * 5 - 1
         return max(12, available)
@@ -176,14 +187,14 @@ class PickerScreen(Screen):
         if not self.tasks:
             return
         table = self.query_one("#tasks", DataTable)
-        self.app.open_task(self.tasks[table.cursor_row])
+        self.playground.open_task(self.tasks[table.cursor_row])
 
     def action_watch_task(self) -> None:
         """Let an agent try the highlighted task (config.toml [agent], or the last use)."""
         if not self.tasks:
             return
         table = self.query_one("#tasks", DataTable)
-        self.app.open_watch(self.tasks[table.cursor_row])
+        self.playground.open_watch(self.tasks[table.cursor_row])
 
     def action_focus_sets(self) -> None:
         self.query_one("#sets", OptionList).focus()
@@ -194,10 +205,10 @@ class PickerScreen(Screen):
     def action_next_task(self) -> None:
         if not self.tasks:
             return
-        progress = self.app.session.progress(self.tasks)
+        progress = self.playground.session.progress(self.tasks)
         for task in self.tasks:
             if progress.by_task[task.key].state not in (SOLVED, SUBMITTED):
-                self.app.open_task(task)
+                self.playground.open_task(task)
                 return
         self.notify("Every task of this set is submitted.")
 

@@ -13,8 +13,10 @@ verdict (an episode without one passes neither "yes" nor "no").
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -30,6 +32,9 @@ from icplay.tui.screens.modals import HelpRows, HelpScreen, binding_help
 from icplay.tui.widgets.episodes import COLUMNS, EpisodeTable, date_text, summary_row
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
+from icplay.tui.screens.view_fork import start_fork
+from icplay.tui.screens.live import LiveScreen
+from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
 
 SORTS = tuple(SORT_KEYS)
 AUTHORS = ("", "human", "agent", "mixed")
@@ -49,7 +54,7 @@ class ViewApp(PlayApp):
         self.fork_session_name = fork_session
         self._fork_session: Session | None = None
 
-    def on_mount(self, event) -> None:
+    def on_mount(self, event: events.Mount) -> None:
         event.prevent_default()              # not the playground's task picker
         if self.config.keys:
             bad = unknown_ids(self.config.keys)
@@ -57,8 +62,6 @@ class ViewApp(PlayApp):
         self.say_annotator()
         self.push_screen(ViewScreen(self.view_paths))
         if self.fork_at_start is not None:
-            from icplay.tui.screens.view_fork import start_fork
-
             source, k, agent, choice = self.fork_at_start
             start_fork(self.screen, source, k, agent, choice)
 
@@ -73,15 +76,11 @@ class ViewApp(PlayApp):
         """A fork's retry: leave the fork on screen (awaited: its runner saves it and lets the
         file go, and the store keeps it as an earlier attempt), then fork ``source`` at turn
         ``k`` again from the screen below."""
-        from icplay.tui.screens.view_fork import start_fork
-
         await self.pop_screen()
         start_fork(self.screen, source, k, agent, choice)
 
     def action_help(self) -> None:
         """F1: the viewer's keys; over a fork's play or watch screen, the playground's."""
-        from icplay.tui.screens.live import LiveScreen
-
         if isinstance(self.screen, HelpScreen):
             return
         if any(isinstance(screen, LiveScreen) for screen in self.screen_stack):
@@ -99,8 +98,6 @@ class ViewApp(PlayApp):
 
 def viewer_help() -> HelpRows:
     """The viewer's keys, screen by screen (each screen's own bindings)."""
-    from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
-
     app_keys = [(key.keys, key.help) for key in KEYS if key.scope == "app"]
     return [("Everywhere", app_keys),
             ("Episode browser", binding_help(EpisodeTable.BINDINGS[-2:] + ViewScreen.BINDINGS)),
@@ -111,6 +108,23 @@ def viewer_help() -> HelpRows:
 def _cycle(values: tuple | list, current):
     values = list(values)
     return values[(values.index(current) + 1) % len(values)] if current in values else values[0]
+
+
+def family_line(fam: list, current: str) -> str:
+    """An episode's family on one line: each member's id and what it forks (◀ marks ``current``)."""
+    return "  ".join(
+        (f"{m.id}" + (f" (fork of {m.forked_from['id']} at turn {m.forked_from['turn']})" if m.forked_from
+                      else " (original)") + (" ◀" if m.id == current else "")) for m in fam)
+
+
+def filter_text(parts: list[tuple[str, str]]) -> Text:
+    """The filters line: each filter's name dimmed and its value (bold when it filters)."""
+    text = Text()
+    for key, value in parts:
+        text.append(f"{key} ", style="dim")
+        text.append(value, style="bold" if value != "any" else "")
+        text.append("  ")
+    return text
 
 
 class ViewScreen(Screen):
@@ -195,7 +209,7 @@ class ViewScreen(Screen):
         with a spinner and, uncovered, leave its later layouts undone)."""
         self.reading = True
         self._generation += 1
-        generation, paths, home = self._generation, self.paths, self.app.home
+        generation, paths, home = self._generation, self.paths, cast(ViewApp, self.app).home
 
         def work() -> None:
             first = True
@@ -280,11 +294,7 @@ class ViewScreen(Screen):
         yes_no = {None: "any", True: "yes", False: "no"}
         parts = [("solved", yes_no[f.solved]), ("strict", yes_no[f.strict]), ("env", f.env or "any"),
                  ("set", f.set or "any"), ("author", f.author or "any"), ("model", f.model or "any")]
-        text = Text()
-        for key, value in parts:
-            text.append(f"{key} ", style="dim")
-            text.append(value, style="bold" if value != "any" else "")
-            text.append("  ")
+        text = filter_text(parts)
         text.append("sort ", style="dim")
         text.append(f"{self.sort} {'↓' if self.descending else '↑'}", style="bold")
         if self.family_of:
@@ -310,9 +320,7 @@ class ViewScreen(Screen):
             x.forked_from and x.forked_from.get("id") == s.id for x in self.all)) else []
         if fam:
             text.append("\nfamily: ", style="magenta")
-            text.append("  ".join(
-                (f"{m.id}" + (f" (fork of {m.forked_from['id']} at turn {m.forked_from['turn']})" if m.forked_from
-                              else " (original)") + (" ◀" if m.id == s.id else "")) for m in fam))
+            text.append(family_line(fam, s.id))
         preview.update(text)
 
     def on_episode_table_moved(self, message: EpisodeTable.Moved) -> None:
@@ -371,8 +379,6 @@ class ViewScreen(Screen):
     # -- opening, marking, comparing -----------------------------------------------------------------
 
     def on_episode_table_open(self, message: EpisodeTable.Open) -> None:
-        from icplay.tui.screens.view_episode import EpisodeScreen
-
         if 0 <= message.index < len(self.shown):
             summary = self.shown[message.index]
             same_task = [s for s in self.all if (s.set, s.task) == (summary.set, summary.task)]
@@ -385,8 +391,6 @@ class ViewScreen(Screen):
             self.apply()
 
     def action_compare(self) -> None:
-        from icplay.tui.screens.view_episode import CompareScreen
-
         current = self.current
         marked = next((s for s in self.all if s.ref == self.marked), None)
         if current is None or marked is None:

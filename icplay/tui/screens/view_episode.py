@@ -15,6 +15,7 @@ task, picked from a short list (``ChooseEpisode``), with how their model calls d
 from __future__ import annotations
 
 import threading
+from typing import cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -31,11 +32,14 @@ from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.store import printable
 from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
+from icplay.tui.app import PlayApp
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
 from icplay.tui.widgets.results import ResultsTable
+from icplay.languages import names
+from icplay.tui.screens.view_fork import start_fork
 
 OBSERVATION_LIMIT = 200_000
 
@@ -48,14 +52,24 @@ def sql_grid(turn: Turn) -> tuple[list, list] | None:
     return None
 
 
-def turn_heading(turns: list[Turn], position: int) -> Text:
-    """The stepper's line over one turn, counted as the header counts (``turns_taken``): a
-    rejected proposal is no turn, so it is placed after the turn before it."""
-    turn = turns[position]
+def turn_notes(turn: Turn) -> Text:
+    """The turn's thought and the annotator's comment, each labelled."""
+    notes = Text()
+    if turn.thought:
+        notes.append("Thought ", style="bold")
+        notes.append(turn.thought.strip(), style="italic")
+    if turn.comment:
+        notes.append("\n" if notes else "")
+        notes.append("Comment ", style="bold")
+        notes.append(turn.comment.strip())
+    return notes
+
+
+def turn_position(turns: list[Turn], position: int) -> Text:
+    """"Turn n of N", or where a rejected proposal falls ("after turn n of N")."""
     numbers = taken_numbers(turns)
     total = sum(1 for n in numbers if n is not None)
     number = numbers[position]
-    status, style = turn_status(turn)
     text = Text()
     if number is not None:
         text.append(f"Turn {number} of {total}", style="bold")
@@ -63,6 +77,15 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
         before = max((n for n in numbers[:position] if n is not None), default=0)
         text.append("Proposal, not a turn", style="bold")
         text.append(f" (after turn {before} of {total})")
+    return text
+
+
+def turn_heading(turns: list[Turn], position: int) -> Text:
+    """The stepper's line over one turn, counted as the header counts (``turns_taken``): a
+    rejected proposal is no turn, so it is placed after the turn before it."""
+    turn = turns[position]
+    status, style = turn_status(turn)
+    text = turn_position(turns, position)
     text.append(f" · {turn.author}")
     if turn.info.get("rejected"):
         text.append(" · rejected", style="magenta")
@@ -249,24 +272,46 @@ class EpisodeScreen(Screen):
 
     # -- stepping --------------------------------------------------------------------------
 
+    def _status_parts(self) -> list[str]:
+        """The status bar's facts about the episode: its turns, reward and verdicts, and (first)
+        its attempt, where it was forked from and how its re-execution went."""
+        traj = self.trajectory
+        parts = [*self._status_lead(), f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}",
+                 f"solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}",
+                 self.summary.source or traj.env]
+        if traj.annotator and traj.policy.get("kind", "human") != "human":
+            parts.append(f"annotator {traj.annotator}")
+        return parts
+
+    def _status_lead(self) -> list[str]:
+        """How the re-execution went, where the episode was forked from, which attempt it is."""
+        traj = self.trajectory
+        lead = []
+        if self.reexecution is not None:
+            n = len(self.reexecution.diverged)
+            lead.append("reproduced" if self.reexecution.reproduced else f"{n} turn{'s differ' if n != 1 else ' differs'}")
+        if traj.forked_from:
+            lead.append(f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
+        if (traj.attempt or 1) > 1 or traj.after_gold_seen:
+            lead.append(f"attempt {traj.attempt or '?'}" + (", after the gold was shown" if traj.after_gold_seen
+                                                            else ""))
+        return lead
+
+    def _show_action(self, turn: Turn) -> None:
+        """The turn's action (the proposal alone when it was rejected; a diff when edited)."""
+        env = self.trajectory.env
+        action = self.query_one("#action", Static)
+        if turn.info.get("rejected"):
+            action.update(Text("proposed (not run): ", style="magenta") + highlighted(turn.proposed or "", env))
+        else:
+            action.update(action_text(turn.proposed, turn.action, env))
+        action.border_title = "Action" + (" (edited: - proposed, + ran)" if turn.proposed not in (None, turn.action)
+                                          and turn.action else "")
+
     def show_turn(self) -> None:
         traj = self.trajectory
         turns = traj.turns
-        status = self.query_one(StatusBar)
-        parts = [f"{traj.turns_taken} turns", f"final {reward_text(traj.reward)}",
-                 f"solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}",
-                 self.summary.source or traj.env]
-        if (traj.attempt or 1) > 1 or traj.after_gold_seen:
-            parts.insert(0, f"attempt {traj.attempt or '?'}" + (", after the gold was shown" if traj.after_gold_seen
-                                                                else ""))
-        if traj.annotator and traj.policy.get("kind", "human") != "human":
-            parts.append(f"annotator {traj.annotator}")
-        if traj.forked_from:
-            parts.insert(0, f"fork of {traj.forked_from.get('id')} at turn {traj.forked_from.get('turn')}")
-        if self.reexecution is not None:
-            n = len(self.reexecution.diverged)
-            parts.insert(0, "reproduced" if self.reexecution.reproduced else f"{n} turn{'s differ' if n != 1 else ' differs'}")
-        status.show(f"icplay view · {traj.task_key}", parts, keep=2)
+        self.query_one(StatusBar).show(f"icplay view · {traj.task_key}", self._status_parts(), keep=2)
         self.query_one("#curve", Static).update(Text("reward by turn  ", style="dim") +
                                                 reward_curve([t.reward for t in turns], self.index))
         if not turns:
@@ -274,21 +319,8 @@ class EpisodeScreen(Screen):
             return
         turn = turns[self.index]
         self.query_one("#turn-head", Static).update(turn_heading(turns, self.index))
-        action = self.query_one("#action", Static)
-        if turn.info.get("rejected"):
-            action.update(Text("proposed (not run): ", style="magenta") + highlighted(turn.proposed or "", traj.env))
-        else:
-            action.update(action_text(turn.proposed, turn.action, traj.env))
-        action.border_title = "Action" + (" (edited: - proposed, + ran)" if turn.proposed not in (None, turn.action)
-                                          and turn.action else "")
-        notes = Text()
-        if turn.thought:
-            notes.append("Thought ", style="bold")
-            notes.append(turn.thought.strip(), style="italic")
-        if turn.comment:
-            notes.append("\n" if notes else "")
-            notes.append("Comment ", style="bold")
-            notes.append(turn.comment.strip())
+        self._show_action(turn)
+        notes = turn_notes(turn)
         self.query_one("#notes", Static).update(notes)
         self.query_one("#notes", Static).display = bool(notes.plain)
         call = call_text(traj, turn)
@@ -302,25 +334,29 @@ class EpisodeScreen(Screen):
         if turn_list.highlighted != self.index:
             turn_list.highlighted = self.index
 
+    def _show_sql_result(self, turn: Turn, observation: str) -> None:
+        """A SQL turn's rows in the grid (with how many were saved), else its message."""
+        grid = self.query_one("#grid", ResultsTable)
+        note = self.query_one("#sql-note", Static)
+        table = sql_grid(turn)
+        if table is not None:
+            grid.set_results(*table)
+            grid.display = True
+            rows = len(table[1])
+            note.update(Text(f"{rows:,} row{'s' if rows != 1 else ''}" +
+                             (f" (first {rows:,} saved)" if turn.info.get("rows_saved") else ""), style="dim"))
+        else:
+            grid.clear()
+            grid.display = False
+            error = turn.info.get("error")
+            note.update(Text(observation or "(no output)", style="red" if error else ""))
+
     def _show_observation(self, turn: Turn) -> None:
         observation = printable(turn.observation or "")
         if len(observation) > OBSERVATION_LIMIT:
             observation = observation[:OBSERVATION_LIMIT] + f"\n… ({len(turn.observation) - OBSERVATION_LIMIT:,} more)"
         if self.trajectory.env == "sql":
-            grid = self.query_one("#grid", ResultsTable)
-            note = self.query_one("#sql-note", Static)
-            table = sql_grid(turn)
-            if table is not None:
-                grid.set_results(*table)
-                grid.display = True
-                rows = len(table[1])
-                note.update(Text(f"{rows:,} row{'s' if rows != 1 else ''}" +
-                                 (f" (first {rows:,} saved)" if turn.info.get("rows_saved") else ""), style="dim"))
-            else:
-                grid.clear()
-                grid.display = False
-                error = turn.info.get("error")
-                note.update(Text(observation or "(no output)", style="red" if error else ""))
+            self._show_sql_result(turn, observation)
             return
         output = self.query_one("#output", OutputPane)
         output.clear()
@@ -362,7 +398,6 @@ class EpisodeScreen(Screen):
         traj = self.trajectory
         if self.reexecuting:
             return
-        from icplay.languages import names
 
         if traj.env not in names():
             self.notify(f"No environment {traj.env!r} here to re-execute it on.", severity="warning")
@@ -371,14 +406,17 @@ class EpisodeScreen(Screen):
         self.checks.clear()
         self.reexecution = None
         self.show_turn()
-        pool, cancel = self.app.pool, self._cancel
+        pool, cancel = cast(PlayApp, self.app).pool, self._cancel
         post = self.post_message
+
+        def on_turn(check: TurnCheck) -> None:
+            post(self.Checked(check))
 
         def work() -> None:
             lease = None
             try:
                 lease = pool.lease(traj.env)
-                result = reexecute(traj, lease.env, on_turn=lambda c: post(self.Checked(c)), cancel=cancel)
+                result = reexecute(traj, lease.env, on_turn=on_turn, cancel=cancel)
                 post(self.Checked(None, result))
             except Exception as exc:
                 if lease is not None:
@@ -438,8 +476,6 @@ class EpisodeScreen(Screen):
     # -- forking ---------------------------------------------------------------------------------
 
     def action_fork(self, agent: bool) -> None:
-        from icplay.tui.screens.view_fork import start_fork
-
         start_fork(self, self.trajectory, self.index + 1 if self.trajectory.turns else 0, agent)
 
 
@@ -498,16 +534,76 @@ def aligned(turns: list[Turn]) -> list[list[Turn]]:
     return groups
 
 
+def paired_turns(left: list[Turn], right: list[Turn]) -> list[tuple[list[Turn] | None, list[Turn] | None, bool]]:
+    """The two episodes' turns side by side, aligned group by group (None past the shorter's
+    end), and whether each pair's last turns ran the same action with the same output."""
+    lefts, rights = aligned(left), aligned(right)
+    pairs = []
+    for i in range(max(len(lefts), len(rights))):
+        a = lefts[i] if i < len(lefts) else None
+        b = rights[i] if i < len(rights) else None
+        same = (a is not None and b is not None and a[-1].action == b[-1].action
+                and a[-1].observation == b[-1].observation)
+        pairs.append((a, b, same))
+    return pairs
+
+
+def compared_turn_head(turn: Turn) -> Text:
+    """Who took the turn (coloured by kind), its status and its reward, on one line."""
+    text = Text()
+    status, style = turn_status(turn)
+    text.append(f"{turn.author}", style="cyan" if turn.author == "agent" else "yellow"
+                if turn.author != "human" else "")
+    if status:
+        text.append(f" · {status}", style=style)
+    if turn.reward is not None:
+        text.append(f" · {turn.reward:.2f}")
+    text.append("\n")
+    return text
+
+
+def compared_turn(turn: Turn, language: str) -> Text:
+    """One turn in a compare cell: who took it, its status and reward, then the rejected
+    proposal (and the comment on it), or the action, the call behind it and the output's start."""
+    text = compared_turn_head(turn)
+    if turn.info.get("rejected"):
+        text.append("(rejected) ", style="magenta")
+        text.append_text(highlighted(turn.proposed or "", language))
+        if turn.comment:
+            text.append(f"\n“{turn.comment}”", style="italic")
+        return text
+    text.append_text(action_text(turn.proposed, turn.action, language))
+    call = call_brief(turn)
+    if call:
+        text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
+    observation = printable(turn.observation or "").strip().splitlines()
+    if observation:
+        text.append("\n")
+        text.append(observation_start(observation), style="dim")
+    return text
+
+
+def observation_start(lines: list[str]) -> str:
+    """An output's first four lines (each cut at 200 characters) and how many more there are."""
+    return ("\n".join(line[:200] for line in lines[:4]) +
+            (f"\n… {len(lines) - 4} more lines" if len(lines) > 4 else ""))
+
+
+def _tokens_brief(usage: dict) -> str:
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    tokens = f"{(prompt or 0) + (completion or 0):,} tok" if completion is not None else "? tok"
+    if usage.get("reasoning_tokens"):
+        tokens += f" ({usage['reasoning_tokens']:,} reasoning)"
+    return tokens
+
+
 def call_brief(turn: Turn) -> str:
     """One line on the call behind a turn: tokens, latency, cost, finish reason if not stop."""
     response = turn.info.get("response")
     if not isinstance(response, dict):
         return ""
     usage = response.get("usage") or {}
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    parts = [f"{(prompt or 0) + (completion or 0):,} tok" if completion is not None else "? tok"]
-    if usage.get("reasoning_tokens"):
-        parts[0] += f" ({usage['reasoning_tokens']:,} reasoning)"
+    parts = [_tokens_brief(usage)]
     if response.get("latency") is not None:
         parts.append(f"{response['latency']:.1f} s")
     if response.get("cost") is not None:
@@ -569,29 +665,7 @@ class CompareScreen(Screen):
         for n, turn in enumerate(group):
             if n:
                 text.append("\n")
-            status, style = turn_status(turn)
-            text.append(f"{turn.author}", style="cyan" if turn.author == "agent" else "yellow"
-                        if turn.author != "human" else "")
-            if status:
-                text.append(f" · {status}", style=style)
-            if turn.reward is not None:
-                text.append(f" · {turn.reward:.2f}")
-            text.append("\n")
-            if turn.info.get("rejected"):
-                text.append("(rejected) ", style="magenta")
-                text.append_text(highlighted(turn.proposed or "", language))
-                if turn.comment:
-                    text.append(f"\n“{turn.comment}”", style="italic")
-                continue
-            text.append_text(action_text(turn.proposed, turn.action, language))
-            call = call_brief(turn)
-            if call:
-                text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
-            observation = printable(turn.observation or "").strip().splitlines()
-            if observation:
-                text.append("\n")
-                text.append("\n".join(line[:200] for line in observation[:4]) +
-                            (f"\n… {len(observation) - 4} more lines" if len(observation) > 4 else ""), style="dim")
+            text.append_text(compared_turn(turn, language))
         return text
 
     def compose(self) -> ComposeResult:
@@ -607,12 +681,7 @@ class CompareScreen(Screen):
         if differences:
             yield Static(differences_text(differences), id="compare-calls")
         with VerticalScroll(id="compare-rows"):
-            lefts, rights = aligned(left.turns), aligned(right.turns)
-            for i in range(max(len(lefts), len(rights))):
-                a = lefts[i] if i < len(lefts) else None
-                b = rights[i] if i < len(rights) else None
-                same = (a is not None and b is not None and a[-1].action == b[-1].action
-                        and a[-1].observation == b[-1].observation)
+            for i, (a, b, same) in enumerate(paired_turns(left.turns, right.turns)):
                 with Horizontal(classes="compare-row" + (" same" if same else "")):
                     yield Static(Text(f"{i + 1:>2} {'=' if same else '≠'}", style="dim" if same else "bold"),
                                  classes="turn-no")

@@ -10,12 +10,17 @@ takes the next turn.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
 from icplay.session import Session
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice, agent_choice
 from icplay.tui.screens.live import LiveScreen
+
+if TYPE_CHECKING:   # the viewer's module opens these screens: its app's type only, for the checker
+    from icplay.tui.screens.view import ViewApp
 
 
 class ForkScreen(LiveScreen):
@@ -31,13 +36,17 @@ class ForkScreen(LiveScreen):
         self.source, self.k = source, k
 
     @property
+    def viewer(self) -> ViewApp:
+        """The viewer this fork was opened from."""
+        return cast("ViewApp", self.app)
+
+    @property
     def session(self) -> Session:
-        session: Session = self.app.fork_session   # the viewer's (ViewApp)
-        return session
+        return self.viewer.fork_session
 
     def action_retry(self) -> None:
         if self.source is not None:
-            self.app.call_later(self.app.refork, self.source, self.k, self.agent is not None, self.agent)
+            self.app.call_later(self.viewer.refork, self.source, self.k, self.agent is not None, self.agent)
 
 
 def agent_for(source: Trajectory, app) -> AgentChoice:
@@ -54,6 +63,13 @@ def agent_for(source: Trajectory, app) -> AgentChoice:
     return agent_choice(app.config, app.home)
 
 
+def human_policy(source: Trajectory) -> dict:
+    """The policy of a fork a human goes on with: the source's policy (without its usage and
+    history) kept as the one before."""
+    earlier = {key: v for key, v in (source.policy or {}).items() if key not in ("usage", "previous")}
+    return {"kind": "human", "ui": "tui", "previous": [earlier]}
+
+
 def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentChoice | None = None) -> None:
     """Fork ``source`` keeping its first ``k`` turns and open it (from ``screen``). ``choice``:
     the agent that goes on (default ``agent_for``)."""
@@ -63,10 +79,7 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
         return
     try:
         task = Task.from_dict(source.task)
-        earlier = {key: v for key, v in (source.policy or {}).items() if key not in ("usage", "previous")}
-        policy = None if agent else {"kind": "human", "ui": "tui", "previous": [earlier]}
-        trajectory = fork(source, k, policy)
-        app.fork_session.save(trajectory)
+        app.fork_session.save(fork(source, k, None if agent else human_policy(source)))
     except (ForkError, KeyError, ValueError, OSError) as exc:
         screen.notify(str(exc), title="Cannot fork", severity="error")
         return

@@ -87,8 +87,8 @@ class AgentPanel(Vertical):
         self.frozen = frozen
         self.state = "starting"
         self.mode = "confirm"
-        self.tokens = 0
-        self.cost = 0.0
+        self.tokens: int | None = 0     # None: the server reports no usage
+        self.cost: float | None = 0.0   # None: calls were made that no price covers
         self.stream = ""
         self.thought = ""
         self.action: str | None = None
@@ -233,14 +233,31 @@ class AgentPanel(Vertical):
         if self.is_mounted:
             self.query_one("#agent-head", Static).update(self.head_text())
 
+    def _failure_line(self, failure: str) -> Text:
+        """The failure in red, with the countdown to the next attempt when one is coming."""
+        line = Text(failure, style="bold red")
+        if self.retry_at is not None:
+            left = max(0.0, self.retry_at - time.monotonic())
+            line.append(f" · retrying in {left:.0f}s", style="yellow")
+        return line
+
+    def _action_parts(self, action: str) -> list[Text]:
+        """The proposed action (the tool it calls first), and what a submit would score."""
+        parts = []
+        if self.tool:
+            parts.append(Text(f"⚙ tool call: {self.tool}", style="bold cyan"))
+        if action.strip() == "submit":
+            parts.append(Text("▶ submit", style="bold magenta"))
+        else:
+            parts.append(highlighted(action or " ", self.language))
+        if self.scored:
+            parts.append(Text("\n".join(self.scored), style="yellow"))
+        return parts
+
     def body(self):
         parts = []
         if self.failure:
-            line = Text(self.failure, style="bold red")
-            if self.retry_at is not None:
-                left = max(0.0, self.retry_at - time.monotonic())
-                line.append(f" · retrying in {left:.0f}s", style="yellow")
-            parts.append(line)
+            parts.append(self._failure_line(self.failure))
         if self.reasoning.strip():
             parts.append(self.reasoning_text())
         if self.truncated:
@@ -248,15 +265,8 @@ class AgentPanel(Vertical):
         thought = thought_text(self.thought)
         if thought:
             parts.append(Text(thought, style="italic"))
-        if self.action is not None and self.tool:
-            parts.append(Text(f"⚙ tool call: {self.tool}", style="bold cyan"))
         if self.action is not None:
-            if self.action.strip() == "submit":
-                parts.append(Text("▶ submit", style="bold magenta"))
-            else:
-                parts.append(highlighted(self.action or " ", self.language))
-            if self.scored:
-                parts.append(Text("\n".join(self.scored), style="yellow"))
+            parts.extend(self._action_parts(self.action))
         if not parts:
             waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
             if self.state == "thinking" and self.tokens is None:

@@ -15,7 +15,7 @@ from icplay.episode import strict_mark
 from icplay.formats.summary import EpisodeSummary
 from icplay.session import format_duration
 from icplay.tui.highlight import highlighted
-from icplay.tui.widgets.results import MAX_COL, ResultsTable
+from icplay.tui.widgets.results import ResultsTable, fitted_widths
 
 # "solved": two marks side by side, InterCode's then the strict verdict's (✓ solved, ✗ not, – no
 # verdict): one column, so that the date still fits 120 columns
@@ -75,13 +75,8 @@ class EpisodeTable(ResultsTable):
         self.rows = rows
         count = len(rows)
         sample = rows if count <= 300 else [rows[int(i * count / 300)] for i in range(300)] + [rows[-1]]
-        widths = [max(1, len(c)) for c in self.columns]
-        for row in sample:
-            for i, value in enumerate(row):
-                w = len(value) if isinstance(value, str) else len(str(value))
-                if w > widths[i]:
-                    widths[i] = w
-        self.widths = [min(w, MAX_COL) for w in widths]
+        self.widths = fitted_widths([max(1, len(c)) for c in self.columns], sample,
+                                    lambda value: len(value) if isinstance(value, str) else len(str(value)))
         self.numeric = [c == "turns" for c in self.columns]
         self._number_width = len(str(count)) if count else 1
         self.virtual_size = Size(self._line_width(), count + 1)

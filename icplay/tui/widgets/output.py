@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 from bisect import bisect_right
+from collections.abc import Iterable
 from typing import Union
 
 from rich.cells import cell_len, chop_cells
@@ -26,6 +27,7 @@ from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 
 FLUSH_EVERY = 0.05
 MAX_WRITE = 200_000
@@ -122,7 +124,7 @@ class OutputPane(ScrollView, can_focus=True):
         self._first_id = 0                # absolute id of self._lines[0] (for the cache)
         self._width = 0
         self._cache: LRUCache[tuple[int, int, int], Strip] = LRUCache(512)
-        self._timer = None
+        self._timer: Timer | None = None
 
     # -- streaming ------------------------------------------------------------------------
 
@@ -186,7 +188,7 @@ class OutputPane(ScrollView, can_focus=True):
         self.virtual_size = Size(self._width, 0)
         self.refresh()
 
-    def _append(self, lines: list[Line]) -> None:
+    def _append(self, lines: Iterable[Line]) -> None:
         follow = self.is_vertical_scroll_end or self.max_scroll_y == 0
         width = self._width or max(1, self.scrollable_content_region.width) or 80
         self._width = width

@@ -27,27 +27,35 @@ def first_line(text: str, limit: int = 200) -> str:
     return line[:limit]
 
 
+# a reply with no action that can run, by why (else "no action")
+INVALID_STATUS: dict[str | None, str] = {"truncated": "cut off", "reasoning_only": "only thought"}
+
+
+def sql_status(info: dict) -> str:
+    """A SQL turn that ran: the rows it changed, or the rows it returned (``+``: cut)."""
+    if info.get("columns") is None:
+        count = info.get("rowcount")
+        return f"{count} changed" if isinstance(count, int) and count >= 0 else "done"
+    rows = info.get("rows") or []
+    more = "+" if info.get("truncated") else ""
+    return f"{len(rows):,}{more} row{'s' if len(rows) != 1 else ''}"
+
+
 def turn_status(turn: Turn) -> tuple[str, str]:
     """A short status for a turn and its style: exit code, rows, error, interrupt, timeout."""
     info = turn.info or {}
     if info.get("rejected"):
         return "not run", "magenta"
     if info.get("invalid"):
-        return {"truncated": "cut off", "reasoning_only": "only thought"}.get(info.get("invalid_reason"),
-                                                                               "no action"), "red"
+        return INVALID_STATUS.get(info.get("invalid_reason"), "no action"), "red"
     if info.get("interrupted"):
         return "^C", "yellow"
     if info.get("timed_out"):
         return "timeout", "yellow"
     if info.get("error"):
         return "error", "red"
-    if "columns" in info:                      # SQL
-        if info.get("columns") is None:
-            count = info.get("rowcount")
-            return (f"{count} changed" if isinstance(count, int) and count >= 0 else "done"), "green"
-        rows = info.get("rows") or []
-        more = "+" if info.get("truncated") else ""
-        return f"{len(rows):,}{more} row{'s' if len(rows) != 1 else ''}", "green"
+    if "columns" in info:
+        return sql_status(info), "green"
     if turn.exit_code is None:
         return "", ""
     if turn.exit_code == 0:

@@ -25,6 +25,10 @@ from icplay.tui.widgets.turn_output import finish_turn, turn_status, write_saved
 class WorkPane(Vertical):
     """What every pane offers the play screen (a language's spec names its pane class)."""
 
+    def __init__(self, frozen: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.frozen = frozen      # a screenshot's pane: no durations that change from run to run
+
     @classmethod
     def build(cls, app: Any, frozen: bool = False, id: str = "pane") -> "WorkPane":
         """The pane for the app's settings (its config, its command histories)."""
@@ -204,6 +208,17 @@ class SqlEditor(CodeArea):
         self.post_message(self.FocusResults())
 
 
+def column_label(column: Any) -> Text:
+    """A column (an object or a dict with a name and a type, or just a name) as the schema
+    tree lists it: its name, then its type dimmed."""
+    cname = getattr(column, "name", None) or (column.get("name") if isinstance(column, dict) else column)
+    ctype = getattr(column, "type", None) or (column.get("type", "") if isinstance(column, dict) else "")
+    label = Text(str(cname))
+    if ctype:
+        label.append(f" {ctype}", style="dim")
+    return label
+
+
 class SchemaTree(Tree):
     DEFAULT_CSS = """
     SchemaTree { width: 30; border: round $secondary; }
@@ -224,13 +239,16 @@ class SchemaTree(Tree):
                 columns = table.get("columns", [])
             node = self.root.add(Text(str(name), style="bold"), expand=False)
             for column in columns or []:
-                cname = getattr(column, "name", None) or (column.get("name") if isinstance(column, dict) else column)
-                ctype = getattr(column, "type", None) or (column.get("type", "") if isinstance(column, dict) else "")
-                label = Text(str(cname))
-                if ctype:
-                    label.append(f" {ctype}", style="dim")
-                node.add_leaf(label)
+                node.add_leaf(column_label(column))
         self.root.expand()
+
+
+def statement_done(count: int | None) -> Text:
+    """A statement without a result set: how many rows it changed, and that a submit now scores 0."""
+    text = Text("Statement done" + (f": {count} rows affected" if count is not None and count >= 0 else ""),
+                style="green")
+    text.append("  (no result set: a submit now would score 0)", style="dim")
+    return text
 
 
 class SqlPane(WorkPane):
@@ -367,16 +385,18 @@ class SqlPane(WorkPane):
             return
         status.remove_class("error")
         columns = info.get("columns")
-        rows = info.get("rows") or []
         if columns is None:
             self.results.clear()
-            count = info.get("rowcount", -1)
-            text = Text("Statement done" + (f": {count} rows affected" if count is not None and count >= 0 else ""),
-                        style="green")
-            text.append("  (no result set: a submit now would score 0)", style="dim")
-            status.update(text)
+            status.update(statement_done(info.get("rowcount", -1)))
             return
+        rows = info.get("rows") or []
         self.results.set_results(columns, rows)
+        status.update(self._result_line(turn, columns, rows))
+
+    def _result_line(self, turn: Turn, columns: list, rows: list) -> Text:
+        """The result set's size, whether it was cut, how long it took (not in a frozen
+        screenshot) and the statement's notes."""
+        info = turn.info or {}
         text = Text(f"{len(rows):,} row{'s' if len(rows) != 1 else ''}", style="bold")
         text.append(f" · {len(columns)} column{'s' if len(columns) != 1 else ''}")
         if info.get("truncated"):
@@ -386,4 +406,4 @@ class SqlPane(WorkPane):
         for note in observation_parts(turn.observation, info)[1]:
             if "truncated" not in note:
                 text.append(f"\n[{note}]", style="yellow")
-        status.update(text)
+        return text

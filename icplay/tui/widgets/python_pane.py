@@ -98,7 +98,7 @@ class PythonEditor(CodeArea):
             self._auto_indent = None
         await super()._on_key(event)
 
-    def _on_paste(self, event: events.Paste) -> None:
+    async def _on_paste(self, event: events.Paste) -> None:
         # (runs before TextArea's own _on_paste, which Textual calls next and inserts the text)
         if event.text[:1].isspace() or "\n" in event.text:   # the text brings its own indentation
             self._drop_auto_indent()
@@ -222,5 +222,5 @@ class PythonPane(WorkPane):
             return
         state = (turn.info or {}).get("interpreter")
         verdict = {"error": ("raised an error", "red"), "died": ("the interpreter exited", "red")}.get(
-            state, ("ok", "green"))
+            state or "", ("ok", "green"))
         self.set_status(turn_status(turn, verdict, self.frozen))

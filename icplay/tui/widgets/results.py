@@ -10,7 +10,7 @@ scrolling costs the same at row 10 as at row 99 999.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -49,6 +49,28 @@ def fit(text: str, width: int, right: bool = False) -> str:
         out.append(ch)
         used += w
     return "".join(out) + "…" + " " * (width - 1 - used)
+
+
+def fitted_widths(widths: list[int], sample: Sequence[Sequence[Any]], measure: Callable[[Any], int]) -> list[int]:
+    """Each column as wide as its header (``widths``) or its widest value in ``sample``,
+    at most MAX_COL."""
+    for row in sample:
+        for i, value in enumerate(row[:len(widths)]):
+            w = measure(value)
+            if w > widths[i]:
+                widths[i] = w
+    return [min(w, MAX_COL) for w in widths]
+
+
+def numeric_columns(sample: Sequence[Sequence[Any]], count: int) -> list[bool]:
+    """Which of ``count`` columns hold only numbers (or NULL) in the sample's first 200 rows
+    (right-aligned); none when the sample is empty."""
+    numeric = [True] * count
+    for row in sample[:200]:
+        for i, value in enumerate(row[:count]):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, Decimal))):
+                numeric[i] = False
+    return [n and bool(sample) for n in numeric]
 
 
 class ResultsTable(ScrollView, can_focus=True):
@@ -97,19 +119,9 @@ class ResultsTable(ScrollView, can_focus=True):
             sample = [rows[int(i * step)] for i in range(SAMPLE)] + [rows[-1]]
         else:
             sample = list(rows)
-        widths = [max(1, cell_len(c)) for c in self.columns]
-        for row in sample:
-            for i, value in enumerate(row[:len(widths)]):
-                w = cell_len(cell_text(value))
-                if w > widths[i]:
-                    widths[i] = w
-        self.widths = [min(w, MAX_COL) for w in widths]
-        numeric = [True] * len(widths)
-        for row in sample[:200]:
-            for i, value in enumerate(row[:len(widths)]):
-                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float, Decimal))):
-                    numeric[i] = False
-        self.numeric = [n and bool(sample) for n in numeric]
+        self.widths = fitted_widths([max(1, cell_len(c)) for c in self.columns], sample,
+                                    lambda value: cell_len(cell_text(value)))
+        self.numeric = numeric_columns(sample, len(self.widths))
         self._number_width = len(str(count)) if count else 1
         self.virtual_size = Size(self._line_width(), count + 1)
         self.cursor_row = 0

@@ -19,6 +19,9 @@ from typing import Callable, Iterator
 from icplay.commands import study_report
 from icplay.process import UserError
 
+# What a command needs is imported inside the function that runs it (said here once for the
+# module): `icplay --help` imports every command module and must start fast.
+
 
 @contextlib.contextmanager
 def study_errors() -> Iterator[None]:

@@ -50,6 +50,8 @@ from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
+from icplay.sandbox.files import tar_of
+from icplay.sandbox.images import INPUTS_LABEL, docker_client, ensure_known_image
 
 LABEL = "icplay"
 # The session's shell drops this capability (nothing a task needs), which makes its
@@ -308,8 +310,6 @@ def image_tree(client: Any, image: str, roots: tuple[str, ...] = WRITABLE_ROOTS)
 
 def icplay_image(client: Any, image: str) -> bool:
     """Whether the image is one of icplay's own (built from docker/, labelled so)."""
-    from icplay.sandbox.images import INPUTS_LABEL
-
     try:
         labels = (client.api.inspect_image(image).get("Config") or {}).get("Labels") or {}
     except Exception:
@@ -482,8 +482,6 @@ class DockerSandbox:
         container, made if missing (a symlink to a folder is followed), owned by root and
         writable, without the folders named in ``skip``. A container that replaces a dead
         one does not have them: ``on_replaced`` puts them back."""
-        from icplay.sandbox.files import tar_of
-
         code, out = self.exec(["mkdir", "-p", dest])
         if code != 0:
             raise SandboxError(f"cannot make {dest} in the container: {out.strip()[-200:]}")
@@ -807,8 +805,6 @@ class ImageKind:
 
     def connect(self) -> Any:
         """A new connected client, or a SandboxError saying what to do."""
-        from icplay.sandbox.images import docker_client
-
         return docker_client()
 
     def client(self) -> Any:
@@ -826,8 +822,6 @@ class ImageKind:
             return False
 
     def factory(self, request: SandboxRequest) -> Callable[[], DockerSandbox]:
-        from icplay.sandbox.images import ensure_known_image
-
         client = self.client()
         ensure_known_image(client, request.image, request.progress)   # icplay's or a plug-in's: built if missing
         cls, r = self.sandbox_class, request

@@ -9,6 +9,8 @@ from icplay.paths import home_dir
 from icplay.seat.commands import SeatCommands
 from icplay.study.model import load_study, sessions_dir, study_dir
 from icplay.study.seats import SEATS_FILE, Seats
+from icplay.formats.native import trajectory_folders
+from icplay.formats.summary import scan
 
 FOLLOWABLE = 200          # the supervisor's list: running episodes first, then the newest
 
@@ -31,9 +33,6 @@ def seat_commands(study: str) -> SeatCommands:
 def episodes_of(study: str) -> dict[str, Path]:
     """The trajectory files a supervisor may follow, by their path under icplay's home: the
     study's annotators' sessions, and the other sessions and agents' runs of this home."""
-    from icplay.formats.native import trajectory_folders
-    from icplay.formats.summary import scan
-
     home = home_dir().resolve()
     roots = [p for p in (sessions_dir(load_study(study)), *trajectory_folders(home)) if p.is_dir()]
     if not roots:

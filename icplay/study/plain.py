@@ -22,6 +22,7 @@ from icplay.session import format_duration
 from icplay.study.queue import DONE, Entry, Queue, resolve
 from icplay.study.rules import PlayRules
 from icplay.tasks.model import Task
+from icplay.study.model import load_study
 
 AFTER_HELP = "next: [enter] or :next the next task · :gold show the gold · :retry try this task again · :quit"
 
@@ -174,7 +175,5 @@ class StudyPlain:
 
 def play_study_plain(study_name: str, annotator: str, task: str | None, make_env: Callable[[str], Env],
                      home: Path | None = None) -> int:
-    from icplay.study.model import load_study
-
     queue = Queue(load_study(study_name, home), annotator, home)
     return StudyPlain(queue, make_env).run(task)

@@ -37,6 +37,8 @@ from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.widgets.command import History
 from icplay.store import StoreError
+from icplay.study.model import StudyFileError
+from icplay.study.queue import resolve
 
 
 @dataclass
@@ -255,9 +257,6 @@ class PlayApp(App):
     def open_from_queue(self, ref: str | None = None) -> None:
         """The queue's task ``ref`` (a ref or an id), else its next task not done; when every
         task is done the app ends, saying so."""
-        from icplay.study.model import StudyFileError
-        from icplay.study.queue import resolve
-
         assert self.queue is not None
         queue = self.queue.refresh()
         entry = queue.entry(ref) if ref is not None else queue.next_entry()

@@ -110,9 +110,6 @@ def run_app(args) -> int:
 def run_study_app(args, queue) -> int:
     """``icplay play --study NAME --annotator A``: the app on A's queue (``queue``, an
     ``icplay.study.queue.Queue``), under the study's rules (strict mode hides the schema)."""
-    from icplay.frontend.config import ConfigError, load_config
-    from icplay.tui.app import PlayApp
-
     try:
         config = load_config()
     except ConfigError as exc:

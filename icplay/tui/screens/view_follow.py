@@ -22,6 +22,7 @@ from icplay.store import TrajectoryFileError, load_trajectory
 from icplay.tui.screens.view import ViewApp
 from icplay.tui.screens.view_episode import EpisodeScreen, final_text
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList
+from icplay.tui.screens.modals import HelpScreen, binding_help
 
 POLL_SECONDS = 0.5
 
@@ -112,8 +113,6 @@ class FollowApp(ViewApp):
         self.push_screen(FollowScreen(self.follow_path))
 
     def action_help(self) -> None:
-        from icplay.tui.screens.modals import HelpScreen, binding_help
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen([("Following an episode, read-only", binding_help(FollowScreen.BINDINGS))],
                                         title="icplay view --follow — keys", note=""))

@@ -24,7 +24,13 @@ from icplay.study.rules import PlayRules
 from icplay.tasks.model import Task
 from icplay.study.model import load_study
 
-AFTER_HELP = "next: [enter] or :next the next task · :gold show the gold · :retry try this task again · :quit"
+
+def after_help(gold: bool, retry: bool) -> str:
+    """The moves after a task, those the study's rules refuse left out (typed anyway, they are
+    refused with the rule's reason)."""
+    moves = ["[enter] or :next the next task", *([":gold show the gold"] if gold else []),
+             *([":retry try this task again"] if retry else []), ":quit"]
+    return "next: " + " · ".join(moves)
 
 
 class StudyPlain:
@@ -124,7 +130,8 @@ class StudyPlain:
     def _next(self, entry: Entry, traj: Trajectory | None) -> str | None:
         """Ask what next: a ref to play again (a retry), None for the queue's next, "" to quit."""
         self.write(self.queue.summary())
-        self.write(AFTER_HELP)
+        moves = after_help(self.rules.gold_refusal() is None, self.rules.retry_refusal(entry.attempts) is None)
+        self.write(moves)
         while True:
             line = self._line("next> ")
             if line is None or line in (":quit", "q"):
@@ -139,7 +146,7 @@ class StudyPlain:
                     return entry.ref
                 self.write(f"(refused: {refusal})")
             else:
-                self.write(f"? {AFTER_HELP}")
+                self.write(f"? {moves}")
 
     def _gold(self, entry: Entry, traj: Trajectory | None) -> None:
         refusal = self.rules.gold_refusal()

@@ -27,6 +27,7 @@ def test_a_queue_played_to_the_end_over_two_runs_with_the_rules_off(tmp_path):
     assert "(refused: this study does not show the gold (rules.gold_reveal = false in" in out
     assert "(refused: this task is done and this study allows no retries (rules.retries = \"off\" in" in out
     assert "gold solution" not in out
+    assert "next: [enter] or :next the next task · :quit" in out         # the refused moves not offered
     assert f"=== task {mine[1]} (2 of 4 in ana's queue)" in out and "(stopped; saved in" in out
     assert status(home)["ana"] | {"time_worked": 0} == {
         "annotator": "ana", "assigned": 4, "done": 1, "left": 3, "in_progress": 1, "attempts": 2, "time_worked": 0}
@@ -60,6 +61,7 @@ def test_counted_retries_after_a_gold_reveal_are_numbered_attempts(tmp_path):
     done = play(home, "ben", [WRONG, "submit", ":gold", ":retry", gold(ref), "submit", ":quit"])
     out = done.stdout
     assert "reward: 0.00" in out and "gold solution:" in out and gold(ref).rstrip(";") in out
+    assert "next: [enter] or :next the next task · :gold show the gold · :retry try this task again · :quit" in out
     assert "(attempt 2, after the gold was seen)" in out and "reward: 1.00" in out
     session = home / "studies/pilot/sessions"
     first = load_trajectory(session / ".attempts/ben" / f"{ref}.1.json")

@@ -4,7 +4,7 @@ the schema hidden under strict), Ctrl+N goes on in her order, the time limit end
 
 from __future__ import annotations
 
-from tui_helpers import FakeClock, play_screen, play_state, wait_for, wait_ready
+from tui_helpers import FakeClock, play_screen, play_state, text_of, wait_for, wait_ready
 from test_play_sql import run_sql
 
 from icplay.frontend.config import Config
@@ -45,10 +45,13 @@ async def test_the_queue_opens_in_her_order_and_refuses_the_gold_and_the_retry(m
         await run_sql(pilot, gold_of(mine[0]))
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, ConfirmScreen)
+        question = text_of(app.screen.query_one("#question"))
+        assert "the score is shown next." in question and "gold" not in question     # no gold promised
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
         score = app.screen
         assert score.result.reward == 1.0
+        assert "study pilot · 1/4 done" in str(screen.query_one(StatusBar).render())
         assert not score.query("#reveal") and not score.query("#retry")  # no gold button, no retry button
         assert not score.query("#picker")                                   # the queue chooses, not a list
         await pilot.press("g")

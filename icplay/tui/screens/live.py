@@ -696,6 +696,9 @@ class LiveScreen(Screen[None]):
         trajectory = event.trajectory
         self.request = None
         self.editing = None
+        queue = getattr(self.playground, "queue", None)
+        if queue is not None and self.agent is None:
+            queue.refresh()          # the header's "done" counts this task now, not at the next one
         if trajectory.status == "submitted":
             self._submitting = False
             self.show_scored(result_from_trajectory(trajectory))
@@ -904,7 +907,7 @@ class LiveScreen(Screen[None]):
             self.notify("Wait for the current step to finish before submitting.", severity="warning")
             return
         question = submit_question(self.task_record.key, self.task_record.env, self.episode.trajectory.turns,
-                                   self.submit_arg)
+                                   self.submit_arg, gold_shown=self._gold_refusal() is None)
 
         def confirmed(yes: bool | None) -> None:
             if yes:

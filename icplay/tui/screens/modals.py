@@ -53,7 +53,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 def submit_question(task_key: str, env: str, turns: list[Turn], arg: str | None = None,
-                    submitter: str = "human") -> Text:
+                    submitter: str = "human", gold_shown: bool = True) -> Text:
     """The submit confirmation: the question, then what the submit scores (the turn, its author
     and its result, or the flag / function given: ``icplay.languages.submitting``)."""
     taken = sum(1 for t in turns if t.counts)
@@ -62,7 +62,8 @@ def submit_question(task_key: str, env: str, turns: list[Turn], arg: str | None 
     text.append(preview[0] + "\n", style="bold")
     for line in preview[1:]:
         text.append(line + "\n", style="yellow" if not line.startswith(" ") else "")
-    text.append("The episode ends; the score and the gold solution are shown next.", style="dim")
+    text.append("The episode ends; the score is shown next" + (" (and the gold solution, on request)."
+                                                              if gold_shown else "."), style="dim")
     return text
 
 

@@ -15,7 +15,7 @@ from tui_helpers import FakeClock, play_screen, wait_for
 
 from icplay.cli import build_parser
 from icplay.commands.watch_study import study_agent_choice
-from icplay.driver import PROPOSAL, SUBMIT_PROPOSAL
+from icplay.driver import FAILED, PROPOSAL, SUBMIT_PROPOSAL
 from icplay.frontend.config import Config
 from icplay.store import load_trajectory
 from icplay.study.assign import assign
@@ -26,7 +26,7 @@ from icplay.tui.screens.modals import HelpScreen, ScoreScreen
 from icplay.tui.widgets.panels import StatusBar
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
-from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
+from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: E402
 
 SIX = tuple(f"sql/bookshop-0{i}" for i in range(1, 7))
 WHO = ("ana", "ben", "cho")
@@ -88,6 +88,7 @@ async def test_the_queue_opens_on_the_watch_screen_with_the_model_hidden(make_ap
         assert screen.task_record.key == mine[0]
         assert screen.panel.border_title == "Agent"
         assert "study pilot · 0/4 done" in str(screen.query_one(StatusBar).render())
+        assert " tok" in screen_text(app) and "$" not in screen_text(app)    # a price would name the model
         assert_blind(app)
         await pilot.press("ctrl+y")                                # approve: run, scored (InterCode's protocol)
         await wait_request(pilot, SUBMIT_PROPOSAL)
@@ -136,7 +137,7 @@ async def test_show_model_names_it(make_app, home, server):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_request(pilot, PROPOSAL)
         assert watching(app).panel.border_title == f"Agent · {MODEL}"
-        assert MODEL in screen_text(app)
+        assert MODEL in screen_text(app) and " tok  $" in screen_text(app)
     app.close_envs()
 
 
@@ -165,3 +166,21 @@ async def test_the_time_limit_ends_a_supervised_task(make_app, home, server):
     saved = load_trajectory(home / "studies/pilot/sessions/ana" / f"{ref}.json")
     assert saved.status == "stopped" and saved.time_worked >= 60 and len(saved.turns) == 1
     assert Queue(load_study("pilot", home), "ana", home).entry(ref).state == "done"
+
+
+async def test_a_server_error_naming_the_model_is_shown_without_its_name(make_app, home):
+    missing = Reply(None, 404, error={"message": f"The model `{MODEL}` does not exist", "type": "invalid_request_error",
+                                      "code": "model_not_found"})
+    fake = FakeOpenAIServer(Script([missing], then=missing), streaming=True).start()
+    try:
+        queue, agent = watch_study(home, fake)
+        app = make_app(sandbox=None, annotator="ana", study=queue, watch=agent, config=Config(history=False))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_request(pilot, FAILED)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "model 'the model' is not served at the model (404" in text      # the server's words, blinded
+            assert_blind(app)
+        app.close_envs()
+    finally:
+        fake.stop()

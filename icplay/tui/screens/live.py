@@ -234,7 +234,7 @@ class LiveScreen(Screen[None]):
                 yield query
                 if self.agent is not None:
                     yield AgentPanel(self.task_record.env, model=self.rules.model_label(self.agent.label),
-                                     frozen=self.frozen, id="agent")
+                                     frozen=self.frozen, cost=not self.rules.hide_model, id="agent")
                 yield self.make_pane()
             yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns",
                            turn_scores=self.rules.show_turn_scores)

@@ -6,6 +6,7 @@ them; the gold and retry rules as in ``play --study``."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -71,6 +72,9 @@ def test_a_supervised_queue_hides_the_model_and_the_turn_scores(tmp_path, fake, 
     assert f"watch study: each annotator supervises {MODEL} (its name hidden from them)" in status
     report = icplay("study", "report", "pilot", home=home).stdout
     assert f"watch study: each annotator supervised an agent ({MODEL})" in report   # the lead sees it
+    figures = json.loads(icplay("study", "report", "pilot", "--json", home=home).stdout)
+    assert (figures["kind"], figures["agents_supervised"]) == ("watch", [MODEL])
+    assert figures["annotators"][0]["label"] == "ana" and figures["annotators"][0]["episodes"] == 1
 
 
 def test_the_study_names_the_agent_and_its_rules_hold(tmp_path):

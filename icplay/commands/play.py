@@ -112,6 +112,21 @@ def run(args) -> int:
 
 def run_study(args) -> int:
     """``--study NAME --annotator A``: A's queue of the study, in the app or ``--plain``."""
+    queue = study_queue(args, "play")
+    if not args.plain:
+        from icplay.tui.launch import run_study_app
+
+        return run_study_app(args, queue)
+    from icplay.commands.study import study_errors
+    from icplay.study.plain import StudyPlain
+
+    with study_errors():
+        return StudyPlain(queue, study_env_factory(args)).run(args.task)
+
+
+def study_queue(args, command: str):
+    """The queue ``--study NAME --annotator A`` names (``play`` and ``watch``), every option
+    checked first: one sentence each, never a traceback."""
     from icplay.commands.study import study_errors
     from icplay.frontend.config import ConfigError, check_annotator
     from icplay.process import UserError
@@ -119,9 +134,10 @@ def run_study(args) -> int:
     from icplay.study.queue import Queue
 
     if args.annotator is None:
-        raise UserError("icplay play --study: name yourself with --annotator NAME (one of the study's annotators)")
+        raise UserError(f"icplay {command} --study: name yourself with --annotator NAME (one of the study's "
+                        "annotators)")
     if args.env or args.tasks or args.session or args.out:
-        raise UserError("icplay play --study: the study names the tasks and keeps the trajectories; "
+        raise UserError(f"icplay {command} --study: the study names the tasks and keeps the trajectories; "
                         "leave out ENV, --tasks, --session and --out")
     try:
         annotator = check_annotator(args.annotator)
@@ -131,20 +147,19 @@ def run_study(args) -> int:
         queue = Queue(load_study(args.study), annotator)
         if args.task is not None:
             queue.entry(args.task)                 # one of her tasks, or one sentence
-    if not args.plain:
-        from icplay.tui.launch import run_study_app
+    return queue
 
-        return run_study_app(args, queue)
-    from icplay.study.plain import StudyPlain
 
+def study_env_factory(args):
+    """An env of a language for a study's tasks (they may be of several): ``--sandbox`` where
+    that language has it, else its default."""
     def study_env(kind: str):
         from icplay.languages import get
 
         sandbox = args.sandbox if args.sandbox in get(kind).sandbox_names() else None
         return make_env(kind, sandbox=sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr))
 
-    with study_errors():
-        return StudyPlain(queue, study_env).run(args.task)
+    return study_env
 
 
 def open_session(name: str, out: Path | None = None, annotator: str | None = None):

@@ -48,8 +48,16 @@ def _add_new(sub) -> None:
                    help="off: a submitted task is final; counted: retries allowed, every attempt kept and counted")
     p.add_argument("--time-limit", type=int, default=None, metavar="SECONDS", help="worked time per task")
     p.add_argument("--strict", action="store_true", help="strict mode: the schema is hidden (SQL)")
-    p.add_argument("--hide-turn-scores", action="store_true", help="do not show per-turn scores")
+    p.add_argument("--hide-turn-scores", action="store_true",
+                   help="watch studies: hide the reward an agent's turn gets before the submit (--agent-protocol "
+                        "intercode scores every turn); a human's play has none")
     p.add_argument("--show-model", action="store_true", help="watch studies: show which model plays")
+    p.add_argument("--agent-policy", metavar="llm|gold|replay:FILE",
+                   help="watch studies: the agent every annotator supervises (default llm with --agent-model)")
+    p.add_argument("--agent-model", metavar="MODEL", help="watch studies: the agent's model")
+    p.add_argument("--agent-base-url", metavar="URL", help="watch studies: the model's OpenAI-compatible endpoint")
+    p.add_argument("--agent-protocol", choices=["agent", "intercode"],
+                   help="watch studies: agent (the model submits) or intercode (every turn scored)")
     p.add_argument("--force", action="store_true", help="replace an existing study file of that name")
     p.set_defaults(func=run_new)
 
@@ -128,12 +136,25 @@ def run_new(args) -> int:
                            hide_model=not args.show_model)
         created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         study = Study(name, tuple(refs), tuple(annotators), args.per_task, args.seed,
-                      assign(refs, annotators, args.per_task, args.seed), rules, created)
+                      assign(refs, annotators, args.per_task, args.seed), rules, created, agent=study_agent(args))
         saved = save_study(study)
     sizes = ", ".join(f"{who} {len(study.assigned_to(who))}" for who in annotators)
     print(f"wrote {saved}: {len(refs)} tasks × {args.per_task} annotators each ({sizes})")
-    print(f"each annotator plays: icplay play --study {name} --annotator NAME")
+    print(f"each annotator plays: icplay play --study {name} --annotator NAME"
+          + (f"\n(or supervises the study's agent: icplay watch --study {name} --annotator NAME)" if study.agent else ""))
     return 0
+
+
+def study_agent(args) -> dict[str, str]:
+    """The study's ``[agent]`` from ``--agent-*`` (empty when none is given)."""
+    agent = {"policy": args.agent_policy or ("llm" if args.agent_model else None), "model": args.agent_model,
+             "base_url": args.agent_base_url, "protocol": args.agent_protocol}
+    if agent["policy"] is None and (args.agent_base_url or args.agent_protocol):
+        raise UserError("--agent-base-url and --agent-protocol describe an agent: name it with --agent-model "
+                        "(or --agent-policy gold)")
+    if agent["policy"] == "llm" and not args.agent_model:
+        raise UserError("--agent-policy llm: name the model with --agent-model")
+    return {k: v for k, v in agent.items() if v}
 
 
 def run_status(args) -> int:

@@ -75,6 +75,8 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
     p.add_argument("--retries", type=int, default=6, help="retries per model call on 429/5xx/timeouts")
     p.add_argument("--plain", action="store_true", help="line mode on stdin instead of the watch screen")
+    p.add_argument("--study", metavar="NAME", help="supervise the study's agent on your queue of a study "
+                   "(icplay study new; needs --annotator)")
     add_annotator_argument(p)
     p.set_defaults(func=run)
 
@@ -138,6 +140,10 @@ def actions_of(args) -> str:
 
 
 def run(args) -> int:
+    if args.study is not None:
+        from icplay.commands.watch_study import run_watch_study
+
+        return run_watch_study(args)
     env_from_tasks(args, "watch")
     if args.turns < 1:
         raise UserError("--turns must be at least 1")

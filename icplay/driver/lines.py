@@ -232,11 +232,13 @@ class LineLoop:
 
     def __init__(self, driver: Driver, read_line: Callable[[str], str] | None = None,
                  write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None,
-                 live: bool | None = None, stdin: StdinLines | None = None):
+                 live: bool | None = None, stdin: StdinLines | None = None, turn_scores: bool = True):
         """``read_line(prompt)``: lines are read only when a decision waits (``play --plain``,
         tests). Without it, an agent's episode reads stdin all the time (``stdin``, by default
-        the process's ``StdinLines``), a human's alone reads it with ``input``."""
+        the process's ``StdinLines``), a human's alone reads it with ``input``. ``turn_scores``
+        False: the reward of a turn scored before the submit is not printed (a study's rule)."""
         self.driver = driver
+        self.turn_scores = turn_scores
         if read_line is None and stdin is None:
             if driver.policy is not None:
                 stdin = StdinLines.shared()
@@ -388,7 +390,7 @@ class LineLoop:
                 self._show_output(text)
             case TurnRecorded(turn=turn):
                 self._on_turn(turn)
-            case Scored(result=result):
+            case Scored(result=result) if self.turn_scores:
                 self._say(f"reward: {result.reward:.2f}")
             case Retrying(message=message, delay=delay):
                 self._say(f"(the model server: {message}; retrying in {delay:.0f} s)")

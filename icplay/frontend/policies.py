@@ -96,6 +96,17 @@ def check_choice(choice: AgentChoice) -> None:
                           "(or try policy gold, which needs no API key)")
 
 
+def checked_choice(values: dict[str, Any]) -> AgentChoice:
+    """The agent choice of ``values`` (its fields, None ones left out; a model only for an
+    LLM), checked (``PolicyError``)."""
+    values = {k: v for k, v in values.items() if v is not None}
+    if values.get("policy", "llm") != "llm":
+        values.pop("model", None)
+    choice = AgentChoice(**values)
+    check_choice(choice)
+    return choice
+
+
 def spec_of_choice(choice: AgentChoice) -> PolicySpec:
     """The ``PolicySpec`` of a screen's agent choice (checked first: ``PolicyError``)."""
     check_choice(choice)
@@ -128,5 +139,5 @@ def make_policy(choice: AgentChoice, task: Task) -> tuple[Any, dict[str, Any]]:
     return policy, info
 
 
-__all__ = ["PolicySpec", "PolicyError", "AgentChoice", "check_choice", "spec_of_choice", "make_policy", "ACTIONS",
+__all__ = ["PolicySpec", "PolicyError", "AgentChoice", "check_choice", "checked_choice", "spec_of_choice", "make_policy", "ACTIONS",
            "KINDS"]

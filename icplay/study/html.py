@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from icplay.attempts import counted_note
 from icplay.formats.native import skipped_note
 from icplay.study.report import (ROW_HEAD, VERSUS_HEAD, VERSUS_NOTE, Row, StudyReport, outside_note, percent,
-                                 row_cells, rules_note, versus_cells)
+                                 row_cells, rules_note, versus_cells, kind_note)
 from icplay.study.stats import quartiles
 
 # Okabe & Ito's colour-blind-safe palette (yellow left out: too faint on white)
@@ -226,6 +226,7 @@ def render_html(report: StudyReport, generated: float | None = None) -> str:
         f'<p class="note">{_e(counted_note(report.attempts))} · solved is InterCode\'s (reward 1.0); strict where '
         f"the env gives a strict verdict · intervals are Wilson 95% · made {_e(when)}</p>",
         f'<p class="note">{_e(rules_note(report.rules))}</p>' if report.rules else "",
+        f'<p class="note">{_e(kind_note(report))}</p>' if report.kind else "",
         *_body(report), *(f'<p class="note">{_e(n)}</p>' for n in _notes(report)),
     ]
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -23,6 +23,9 @@ from icplay.store import atomic_write_text, readable
 STUDY_FILE = "study.toml"
 RETRIES = ("off", "counted")          # off: a submitted task is not tried again; counted: every try kept, numbered
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# the study's agent (``[agent]``, watch studies): the keys of the watch command's agent choice
+# (icplay.frontend.config.AgentChoice), each text; checked as an agent when the study is watched
+AGENT_FIELDS = ("policy", "model", "base_url", "strategy", "protocol", "mode", "actions")
 _NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
@@ -38,7 +41,7 @@ class StudyRules:
     retries: str = "off"               # "off" | "counted" (allowed; every attempt kept and counted)
     time_limit_s: int | None = None    # per task, worked time
     strict: bool = False               # schema hidden (SQL) etc.
-    per_turn_scoring: bool = True      # per-turn reward shown or not
+    per_turn_scoring: bool = True      # watch studies: the reward of each agent turn shown (protocol intercode)
     hide_model: bool = True            # watch studies: model identity hidden from the annotator
 
 
@@ -53,6 +56,7 @@ class Study:
     rules: StudyRules = field(default_factory=StudyRules)
     created: str = ""                  # ISO time
     path: Path | None = field(default=None, compare=False)   # the file it was read from, if any
+    agent: dict[str, str] = field(default_factory=dict)     # watch studies: the agent every annotator supervises
 
     def assigned_to(self, annotator: str) -> tuple[str, ...]:
         return self.assignments.get(annotator, ())
@@ -181,10 +185,21 @@ def study_from_dict(data: dict[str, Any], path: Path) -> Study:
     for key in data:
         if key not in _TOP_FIELDS:
             raise StudyFileError(f"{path}: field '{key}' is unknown (one of: {', '.join(_TOP_FIELDS)})")
-    return Study(name, tasks, annotators, per_task, seed, assignments, rules, created, path)
+    agent = agent_from_dict(_field(data, "agent", (dict,), path, "a table", {}), path)
+    return Study(name, tasks, annotators, per_task, seed, assignments, rules, created, path, agent)
 
 
-_TOP_FIELDS = ("name", "created", "seed", "per_task", "annotators", "tasks", "rules", "assignments")
+_TOP_FIELDS = ("name", "created", "seed", "per_task", "annotators", "tasks", "rules", "assignments", "agent")
+
+
+def agent_from_dict(data: dict[str, Any], path: Path) -> dict[str, str]:
+    """The ``[agent]`` table: known keys, text values (what they mean is checked when watched)."""
+    for key, value in data.items():
+        if key not in AGENT_FIELDS:
+            raise StudyFileError(f"{path}: field 'agent.{key}' is unknown (one of: {', '.join(AGENT_FIELDS)})")
+        if type(value) is not str or not value:
+            raise StudyFileError(f"{path}: field 'agent.{key}' must be non-empty text, not {value!r}")
+    return dict(data)
 
 
 def _assignments(data: dict[str, Any], annotators: tuple[str, ...], tasks: tuple[str, ...], per_task: int,
@@ -241,13 +256,16 @@ def study_toml(study: Study) -> str:
         (f"time_limit_s = {rules.time_limit_s}        # per task, worked time" if rules.time_limit_s is not None
          else "# time_limit_s = 900      # per task, worked time (none when left out)"),
         f"strict = {_toml_value(rules.strict)}             # hide the schema (SQL)",
-        f"per_turn_scoring = {_toml_value(rules.per_turn_scoring)}    # show the reward of each scored turn",
+        f"per_turn_scoring = {_toml_value(rules.per_turn_scoring)}    # watch studies: show each agent turn's reward (protocol intercode)",
         f"hide_model = {_toml_value(rules.hide_model)}           # watch studies: do not show which model plays",
         "",
         "[assignments]   # annotator -> tasks, in the order that annotator plays them",
     ]
     lines += [f"{_toml_value(who) if not _NAME.fullmatch(who) else who} = {_toml_value(study.assigned_to(who))}"
               for who in study.annotators]
+    if study.agent:
+        lines += ["", "[agent]   # watch studies: the agent every annotator supervises (icplay watch --study)"]
+        lines += [f"{key} = {_toml_value(study.agent[key])}" for key in AGENT_FIELDS if key in study.agent]
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,9 @@
-"""``icplay play --study NAME --annotator A --plain``: an annotator's queue in line mode.
+"""``icplay play|watch --study NAME --annotator A --plain``: an annotator's queue in line mode.
 
 Each task of the queue runs in the driver's line loop (``icplay.driver.lines``, as ``play
---plain``), saved in the annotator's session of the study. After a task (submitted, or ended
+--plain`` and ``watch --plain``), saved in the annotator's session of the study. Who acts is
+the ``Seat``: the annotator herself (``HumanSeat``, play), or an agent she supervises (watch:
+icplay/commands/watch_study.py builds that seat, since the agent's policy is a front end's). After a task (submitted, or ended
 by the time limit) one line says what next: an empty line or ``:next`` goes on, ``:gold``
 shows the gold, ``:retry`` tries the task again, ``:quit`` (or the end of input) stops. What
 is allowed is asked of the study's ``PlayRules`` (icplay/study/rules.py), never decided here.
@@ -12,12 +14,12 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
 from icplay.driver.lines import EOF, QUIT, LineLoop, StdinLines, display
 from icplay.envs.base import Env
-from icplay.episode import Trajectory
+from icplay.episode import Episode, Trajectory
 from icplay.session import format_duration
 from icplay.study.queue import DONE, Entry, Queue, resolve
 from icplay.study.rules import PlayRules
@@ -33,19 +35,50 @@ def after_help(gold: bool, retry: bool) -> str:
     return "next: " + " · ".join(moves)
 
 
+class Seat(Protocol):
+    """Who acts on each task of the queue, and what the trajectory says of it."""
+
+    supervised: bool                      # an agent acts, the annotator supervises (the watch controls shown)
+    model_names: tuple[str, ...]          # what would name the agent's model (hidden when the study says so)
+
+    def policy_info(self, task: Task) -> dict[str, Any]: ...
+
+    def driver(self, episode: Episode, task: Task) -> Driver: ...
+
+
+class HumanSeat:
+    """The annotator acts herself (``play --study``): human mode, no policy."""
+
+    supervised = False
+    model_names: tuple[str, ...] = ()
+
+    def policy_info(self, task: Task) -> dict[str, Any]:
+        return {"kind": "human", "ui": "plain-study"}
+
+    def driver(self, episode: Episode, task: Task) -> Driver:
+        return Driver(episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
+                      track_time=True)
+
+
 class StudyPlain:
     """One annotator's queue in line mode (see the module docstring)."""
 
     def __init__(self, queue: Queue, make_env: Callable[[str], Env], write: Callable[[str], None] = print,
-                 stdin: StdinLines | None = None):
+                 stdin: StdinLines | None = None, seat: Seat | None = None):
         self.queue = queue
         self.rules = PlayRules.of(queue.study)
         self.session = queue.session()
         self.make_env = make_env
-        self.write = write
+        self.seat: Seat = seat or HumanSeat()
+        self._write = write
         self.stdin = stdin or StdinLines.shared()
-        self.stdin.told = True            # a human's queue: the watch controls are not offered
+        if not self.seat.supervised:
+            self.stdin.told = True        # a human's queue: the watch controls are not offered
         self._envs: dict[str, Env] = {}
+
+    def write(self, text: str) -> None:
+        """Every line goes out blinded: a study that hides the model never prints its name."""
+        self._write(self.rules.blind(text, self.seat.model_names))
 
     def run(self, first: str | None = None) -> int:
         """Play the queue from ``first`` (a task ref or id; default: the next task not done);
@@ -90,8 +123,7 @@ class StudyPlain:
         self.write(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
                    + (f" [{task.hardness}]" if task.hardness else "") + " ===")
         self.write(display(task.query))
-        episode, replayed = self.session.open_episode(self._env(task), task,
-                                                      policy={"kind": "human", "ui": "plain-study"})
+        episode, replayed = self.session.open_episode(self._env(task), task, policy=self.seat.policy_info(task))
         while self.session.set_aside:
             print(f"icplay: {self.session.set_aside.pop(0)}", file=sys.stderr)
         traj = episode.trajectory
@@ -99,11 +131,11 @@ class StudyPlain:
             self.write(f"(resumed: {replayed} saved turn(s) replayed)")
         if (traj.attempt or 1) > 1:
             self.write(f"(attempt {traj.attempt}{', after the gold was seen' if traj.after_gold_seen else ''})")
-        driver = Driver(episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-                        track_time=True)
+        driver = self.seat.driver(episode, task)
         timer = self._start_clock(driver, traj)
         try:
-            outcome = LineLoop(driver, write=self.write, stdin=self.stdin).run()
+            outcome = LineLoop(driver, write=self.write, stdin=self.stdin,
+                               turn_scores=self.rules.show_turn_scores).run()
         finally:
             if timer is not None:
                 timer.cancel()

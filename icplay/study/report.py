@@ -139,6 +139,8 @@ class StudyReport:
     outside: int = 0               # episodes of tasks not in the study (left out)
     skipped: list[Skipped] = field(default_factory=list)
     rules: dict[str, Any] = field(default_factory=dict)     # the study's rules (icplay.study.model.StudyRules)
+    kind: str = ""                 # play | watch | mixed (``study_kind``), "" before any episode
+    agents_supervised: list[str] = field(default_factory=list)   # watch: the models (or policies) supervised
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -168,7 +170,38 @@ def build_report(study: StudyShape, trajectories: Iterable[Trajectory], agents: 
         tasks=_task_rows(study, made, counted, max_turns), agents=_agent_rows(theirs, max_turns),
         agreement=agreement(ratings), versus=[_pairing(label, ratings, trajs) for label, trajs in theirs],
         max_turns=max_turns, outside=len(all_trajs) - len(_flat(made)), skipped=list(skipped or []),
-        rules=_rules(study))
+        rules=_rules(study), kind=study_kind(_flat(made)), agents_supervised=supervised(_flat(made)))
+
+
+PLAY, WATCH, MIXED = "play", "watch", "mixed"
+
+
+def _supervised(t: Trajectory) -> bool:
+    """An agent acted and the annotator supervised (``icplay watch --study``)."""
+    return str(t.policy.get("kind") or "human") != "human"
+
+
+def study_kind(trajs: Sequence[Trajectory]) -> str:
+    """Play (the annotators acted), watch (they supervised an agent), or mixed; from the episodes."""
+    kinds = {WATCH if _supervised(t) else PLAY for t in trajs}
+    return kinds.pop() if len(kinds) == 1 else (MIXED if kinds else "")
+
+
+def supervised(trajs: Sequence[Trajectory]) -> list[str]:
+    """The agents the annotators supervised: the model, else the policy's kind (for the lead; the
+    annotators may not have seen it)."""
+    return sorted({str(t.policy.get("model") or t.policy.get("kind")) for t in trajs if _supervised(t)})
+
+
+def kind_note(report: "StudyReport") -> str:
+    """Which kind of study the figures are of, in one line."""
+    agents = ", ".join(report.agents_supervised)
+    return {PLAY: "play study: each annotator worked the tasks herself",
+            WATCH: f"watch study: each annotator supervised an agent ({agents}); the figures are the supervised "
+                   "episodes' (the agent acted, the annotator approved, edited, took over), time worked the "
+                   "annotator's",
+            MIXED: f"mixed study: some episodes played by the annotators, some supervised ({agents}); the figures "
+                   "count both alike"}.get(report.kind, "")
 
 
 ByAnnotator = dict[str, list[Trajectory]]
@@ -386,6 +419,8 @@ def outside_note(n: int) -> str:
 def render_text(report: StudyReport) -> str:
     """The report as terminal tables."""
     parts = [" · ".join(x for x in (f"study {report.name}", counted_note(report.attempts), rules_note(report.rules)) if x)]
+    if report.kind:
+        parts.append(kind_note(report))
     for title, rows in (("per annotator", report.annotators), ("per task", report.tasks),
                         ("per agent", report.agents)):
         if rows:

@@ -17,6 +17,7 @@ from typing import Iterable
 from icplay.episode import Trajectory
 from icplay.study.model import Study, StudyRules
 
+HIDDEN_MODEL = "the model"           # what a study that hides the model calls it
 TIMED_OUT_NOTE = "the study's time limit of {limit} per task was reached: the episode is ended and kept as timed out"
 
 
@@ -76,6 +77,19 @@ class PlayRules:
     @property
     def hide_model(self) -> bool:
         return self.study is not None and self.rules.hide_model
+
+    def model_label(self, label: str) -> str:
+        """The name a front end may show for the agent's model: none when the study hides it."""
+        return "" if self.hide_model else label
+
+    def blind(self, text: str, names: Iterable[str | None]) -> str:
+        """``text`` with the model's ``names`` (its name, its endpoint) said as "the model" when
+        the study hides which model plays: a server's error message often names it."""
+        if not self.hide_model:
+            return text
+        for name in sorted((n for n in names if n), key=len, reverse=True):
+            text = text.replace(name, HIDDEN_MODEL)
+        return text
 
 
 FREE = PlayRules()

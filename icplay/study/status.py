@@ -46,5 +46,9 @@ def render_status(study: Study, rows: list[AnnotatorStatus]) -> str:
     table += [(r.annotator, f"{r.done}/{r.assigned}", str(r.left), str(r.in_progress), str(r.attempts),
                format_duration(r.time_worked)) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    agent = study.agent.get("model") or study.agent.get("policy")
+    if agent:      # a watch study: the lead's view names the agent even when the annotators may not see it
+        head += (f"\nwatch study: each annotator supervises {agent}"
+                 + (" (its name hidden from them)" if rules.hide_model else ""))
     lines = [head, ""] + ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table]
     return "\n".join(lines)

@@ -130,7 +130,8 @@ class PlayApp(App):
         """``annotator``: who plays (recorded in every episode and human turn); with
         ``annotator_note`` the app says at start when there is none. ``study``: the annotator's
         queue of a study (``icplay play --study``): its tasks open in her order, under its
-        rules (``self.rules``, asked by the screens)."""
+        rules (``self.rules``, asked by the screens); with ``watch`` too (``icplay watch
+        --study``) the agent works each of them on the watch screen, saved in her queue."""
         super().__init__()
         self.config = config or Config()
         self.home = Path(home) if home is not None else home_dir()
@@ -211,7 +212,10 @@ class PlayApp(App):
 
     @property
     def watch_session(self) -> Session:
-        """Where watched (agent) episodes are saved: apart from the human's own baseline."""
+        """Where watched (agent) episodes are saved: apart from the human's own baseline; in a
+        study, the annotator's queue (she supervised them)."""
+        if self.queue is not None:
+            return self.session
         if self._watch_session is None:
             self._watch_session = Session(self._watch_session_name, home=self.home, root=self._out,
                                           annotator=self.annotator)
@@ -225,7 +229,11 @@ class PlayApp(App):
         """Let an agent try ``task`` (the picker's key): the given choice, else the last use,
         else config.toml's [agent]. A stopped watched episode is reopened (turns replayed)."""
         agent = agent or self.watch_agent or agent_choice(self.config, self.home)
-        remember_agent(agent, self.home)
+        if self.queue is not None:
+            if retry and not self._study_retry(task):
+                return
+        else:
+            remember_agent(agent, self.home)
         screen = self._watch_screen(task, agent, retry=retry)
         if isinstance(self.screen, LiveScreen):
             self.switch_screen(screen)
@@ -275,7 +283,9 @@ class PlayApp(App):
             if ref is not None:
                 self.open_from_queue()                  # said why; her next task instead
             return
-        screen = LiveScreen(task, retry=retry)  # a submitted task asked for by name is shown as it ended
+        # a submitted task asked for by name is shown as it ended
+        screen = (LiveScreen(task, retry=retry) if self.watch_agent is None
+                  else self._watch_screen(task, self.watch_agent, retry=retry))
         if isinstance(self.screen, LiveScreen):
             self.switch_screen(screen)
         else:
@@ -294,7 +304,7 @@ class PlayApp(App):
         """The next task of the set not submitted in ``session`` (the baseline's by default),
         opened with ``opener`` (the play screen by default; the watch screen passes its own).
         In a study: the queue's next task."""
-        if self.queue is not None and session is None:
+        if self.queue is not None:
             self.open_from_queue()
             return
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]

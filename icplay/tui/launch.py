@@ -20,7 +20,7 @@ from icplay.frontend.config import AgentChoice, ConfigError, agent_choice, load_
 from icplay.tui.app import Catalog, PlayApp
 from icplay.driver import Limits
 from icplay.session import Session
-from icplay.frontend.policies import PolicyError, check_choice
+from icplay.frontend.policies import PolicyError, checked_choice
 
 
 def check_terminal() -> None:
@@ -107,16 +107,18 @@ def run_app(args) -> int:
     return run_until_quit(app)
 
 
-def run_study_app(args, queue) -> int:
+def run_study_app(args, queue, agent: AgentChoice | None = None, max_turns: int | None = None) -> int:
     """``icplay play --study NAME --annotator A``: the app on A's queue (``queue``, an
-    ``icplay.study.queue.Queue``), under the study's rules (strict mode hides the schema)."""
+    ``icplay.study.queue.Queue``), under the study's rules (strict mode hides the schema).
+    With ``agent`` (``icplay watch --study``) the agent works each task, A supervises."""
     try:
         config = load_config()
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     config.strict = config.strict or queue.study.rules.strict
     app = PlayApp(sandbox=getattr(args, "sandbox", None), image=getattr(args, "image", None), config=config,
-                  task=getattr(args, "task", None), annotator=queue.annotator, study=queue)
+                  task=getattr(args, "task", None), annotator=queue.annotator, study=queue, watch=agent,
+                  watch_limits=Limits(max_turns=max_turns) if max_turns else None)
     return run_until_quit(app)
 
 
@@ -182,12 +184,7 @@ def _watch_agent(args, config, policy, policy_info: dict | None):
     explicit = {"policy": spec, "model": getattr(args, "model", None), "base_url": getattr(args, "base_url", None),
                 "strategy": getattr(args, "strategy", None), "protocol": getattr(args, "protocol", None),
                 "mode": getattr(args, "mode", None), "actions": getattr(args, "actions", None)}
-    values = {**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}}
-    if values.get("policy", "llm") != "llm":
-        values.pop("model", None)
-    agent = AgentChoice(**values)
     try:
-        check_choice(agent)
+        return checked_choice({**choice.to_dict(), **{k: v for k, v in explicit.items() if v is not None}})
     except PolicyError as exc:
         raise TaskFileError("icplay watch", str(exc)) from None
-    return agent

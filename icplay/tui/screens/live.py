@@ -202,9 +202,20 @@ class LiveScreen(Screen[None]):
 
     @property
     def rules(self) -> PlayRules:
-        """What the human may do here: a study's rules (``icplay play --study``), else ``FREE``."""
-        rules: PlayRules = getattr(self.playground, "rules", FREE) if self.agent is None else FREE
+        """What the human may do and see here: a study's rules (``icplay play|watch --study``),
+        else ``FREE``."""
+        rules: PlayRules = getattr(self.playground, "rules", FREE)
         return rules
+
+    @property
+    def in_study(self) -> bool:
+        return getattr(self.playground, "queue", None) is not None
+
+    def blind(self, text: str) -> str:
+        """``text`` without the agent's model's name when the study hides it (a server's error
+        often names the model)."""
+        agent = self.agent
+        return text if agent is None else self.rules.blind(text, (agent.model, agent.base_url))
 
     def _gold_refusal(self) -> str | None:
         return self.rules.gold_refusal()
@@ -222,9 +233,11 @@ class LiveScreen(Screen[None]):
                 query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
                 yield query
                 if self.agent is not None:
-                    yield AgentPanel(self.task_record.env, model=self.agent.label, frozen=self.frozen, id="agent")
+                    yield AgentPanel(self.task_record.env, model=self.rules.model_label(self.agent.label),
+                                     frozen=self.frozen, cost=not self.rules.hide_model, id="agent")
                 yield self.make_pane()
-            yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns")
+            yield TurnList(frozen=self.frozen, language=self.task_record.env, id="turns",
+                           turn_scores=self.rules.show_turn_scores)
         yield KeysFooter(compact=True)
 
     @property
@@ -412,7 +425,7 @@ class LiveScreen(Screen[None]):
         parts = [f"turn {turns}", f"⏱ {elapsed}{paused}", f"{task.env} on {sandbox}",
                  f"session {self.session.name}"]
         queue = getattr(self.playground, "queue", None)
-        if queue is not None and self.agent is None:
+        if queue is not None:
             limit = self.rules.time_limit
             parts[1] += f" of {format_duration(limit)}" if limit is not None else ""
             parts[3] = f"study {queue.study.name} · {queue.done}/{len(queue.entries)} done"
@@ -468,7 +481,7 @@ class LiveScreen(Screen[None]):
         self.pane.focus_input()
         if self.agent is not None:
             if self.prebuilt is None:
-                self.panel.show_failure(self.policy_error or "no policy")
+                self.panel.show_failure(self.blind(self.policy_error or "no policy"))
                 self.panel.set_hint("F7 take over and work the task yourself · Ctrl+B back to the task list")
             self._show_usage()
 
@@ -613,7 +626,7 @@ class LiveScreen(Screen[None]):
             self.panel.set_hint(self._note + HINTS.get(request.kind, "").format(run=self.run_key))
             self._note = ""
             if request.kind == FAILED and request.message:
-                self.panel.show_failure(request.message)
+                self.panel.show_failure(self.blind(request.message))
         if request.kind == ACTION and self._submit_when_asked:
             self._submit_when_asked = False
             self._answer(Decision.submit())
@@ -661,12 +674,12 @@ class LiveScreen(Screen[None]):
     def on_driver_retry(self, event: Retrying) -> None:
         if self.agent is not None:
             self.panel.reset_stream()
-            self.panel.show_failure(f"{event.message} (attempt {event.attempt})", retry_in=event.delay)
+            self.panel.show_failure(self.blind(f"{event.message} (attempt {event.attempt})"), retry_in=event.delay)
 
     def on_driver_error(self, failure: Failure) -> None:
         """A command or the submit failed (the human moves again), a model call failed, or the
         driver itself did."""
-        message = failure.message
+        message = self.blind(failure.message)
         if self.agent is not None:
             self.panel.show_failure(message)
         elif failure.during == "submit" or self._submitting:
@@ -697,7 +710,7 @@ class LiveScreen(Screen[None]):
         self.request = None
         self.editing = None
         queue = getattr(self.playground, "queue", None)
-        if queue is not None and self.agent is None:
+        if queue is not None:
             queue.refresh()          # the header's "done" counts this task now, not at the next one
         if trajectory.status == "submitted":
             self._submitting = False
@@ -705,9 +718,12 @@ class LiveScreen(Screen[None]):
             if self.agent is not None:
                 self.panel.set_state("done")
                 self.panel.set_hint(f"submitted · reward {trajectory.reward:.2f}")
-        elif self.agent is None and self.rules.timed_out(trajectory):
+        elif self.rules.timed_out(trajectory):
             self.over = OVER_STOPPED
             self.pane.set_busy(True)
+            if self.agent is not None:
+                self.panel.set_state("done")
+                self.panel.set_hint("time is up · Ctrl+N next")
             if self.clock is not None:
                 self.clock.hold("done")
             self._set_pane_status(Text(f"time is up: {self.rules.time_up_reason()} · Ctrl+N next", style="yellow"))
@@ -751,7 +767,9 @@ class LiveScreen(Screen[None]):
             return submitted or state in (OVER_FAILED, OVER_STOPPED)
         if action == "reveal_gold":
             return submitted and self._gold_refusal() is None
-        if action in ("show_score", "next_task"):
+        if action == "next_task":        # in a study also after the time limit (the queue goes on)
+            return submitted or (state == OVER_STOPPED and self.in_study)
+        if action == "show_score":
             return submitted
         if action == "submit":
             return not submitted
@@ -788,7 +806,8 @@ class LiveScreen(Screen[None]):
             return
         turns = self.trajectory.turns
         if 0 <= message.index < len(turns):
-            self.app.push_screen(TurnScreen(turns[message.index], frozen=self.frozen))
+            self.app.push_screen(TurnScreen(turns[message.index], frozen=self.frozen,
+                                            turn_scores=self.rules.show_turn_scores))
 
     # -- the agent's keys ---------------------------------------------------------------------
 

@@ -125,10 +125,11 @@ class TurnScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,enter", "dismiss", "Close", show=False)]
 
-    def __init__(self, turn: Turn, frozen: bool = False) -> None:
+    def __init__(self, turn: Turn, frozen: bool = False, turn_scores: bool = True) -> None:
         super().__init__()
         self.turn = turn
         self.frozen = frozen
+        self.turn_scores = turn_scores      # False: a study hides the rewards of turns before the submit
 
     def _facts(self) -> Text:
         """The title line: the turn's number, author, status, time (not in a frozen
@@ -143,7 +144,7 @@ class TurnScreen(ModalScreen[None]):
             facts.append(status, style=style)
         if not self.frozen:
             facts.append(f" · {short_duration(turn.duration)}")
-        if turn.reward is not None:
+        if turn.reward is not None and self.turn_scores:
             facts.append(f" · reward {turn.reward:.2f}")
         return facts
 

@@ -80,10 +80,13 @@ class AgentPanel(Vertical):
     AgentPanel #agent-hint { height: auto; color: $text-muted; }
     """
 
-    def __init__(self, language: str = "bash", model: str = "", frozen: bool = False, **kwargs):
+    def __init__(self, language: str = "bash", model: str = "", frozen: bool = False, cost: bool = True,
+                 **kwargs):
+        """``cost`` False: the dollars spent are not shown (a price per token would name the model)."""
         super().__init__(**kwargs)
         self.language = language
         self.model = model
+        self.show_cost = cost
         self.frozen = frozen
         self.state = "starting"
         self.mode = "confirm"
@@ -226,7 +229,8 @@ class AgentPanel(Vertical):
         text.append("  mode ", style="dim")
         text.append(self.mode, style=f"bold {MODE_STYLE.get(self.mode, '')}")
         text.append("  ? tok" if self.tokens is None else f"  {self.tokens:,} tok", style="dim")
-        text.append("  $?" if self.cost is None else f"  ${self.cost:.4f}", style="dim")
+        if self.show_cost:
+            text.append("  $?" if self.cost is None else f"  ${self.cost:.4f}", style="dim")
         return text
 
     def _draw_head(self) -> None:

@@ -144,10 +144,11 @@ class TurnList(OptionList):
             super().__init__()
             self.index = index
 
-    def __init__(self, frozen: bool = False, language: str = "", **kwargs):
+    def __init__(self, frozen: bool = False, language: str = "", turn_scores: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.frozen = frozen
         self.language = language             # the actions' language, for their colours
+        self.turn_scores = turn_scores       # a turn's reward (InterCode's per-turn score) shown
         self.taken = 0                       # turns taken so far (the next one's number - 1)
         self.border_title = "Turns"
 
@@ -171,7 +172,7 @@ class TurnList(OptionList):
             line.append(status, style=style)
             line.append(" ")
         line.append("–" if self.frozen else short_duration(turn.duration), style="dim")
-        if turn.reward is not None:
+        if turn.reward is not None and self.turn_scores:
             line.append(f" r={turn.reward:.2f}", style="cyan")
         return line
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from icplay.frontend.config import AgentChoice, Config
+from icplay.frontend.config import AgentChoice
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen
-from icplay.tui.screens.view import ViewApp, ViewScreen
+from icplay.tui.screens.view import ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
@@ -22,7 +22,7 @@ from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
 
 from test_play_sql import run_sql  # noqa: E402
 from test_watch import turns, wait_request, watch  # noqa: E402
-from tui_helpers import play_screen, text_of, type_text, wait_for, wait_ready  # noqa: E402
+from tui_helpers import play_screen, text_of, type_text, viewer_apps, viewer_loaded, wait_for, wait_ready  # noqa: E402
 from view_fixtures import record_sql  # noqa: E402
 
 
@@ -218,28 +218,13 @@ def test_the_highlighter_colours_each_language_and_leaves_unknown_ones_plain():
 
 @pytest.fixture
 def view_app(home):
-    apps = []
-
-    def make() -> ViewApp:
-        record_sql(home)
-        app = ViewApp(home=home, config=Config(history=False))
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close_envs()
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
-                   "the episodes")
+    yield from viewer_apps(home, record_sql)
 
 
 async def test_f1_in_the_viewer_lists_the_viewers_keys(view_app):
     app = view_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         shown = text_of(app.screen.query_one("VerticalScroll Static"))
@@ -252,7 +237,7 @@ async def test_f1_in_the_viewer_lists_the_viewers_keys(view_app):
 async def test_the_stepper_and_the_comparison_highlight_the_code_and_count_turns_as_the_header(view_app):
     app = view_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("enter")                                          # the agent's episode
         await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
         screen = app.screen

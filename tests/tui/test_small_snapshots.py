@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from icplay.frontend.config import AgentChoice, Config
+from icplay.frontend.config import AgentChoice
 from icplay.tui.screens.modals import ConfirmScreen, HelpScreen, ScoreScreen, TurnScreen
-from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
 from icplay.tui.screens.view_fork import ForkScreen
 
@@ -22,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
 
 from test_play_sql import run_sql  # noqa: E402
-from tui_helpers import FakeClock, run_command, settled, wait_for, wait_ready  # noqa: E402
+from tui_helpers import FakeClock, run_command, settled, viewer_apps, viewer_loaded, wait_for, wait_ready  # noqa: E402
 from view_fixtures import record_bash, record_sql  # noqa: E402
 
 SMALL = (40, 12)
@@ -166,27 +165,12 @@ def test_watch(snap_compare, frozen_app, shop_catalog, monkeypatch):
 
 @pytest.fixture
 def frozen_view(home):
-    apps = []
-
-    def make(record=record_sql) -> ViewApp:
-        record(home)
-        app = ViewApp(home=home, config=Config(history=False), frozen=True, clock=FakeClock())
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close_envs()
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
-                   "the episodes")
+    yield from viewer_apps(home, record_sql, frozen=True, clock=FakeClock())
 
 
 def test_view_browser(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await settled(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=SMALL, run_before=work)
@@ -194,7 +178,7 @@ def test_view_browser(snap_compare, frozen_view):
 
 def test_view_help(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 10, "the help")
         await settled(pilot)
@@ -204,7 +188,7 @@ def test_view_help(snap_compare, frozen_view):
 
 def test_view_stepper(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("right", "right")
@@ -215,7 +199,7 @@ def test_view_stepper(snap_compare, frozen_view):
 
 def test_view_comparison(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("space", "down", "down", "c")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), 10, "the comparison")
         await settled(pilot)
@@ -226,7 +210,7 @@ def test_view_comparison(snap_compare, frozen_view):
 @pytest.mark.usefixtures("bwrap_ready")
 def test_view_fork(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("k")                                   # fork after turn 1, you go on
@@ -237,4 +221,4 @@ def test_view_fork(snap_compare, frozen_view):
         pilot.app.clear_notifications()
         await settled(pilot)
 
-    assert snap_compare(frozen_view(record_bash), terminal_size=SMALL, run_before=work)
+    assert snap_compare(frozen_view(record=record_bash), terminal_size=SMALL, run_before=work)

@@ -13,7 +13,7 @@ from icplay.session import Session
 from icplay.store import load_trajectory
 from icplay.frontend.config import Config
 from icplay.tui.screens.modals import ScoreScreen
-from icplay.tui.screens.view import ViewApp, ViewScreen
+from icplay.tui.screens.view import ViewScreen
 from icplay.tui.screens.view_episode import ChooseEpisode, CompareScreen, EpisodeScreen
 from icplay.tui.screens.view_fork import ForkScreen
 from icplay.tui.widgets.results import ResultsTable
@@ -22,31 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
 from test_play_sql import run_sql
-from tui_helpers import play_state, run_command, text_of, wait_for, wait_ready
+from tui_helpers import play_state, run_command, text_of, viewer_apps, viewer_loaded, wait_for, wait_ready
 from view_fixtures import BASH_TASK, SQL_TASK, record_bash, record_sql, tamper
 
 
 @pytest.fixture
 def view_app(home):
-    apps = []
-
-    def make(**kwargs) -> ViewApp:
-        kwargs.setdefault("home", home)
-        kwargs.setdefault("config", Config(history=False))
-        kwargs.setdefault("sandbox", "bwrap")
-        app = ViewApp(**kwargs)
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close_envs()
+    yield from viewer_apps(home, sandbox="bwrap")
 
 
-async def loaded(pilot) -> ViewScreen:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
-                   "the episodes")
-    return pilot.app.screen
+loaded = viewer_loaded   # the name test_view_calls imports
 
 
 def rows(screen: ViewScreen) -> list[tuple[str, str, str]]:

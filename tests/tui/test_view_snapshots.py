@@ -8,38 +8,21 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.frontend.config import Config
-from icplay.tui.screens.view import ViewApp, ViewScreen
 from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
 
-from tui_helpers import settled, wait_for
+from tui_helpers import settled, viewer_apps, viewer_loaded, wait_for
 from view_fixtures import record_sql
 
 
 @pytest.fixture
 def frozen_view(home):
-    apps = []
-
-    def make() -> ViewApp:
-        record_sql(home)
-        app = ViewApp(home=home, config=Config(history=False), frozen=True)
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close_envs()
-
-
-async def loaded(pilot) -> None:
-    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
-                   "the episodes")
+    yield from viewer_apps(home, record_sql, frozen=True)
 
 
 @pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_browser(snap_compare, frozen_view, size):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("down")
         await settled(pilot)
 
@@ -48,7 +31,7 @@ def test_browser(snap_compare, frozen_view, size):
 
 def test_browser_filtered(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("s", "slash", *"poetry", "enter")
         await settled(pilot)
 
@@ -57,7 +40,7 @@ def test_browser_filtered(snap_compare, frozen_view):
 
 def test_turn_stepper(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
         await pilot.press("right", "right")
@@ -68,7 +51,7 @@ def test_turn_stepper(snap_compare, frozen_view):
 
 def test_comparison(snap_compare, frozen_view):
     async def work(pilot):
-        await loaded(pilot)
+        await viewer_loaded(pilot)
         await pilot.press("space", "down", "down", "c")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, CompareScreen), 10, "the comparison")
         await settled(pilot)

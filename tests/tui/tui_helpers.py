@@ -244,3 +244,36 @@ async def settled(pilot, timeout: float = 20.0) -> None:
             before = None
         if time.monotonic() > deadline:
             raise AssertionError(f"the screen did not settle in {timeout:.0f} s: {why}")
+
+
+# -- the viewer ----------------------------------------------------------------------------------
+
+def viewer_apps(home, record=None, **defaults):
+    """The body of a viewer fixture: yields ``make(**kwargs)``, a ViewApp on ``home`` (history
+    off, ``defaults`` then ``kwargs`` applied; ``record(home)`` run first when given, as
+    view_fixtures' recorders), and closes every app it made at teardown."""
+    from icplay.tui.screens.view import ViewApp
+
+    apps = []
+
+    def make(**kwargs):
+        recorder = kwargs.pop("record", record)
+        if recorder is not None:
+            recorder(home)
+        options = {"home": home, "config": Config(history=False), **defaults, **kwargs}
+        app = ViewApp(**options)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.close_envs()
+
+
+async def viewer_loaded(pilot):
+    """Wait until the episode browser has read every episode; returns its screen."""
+    from icplay.tui.screens.view import ViewScreen
+
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
+                   "the episodes")
+    return pilot.app.screen

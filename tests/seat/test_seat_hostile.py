@@ -182,3 +182,25 @@ async def test_a_crashed_app_closes_the_page_and_sends_it_nothing_of_its_traceba
         await wait_for(lambda: not server.busy and not server.live, "the seat free again (a reload starts anew)")
     finally:
         await client.close()
+
+
+def test_a_supervisor_can_follow_nothing_outside_the_home(tmp_path):
+    """A trajectory linked into the study from outside icplay's home (a file, a folder) is
+    not offered, and a name not offered is followed by nobody (the follow socket's 404)."""
+    from icplay.episode import Trajectory
+    from icplay.seat.study import episodes_of
+    from icplay.store import save_trajectory
+    from icplay.study.model import load_study, sessions_dir
+
+    make_study("pilot")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    save_trajectory(Trajectory(task={"set": "sql", "id": "secret-01", "query": "q"}, env="sql", sandbox="sqlite",
+                               status="running", annotator="zed"), outside / "secret-01.json")
+    mine = sessions_dir(load_study("pilot")) / "ada" / "sql"
+    mine.mkdir(parents=True)
+    save_trajectory(Trajectory(task={"set": "sql", "id": "bookshop-01", "query": "q"}, env="sql", sandbox="sqlite",
+                               status="running", annotator="ada"), mine / "bookshop-01.json")
+    (mine / "linked-01.json").symlink_to(outside / "secret-01.json")
+    (mine.parent / "linked").symlink_to(outside, target_is_directory=True)
+    assert list(episodes_of("pilot")) == ["studies/pilot/sessions/ada/sql/bookshop-01.json"]

@@ -4,21 +4,24 @@ textual-serve's ``Server`` builds an aiohttp application whose every route is op
 the application is icplay's own: one middleware (``gate``) sees every request first — the
 page, the websocket, the static files, a path that does not exist — and answers 401 with
 nothing else unless the request carries a valid token. The token arrives once in the link
-(``/?token=...``), is swapped for an HttpOnly, SameSite=Strict cookie and a redirect to a
-URL without it (so it does not stay in the address bar or the history), and the cookie is
-checked on every later request. The websocket also checks the Origin a browser sends, so
+(``/?token=...``), is swapped for an HttpOnly, SameSite=Strict cookie and a redirect to
+``/`` without it (so it does not stay in the address bar or the history; always ``/``,
+never the path the link had, which could name another site: ``//evil.example``), and the
+cookie is checked on every later request. The websocket also checks the Origin a browser sends, so
 another site open in the same browser cannot drive a seat.
 
-What runs comes from the seat the token opens (``SeatCommands``): textual-serve's
-``Server.handle_websocket`` is called on a ``Server`` made for that seat's command, so the
-process, its relay and its shutdown stay textual-serve's. One app per annotator at a time:
-a second tab of the same seat is refused (two processes on one queue would race for it).
+What runs comes from the seat the token opens (``SeatCommands``), relayed by
+``icplay.seat.relay`` (textual-serve's process, icplay's checks of what the browser sends);
+a token revoked while its app runs ends that app. One app per annotator at a time: a second
+tab of the same seat is refused (two processes on one queue would race for it); a
+supervisor follows at most ``FOLLOWS`` episodes at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -29,12 +32,14 @@ from textual_serve.server import Server
 
 from icplay.seat.commands import SeatCommands
 from icplay.seat.page import SECURITY_HEADERS, app_page, episode_list
+from icplay.seat.relay import relay
 from icplay.study.seats import ANNOTATOR, SUPERVISOR, Seat, SeatFileError, Seats
 
 SEAT_KEY: web.AppKey = web.AppKey("icplay_seat_server")
 # where the gate leaves the request's seat for the handlers (RequestKey: aiohttp >= 3.12)
 REQUEST_SEAT = web.RequestKey("icplay_seat", Seat) if hasattr(web, "RequestKey") else "icplay_seat"
 UNAUTHORIZED = "401: Unauthorized\n"
+FOLLOWS = 4                # a supervisor's episodes followed at once (each is an app process)
 
 
 def unauthorized() -> web.Response:
@@ -54,6 +59,7 @@ class SeatServer:
     episodes: Callable[[], dict[str, Path]] = dict
     title: str = "icplay"
     busy: set[Seat] = field(default_factory=set)
+    following: Counter[Seat] = field(default_factory=Counter)
     live: set[asyncio.Task] = field(default_factory=set)   # the websocket handlers relaying an app
 
     @property
@@ -98,7 +104,7 @@ class SeatServer:
             if self.seat_of(token) is None:
                 return unauthorized()
             rest = [(k, v) for k, v in request.query.items() if k != "token"]
-            location = request.path + (f"?{urlencode(rest)}" if rest else "")
+            location = "/" + (f"?{urlencode(rest)}" if rest else "")
             response = web.Response(status=303, headers={**SECURITY_HEADERS, "Location": location})
             response.set_cookie(self.cookie, token, httponly=True, samesite="Strict", path="/",
                                 secure=self.public_url.startswith("https:"))
@@ -155,15 +161,22 @@ class SeatServer:
         path = (await asyncio.to_thread(self.episodes)).get(request.match_info["name"])
         if path is None:
             raise web.HTTPNotFound(text="no such episode\n")
-        return await self._relay(request, self.commands.follow(path))
+        if self.following[seat] >= FOLLOWS:
+            return web.Response(status=429, text=f"429: a supervisor follows at most {FOLLOWS} episodes at once\n")
+        self.following[seat] += 1
+        try:
+            return await self._relay(request, self.commands.follow(path))
+        finally:
+            self.following[seat] -= 1
 
     async def _relay(self, request: web.Request, command: str) -> web.StreamResponse:
-        """textual-serve's websocket handler, on a server made for this one command."""
+        """``command``'s app for this browser, for as long as the request's token opens its seat."""
+        seat, token = request[REQUEST_SEAT], request.cookies.get(self.cookie)
         task = asyncio.current_task()
         if task is not None:
             self.live.add(task)
         try:
-            return await Server(command, title=self.title, public_url=self.public_url).handle_websocket(request)
+            return await relay(request, command, admitted=lambda: self.seat_of(token) == seat)
         finally:
             if task is not None:
                 self.live.discard(task)

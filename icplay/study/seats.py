@@ -15,13 +15,17 @@ tell how much of a digest matched, nor which seat was compared last.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import re
 import secrets
+import stat
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,29 +66,38 @@ class Seats:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._stamp = self._stat()
-        self._stored: list[_Stored] = self._read()
-
-    def _stat(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        return st.st_mtime_ns, st.st_size, st.st_ino
+        self._text: bytes | None = None
+        self._stored: list[_Stored] = []
+        self.reload()
 
     def reload(self) -> None:
-        """Read the file again if it changed since (a token made or revoked by ``icplay serve
-        tokens`` while the server runs counts at the next request); SeatFileError if it is bad."""
-        stamp = self._stat()
-        if stamp != self._stamp:
-            self._stored, self._stamp = self._read(), stamp
+        """Read the file again if its bytes changed (a token made or revoked by ``icplay serve
+        tokens`` while the server runs counts at the next request); SeatFileError if it is bad.
+        The bytes are compared, not the file's time and size: a rewrite within one clock tick
+        keeps those, and a revoked token must not live on because of it."""
+        text = self._bytes()
+        if text != self._text:
+            self._stored, self._text = self._parse(text), text
 
-    def _read(self) -> list[_Stored]:
-        if not self.path.exists():
+    def _bytes(self) -> bytes | None:
+        try:
+            with open(self.path, "rb") as file:
+                mode, text = os.fstat(file.fileno()).st_mode, file.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SeatFileError(f"{self.path}: cannot read the seats ({exc})") from None
+        if mode & 0o022:                # whoever may write it may give themselves a seat
+            raise SeatFileError(f"{self.path}: others may write the seats (mode {stat.S_IMODE(mode):o}); "
+                                f"make it the owner's alone: chmod 600 {self.path}")
+        return text
+
+    def _parse(self, text: bytes | None) -> list[_Stored]:
+        if text is None:
             return []
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = json.loads(text.decode("utf-8"))
+        except ValueError as exc:
             raise SeatFileError(f"{self.path}: cannot read the seats ({exc})") from None
         records = data.get("seats") if isinstance(data, dict) else None
         if not isinstance(records, list):
@@ -117,9 +130,11 @@ class Seats:
         token = secrets.token_urlsafe(TOKEN_BYTES)
         seat = Seat(name, role)
         made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self._stored = [s for s in self._stored if s.seat != seat] + [_Stored(seat, digest_of(token), made)]
-        self._write()
-        self._stamp = self._stat()
+        with self._locked():            # two `serve tokens` at once: neither undoes the other's revoking
+            self.reload()
+            self._stored = [s for s in self._stored if s.seat != seat] + [_Stored(seat, digest_of(token), made)]
+            self._write()
+            self.reload()
         return token
 
     def seat_of(self, token: str | None) -> Seat | None:
@@ -135,13 +150,29 @@ class Seats:
                 found = stored.seat
         return found
 
-    def _write(self) -> None:
+    @contextmanager
+    def _locked(self):
+        """An exclusive lock beside the file, held while it is read, changed and replaced."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _write(self) -> None:
+        """Replace the file at once, mode 0600 whatever the umask or a file left there: a
+        temporary file of its own (created exclusively, never through a symlink) renamed over it."""
         records = [{"name": s.seat.name, "role": s.seat.role, "sha256": s.digest, "made": s.made}
                    for s in self._stored]
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"seats": records}, out, indent=1)
-            out.write("\n")
-        os.replace(temporary, self.path)
+        fd, temporary = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"seats": records}, out, indent=1)
+                out.write("\n")
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

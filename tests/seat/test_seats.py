@@ -3,6 +3,7 @@ tokens are stored hashed, compared in constant time, and anything without one ge
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 
@@ -32,6 +33,58 @@ def test_tokens_are_stored_hashed_and_reissue_revokes(tmp_path):
     new = again.issue("ada")
     assert again.seat_of(ada) is None and again.seat_of(new) == Seat("ada")
     assert [s.name for s in Seats(tmp_path / "seats.json").seats] == ["sam", "ada"]
+
+
+def test_two_token_makers_at_once_never_undo_a_revoke(tmp_path):
+    path = tmp_path / "seats.json"
+    leaked = Seats(path).issue("ada")
+    first, second = Seats(path), Seats(path)           # two `icplay serve tokens` started together
+    new = first.issue("ada")                           # ada's link leaked: revoked by a new one
+    bo = second.issue("bo")                            # the other knew the seats from before
+    seats = Seats(path)
+    assert seats.seat_of(leaked) is None and seats.seat_of(new) == Seat("ada") and seats.seat_of(bo) == Seat("bo")
+
+
+def test_a_rewrite_keeping_the_files_time_and_size_still_counts(tmp_path):
+    path = tmp_path / "seats.json"
+    leaked = Seats(path).issue("ada")
+    server = Seats(path)
+    assert server.seat_of(leaked) == Seat("ada")
+    before = path.stat()
+    with open(path, "r+") as file:                     # in place, same size, within one clock tick
+        text = file.read().replace(digest_of(leaked), digest_of("a-new-token"))
+        file.seek(0)
+        file.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert server.seat_of(leaked) is None and server.seat_of("a-new-token") == Seat("ada")
+
+
+@pytest.mark.parametrize("left", ["a file open to all", "a symlink"])
+def test_the_seats_file_is_the_owners_alone_whatever_was_left_beside_it(tmp_path, left):
+    path, elsewhere = tmp_path / "seats.json", tmp_path / "elsewhere"
+    elsewhere.write_text("not the seats")
+    planted = tmp_path / "seats.json.tmp"             # the name the temporary file used to have
+    if left == "a symlink":
+        planted.symlink_to(elsewhere)
+    else:
+        planted.write_text("")
+        planted.chmod(0o666)
+    umask = os.umask(0)                                # as root with no umask at all
+    try:
+        token = Seats(path).issue("ada")
+    finally:
+        os.umask(umask)
+    assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert elsewhere.read_text() == "not the seats" and Seats(path).seat_of(token) == Seat("ada")
+
+
+def test_a_seats_file_others_may_write_lets_nobody_in(tmp_path):
+    path = tmp_path / "seats.json"
+    token = Seats(path).issue("ada")
+    path.chmod(0o622)                                  # whoever may write it could give themselves a seat
+    with pytest.raises(SeatFileError) as caught:
+        Seats(path).seat_of(token)
+    assert "others may write the seats (mode 622)" in str(caught.value) and "chmod 600" in str(caught.value)
 
 
 @pytest.mark.parametrize("content, field", [

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from icplay.sandbox.docker import LABEL
+from terminal_signals import sigint_as_from_a_terminal
 from icplay.store import load_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def start_icplay(home: Path, *argv: str) -> subprocess.Popen:
     env = {**os.environ, "ICPLAY_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-m", "icplay.cli", *argv], cwd=ROOT, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_from_a_terminal)
 
 
 def containers_of(client, pid: int) -> list[str]:

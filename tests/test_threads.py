@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from terminal_signals import sigint_as_from_a_terminal
+
 CHILD = r"""
 import os, signal, sys, threading, time
 from icplay.threads import Worker
@@ -18,8 +20,8 @@ release = threading.Event()
 worker = Worker(release.wait, name="slow") if sys.argv[1] == "worker" else \
     threading.Thread(target=release.wait, daemon=True)
 worker.start()
-threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()   # it lands inside the try
     while True:
         if sys.argv[1] == "worker":
             worker.wait(timeout=0.2)
@@ -34,7 +36,8 @@ print("running" if running else "ended")
 
 
 def after_interrupt(kind: str) -> str:
-    done = subprocess.run([sys.executable, "-c", CHILD, kind], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", CHILD, kind], capture_output=True, text=True, timeout=60,
+                          preexec_fn=sigint_as_from_a_terminal)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

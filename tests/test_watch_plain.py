@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced  # noqa: E402
 
+from terminal_signals import sigint_as_from_a_terminal
 from icplay.tasks.registry import load_tasks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,8 @@ class Proc:
     def __init__(self, argv: list[str], home: Path):
         env = {**os.environ, "ICPLAY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
         self.p = subprocess.Popen([sys.executable, "-m", "icplay.cli", *argv], cwd=ROOT, env=env,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  preexec_fn=sigint_as_from_a_terminal)
         self.out = ""
         self.pos = 0
         self.eof = False

@@ -129,6 +129,8 @@ async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
         await loaded(pilot)
         assert len(screen.table.rows) == 3 and "(reading…)" not in text_of(screen.query_one("#status"))
         assert [s.id for s in screen.shown] == ["b2b2b2b2b2b2", "c3c3c3c3c3c3", "a1a1a1a1a1a1"]   # newest first
+        # the cursor stayed on top while newer episodes came in above the first one read
+        assert screen.table.cursor_row == 0 and screen.current.id == "b2b2b2b2b2b2"
 
 async def test_stepper_shows_each_turn(view_app, home):
     record_sql(home)

@@ -266,7 +266,10 @@ class ViewScreen(Screen):
         return rows
 
     def apply(self) -> None:
-        keep = self.current.ref if self.shown and self.current is not None else None
+        # the row under the cursor stays under it, except the top row while the scan still
+        # reads: newer episodes arriving in a later batch go above it, and the top is theirs
+        on_top_while_reading = self.reading and self.table.cursor_row == 0
+        keep = self.current.ref if self.shown and self.current is not None and not on_top_while_reading else None
         self.shown = self.selected_rows()
         rows = []
         for s in self.shown:

@@ -132,6 +132,25 @@ async def test_rows_appear_while_the_scan_goes_on(view_app, home, monkeypatch):
         # the cursor stayed on top while newer episodes came in above the first one read
         assert screen.table.cursor_row == 0 and screen.current.id == "b2b2b2b2b2b2"
 
+async def test_the_cursor_stays_on_top_when_the_newest_episode_is_read_last(view_app, home, monkeypatch):
+    """Batches oldest first, the newest in the scan's last batch: the cursor ends on it."""
+    import icplay.tui.screens.view as view_module
+
+    record_sql(home)
+    real = view_module.scan_batches
+
+    def oldest_first(*args, **kwargs):
+        summaries = sorted((s for batch in real(*args, **kwargs) for s in batch), key=lambda s: s.date)
+        yield from ([s] for s in summaries)
+
+    monkeypatch.setattr(view_module, "scan_batches", oldest_first)
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        assert [s.id for s in screen.shown] == ["b2b2b2b2b2b2", "c3c3c3c3c3c3", "a1a1a1a1a1a1"]
+        assert screen.table.cursor_row == 0 and screen.current.id == "b2b2b2b2b2b2"
+
+
 async def test_stepper_shows_each_turn(view_app, home):
     record_sql(home)
     app = view_app()

@@ -241,7 +241,7 @@ class ViewScreen(Screen):
         self.all.sort(key=lambda s: s.date, reverse=True)
         if message.done:
             self.reading = False
-        self.apply()
+        self.apply(batch=True)
 
     def on_view_screen_failed(self, message: Failed) -> None:
         if message.generation != self._generation:
@@ -265,11 +265,12 @@ class ViewScreen(Screen):
             rows = [s for s in rows if s.id in members]
         return rows
 
-    def apply(self) -> None:
-        # the row under the cursor stays under it, except the top row while the scan still
-        # reads: newer episodes arriving in a later batch go above it, and the top is theirs
-        on_top_while_reading = self.reading and self.table.cursor_row == 0
-        keep = self.current.ref if self.shown and self.current is not None and not on_top_while_reading else None
+    def apply(self, batch: bool = False) -> None:
+        """Show the selected rows; the row under the cursor stays under it, except the top row
+        when a scan's ``batch`` arrives: newer episodes of a later batch go above it, and the
+        top is theirs."""
+        on_top = batch and self.table.cursor_row == 0
+        keep = self.current.ref if self.shown and self.current is not None and not on_top else None
         self.shown = self.selected_rows()
         rows = []
         for s in self.shown:

@@ -51,13 +51,20 @@ def home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def make_app(home):
-    apps: list[PlayApp] = []
+    yield from app_factory(PlayApp, home, sandbox="bwrap")
 
-    def make(**kwargs) -> PlayApp:
-        kwargs.setdefault("home", home)
-        kwargs.setdefault("config", Config(history=False))
-        kwargs.setdefault("sandbox", "bwrap")
-        app = PlayApp(**kwargs)
+
+def app_factory(app_class, home, record=None, **defaults):
+    """The body of an app fixture: yields ``make(**kwargs)``, an ``app_class`` on ``home``
+    (history off, ``defaults`` then ``kwargs`` applied; ``record(home)`` run first when given,
+    as view_fixtures' recorders), and closes every app it made at teardown."""
+    apps = []
+
+    def make(**kwargs):
+        recorder = kwargs.pop("record", record)
+        if recorder is not None:
+            recorder(home)
+        app = app_class(**{"home": home, "config": Config(history=False), **defaults, **kwargs})
         apps.append(app)
         return app
 
@@ -249,25 +256,10 @@ async def settled(pilot, timeout: float = 20.0) -> None:
 # -- the viewer ----------------------------------------------------------------------------------
 
 def viewer_apps(home, record=None, **defaults):
-    """The body of a viewer fixture: yields ``make(**kwargs)``, a ViewApp on ``home`` (history
-    off, ``defaults`` then ``kwargs`` applied; ``record(home)`` run first when given, as
-    view_fixtures' recorders), and closes every app it made at teardown."""
+    """``app_factory`` of the episode browser (ViewApp)."""
     from icplay.tui.screens.view import ViewApp
 
-    apps = []
-
-    def make(**kwargs):
-        recorder = kwargs.pop("record", record)
-        if recorder is not None:
-            recorder(home)
-        options = {"home": home, "config": Config(history=False), **defaults, **kwargs}
-        app = ViewApp(**options)
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.close_envs()
+    yield from app_factory(ViewApp, home, record, **defaults)
 
 
 async def viewer_loaded(pilot):

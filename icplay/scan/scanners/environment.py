@@ -46,15 +46,20 @@ def _note(turn: Turn, *words: str) -> str | None:
 
 
 def dead_shell(traj: Trajectory) -> list[Flag]:
-    """Turns whose shell died or was restarted, or whose sandbox was replaced."""
-    flags = []
+    """Turns whose shell died or whose sandbox was replaced; the restart that follows a death
+    already flagged is the same event, not a second one."""
+    flags: list[Flag] = []
     for turn in executed(traj):
         info = turn.info
-        note = _note(turn, "restarted", "replaced", "shell died", "shell exited")
-        if note or info.get("shell_died") or info.get("shell_restarted") or info.get("sandbox_replaced"):
-            why = note or info.get("restart_reason") or ("the sandbox was replaced" if info.get("sandbox_replaced")
-                                                         else "the shell died")
-            flags.append(Flag("dead-shell", turn.index, evidence(str(why))))
+        died = info.get("shell_died") or info.get("sandbox_replaced") or _note(turn, "shell exited", "shell died")
+        restarted = info.get("shell_restarted") or _note(turn, "restarted", "new shell", "replaced")
+        if not (died or restarted):
+            continue
+        if not died and flags and flags[-1].turn == turn.index - 1:
+            continue
+        why = (_note(turn, "shell", "sandbox", "restarted", "replaced") or info.get("restart_reason")
+               or "the shell died")
+        flags.append(Flag("dead-shell", turn.index, evidence(str(why))))
     return flags
 
 

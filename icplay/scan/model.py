@@ -44,7 +44,8 @@ def transcript(traj: Trajectory, limit: int = TRANSCRIPT_CHARS) -> str:
     """The episode as text: the task, each turn's action and output (each cut), the outcome."""
     lines = [f"Task ({traj.env}): {traj.task.get('query') or ''}"]
     for turn in traj.turns:
-        action = turn.action or f"(no action: {turn.info.get('invalid_reason') or 'rejected'})"
+        raw = turn.info.get("raw") if isinstance(turn.info.get("raw"), str) else ""
+        action = turn.action or f"(no action: {turn.info.get('invalid_reason') or 'rejected'}) reply: {raw}"
         lines.append(f"Turn {turn.index + 1} [{turn.author}]: {action[:ACTION_CHARS]}")
         lines.append("Output: " + shown_observation(turn.observation or "", turn.info)[:OUTPUT_CHARS])
         if turn.reward is not None:

@@ -74,11 +74,12 @@ def submit_without_looking(traj: Trajectory) -> list[Flag]:
 
 
 def format_error(traj: Trajectory) -> list[Flag]:
-    """Replies that held no action in the expected format (a cut reply is ``truncated-reply``)."""
+    """Replies that held no action in the expected format (a cut reply is ``truncated-reply``,
+    a refusal ``refused-reply``)."""
     flags = []
     for turn in traj.turns:
         info = turn.info
-        if info.get("invalid") and info.get("invalid_reason") != "truncated":
+        if info.get("invalid") and info.get("invalid_reason") != "truncated" and not REFUSAL.search(_reply(turn)):
             why = info.get("invalid_reason") or "no action"
             flags.append(Flag("format-error", turn.index, evidence(f"{why}: {info.get('raw') or turn.thought or ''}")))
     return flags

@@ -5,10 +5,11 @@ same files: the text, --json, task health."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
+
+from scan_helpers import AGENT_POLICY, EMPTY_GOLD, SQL_TASKS, sql_episode
 
 from icplay.cli import main
 from icplay.episode import AGENT, Episode
@@ -19,30 +20,11 @@ from icplay.session import Session
 from icplay.store import load_trajectory
 from icplay.tasks.registry import load_tasks
 
-SQL_TASKS = {t.id: t for t in load_tasks("sql")}
 BASH_TASKS = {t.id: t for t in load_tasks("bash")}
-AGENT_POLICY = {"kind": "llm", "model": "planted", "strategy": "tryagain"}
-# a task whose gold returns no rows: any query returning no rows scores 1.0
-EMPTY_GOLD = dataclasses.replace(SQL_TASKS["bookshop-01"], id="bookshop-empty",
-                                 gold="SELECT title FROM books WHERE genre = 'Opera'")
 
 
 def kinds(traj) -> list[tuple[str, int | None]]:
     return [(f.kind, f.turn) for f in scan_trajectory(traj, chosen()).flags]
-
-
-def sql_episode(session: Session, task, actions: list[str], policy=AGENT_POLICY, score: bool = True):
-    env = make_env("sql", sandbox="sqlite")
-    try:
-        ep = Episode(env, task, save=session.save, policy=policy)
-        for action in actions:
-            ep.act(action, author=AGENT if policy["kind"] != "human" else "human")
-            if score:
-                ep.score()
-        ep.submit()
-        return load_trajectory(session.path_for(task))
-    finally:
-        env.close()
 
 
 def test_a_planted_empty_answer_hack_is_a_suspect(tmp_path):

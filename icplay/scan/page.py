@@ -10,6 +10,7 @@ text, never as markup.
 from __future__ import annotations
 
 import html
+import os
 import time
 from typing import Sequence
 
@@ -23,8 +24,10 @@ from icplay.study.html import COLOURS, CSS
 GROUP_COLOURS = dict(zip((*GROUPS, "plug-in"), COLOURS))
 BAR_W, BAR_LEFT, BAR_H, BAR_TOP = 720, 200, 24, 8
 PAGE_CSS = CSS + """
-td.ev { text-align: left; white-space: normal; font-family: ui-monospace, monospace; font-size: 13px; }
-td.left { text-align: left; white-space: normal; }
+td.ev, th.ev { text-align: left; white-space: normal; font-family: ui-monospace, monospace; font-size: 13px; min-width: 360px; }
+td.left, th.left { text-align: left; white-space: normal; }
+span.ref { font-size: 12px; color: #666; word-break: break-all; }
+th.ev { font-family: inherit; font-size: 14px; }
 span.kind { display: inline-block; padding: 0 6px; border-radius: 4px; color: #fff; font-size: 12px; }
 """
 
@@ -41,7 +44,7 @@ def counts_plot(report: ScanReport) -> str:
     body = []
     for i, (kind, (flags, episodes)) in enumerate(counts.items()):
         y = BAR_TOP + i * BAR_H
-        width = (BAR_W - BAR_LEFT - 90) * episodes / top
+        width = (BAR_W - BAR_LEFT - 170) * episodes / top
         colour = GROUP_COLOURS.get(kind_of(kind).group, COLOURS[-1])
         body.append(f'<text x="{BAR_LEFT - 8}" y="{y + 16}" text-anchor="end">{_e(kind)}</text>'
                     f'<rect class="bar" x="{BAR_LEFT}" y="{y + 4}" width="{width:.1f}" height="{BAR_H - 8}" '
@@ -54,11 +57,11 @@ def counts_plot(report: ScanReport) -> str:
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], table_id: str, classes: Sequence[str] = ()) -> str:
     """A table of already-escaped cells (``classes``: a class per column, "" for none)."""
-    out = [f'<div class="wide"><table id="{table_id}"><thead><tr>', *(f"<th>{_e(h)}</th>" for h in head),
-           "</tr></thead><tbody>"]
+    classes = [*classes, *[""] * len(head)]
+    out = [f'<div class="wide"><table id="{table_id}"><thead><tr>',
+           *(f'<th class="{c}">{_e(h)}</th>' for h, c in zip(head, classes)), "</tr></thead><tbody>"]
     for cells in rows:
-        out.append("<tr>" + "".join(f'<td class="{c}">{cell}</td>' if c else f"<td>{cell}</td>"
-                                    for cell, c in zip(cells, [*classes, *[""] * len(cells)])) + "</tr>")
+        out.append("<tr>" + "".join(f'<td class="{c}">{cell}</td>' for cell, c in zip(cells, classes)) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -88,16 +91,27 @@ def _health_table(report: ScanReport) -> str:
                      ("left", "", "", "", "", "ev")))
 
 
+def _base(refs: list[str]) -> str:
+    """The folder every episode is under (shown once; each row shows the rest), or ""."""
+    try:
+        return os.path.commonpath([os.path.dirname(r.split("#", 1)[0]) for r in refs]) if refs else ""
+    except ValueError:                  # absolute and relative paths mixed
+        return ""
+
+
 def _episodes_table(report: ScanReport) -> str:
+    flagged = [r for r in report.episodes if r.flags]
+    base = _base([r.ref for r in flagged])
     rows = []
-    for r in report.episodes:
-        if not r.flags:
-            continue
+    for r in flagged:
         flags = "<br>".join(f"{_kind_badge(f.kind)} {_e(f.turn_label)}: {_e(f.evidence)}" for f in r.flags)
         reward = "-" if r.reward is None else f"{r.reward:.2f}"
-        rows.append((_e(f"{r.set}/{r.task}"), _e(r.who), reward, strict_mark(r.strict), flags, _e(r.ref)))
-    return _table(("task", "who", "reward", "strict", "flags (turn: evidence)", "episode"), rows, "episodes",
-                  ("left", "left", "", "", "ev", "ev"))
+        ref = os.path.relpath(r.ref, base) if base else r.ref
+        rows.append((f'{_e(f"{r.set}/{r.task}")}<br><span class="ref">{_e(ref)}</span>', _e(r.who), reward,
+                     strict_mark(r.strict), flags))
+    where = f'<p class="note">Episodes under {_e(base)}</p>' if base else ""
+    return where + _table(("episode", "who", "reward", "strict", "flags (turn: evidence)"), rows, "episodes",
+                          ("left", "left", "", "", "ev"))
 
 
 def render_page(report: ScanReport, title: str = "icplay scan", generated: float | None = None) -> str:

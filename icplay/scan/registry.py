@@ -8,6 +8,7 @@ the others still run: one bad plug-in never costs the scan.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint
 from typing import Callable
@@ -89,3 +90,25 @@ def scan_trajectory(traj: Trajectory, scanners: list[tuple[str, Scanner]]) -> Ep
     last = len(traj.turns)
     out.flags.sort(key=lambda f: (last if f.turn is None else f.turn, f.kind))
     return out
+
+
+@functools.cache
+def _every_scanner() -> tuple[tuple[str, Scanner], ...]:
+    """Every scanner that loads (a plug-in that fails to load is left out), once a process."""
+    found = []
+    for name in names():
+        try:
+            found.append((name, get(name)))
+        except UnknownScanner:
+            continue
+    return tuple(found)
+
+
+def flags_of(traj: Trajectory) -> list[Flag]:
+    """The flags every registered scanner raises on ``traj`` (a failing scanner raises none)."""
+    return scan_trajectory(traj, list(_every_scanner())).flags
+
+
+def flag_kinds(traj: Trajectory) -> list[str]:
+    """The kinds of flag ``flags_of`` gives (for a browser's filter)."""
+    return sorted({f.kind for f in flags_of(traj)})

@@ -60,7 +60,7 @@ def get(name: str) -> Scanner:
         found = load_plugin(_plugins(), name, "scanner", names, UnknownScanner)
     if not callable(found):
         raise UnknownScanner(f"entry point {name!r} in group {ENTRY_POINT_GROUP} is not a function")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def chosen(wanted: list[str] | None = None) -> list[tuple[str, Scanner]]:

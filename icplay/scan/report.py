@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from icplay.episode import Trajectory, annotator_label, strict_mark
 from icplay.formats.native import Skipped, folder_files, load_logs
-from icplay.scan.flags import GROUPS, Flag, kind_of
+from icplay.scan.flags import GROUPS, KINDS, Flag, kind_of
 from icplay.scan.health import FINDINGS, HealthTally, TaskHealth, finding_counts
 from icplay.scan.registry import Scanner, scan_trajectory
 from icplay.store import ATTEMPT_NAME, TrajectoryFileError, attempts_folders, readable
@@ -101,8 +101,6 @@ class ScanReport:
 
 
 def _kind_index(kind: str) -> int:
-    from icplay.scan.flags import KINDS
-
     return list(KINDS).index(kind) if kind in KINDS else len(KINDS)
 
 

@@ -42,7 +42,8 @@ def loop(traj: Trajectory) -> list[Flag]:
     """The same action run LOOP_REPEATS times in a row, or two actions taking turns as often."""
     turns = list(executed(traj))
     keys = [normalised(t.action) for t in turns]
-    flags, covered = [], set()
+    flags: list[Flag] = []
+    covered: set[int] = set()
     for period in (1, 2):
         for start, length in _runs(keys, period):
             if start in covered:

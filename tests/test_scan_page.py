@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from headless_chromium import OFFLINE, start_chromium
+from headless_chromium import element_box, offline_browser
 from scan_helpers import sql_runs
 
 from icplay.cli import main
@@ -22,16 +22,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def browser():
-    driver = start_chromium(*OFFLINE, "--hide-scrollbars", width=1100, height=900)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def box(browser, element) -> dict:
-    return browser.execute_script("const r = arguments[0].getBoundingClientRect();"
-                                  "return {x: r.x, y: r.y, width: r.width, height: r.height};", element)
+    yield from offline_browser()
 
 
 def test_the_scan_page_opens_offline_with_its_chart_and_tables(browser, tmp_path, capsys):
@@ -55,7 +46,7 @@ def test_the_scan_page_opens_offline_with_its_chart_and_tables(browser, tmp_path
     bars = browser.find_elements(By.CSS_SELECTOR, "#flag-counts rect.bar")
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#flag-counts text")][::2]
     assert labels == ["reward-hack-suspect", "loop", "submit-without-looking", "error-run"]
-    widths = [box(browser, b)["width"] for b in bars]
+    widths = [element_box(browser, b)["width"] for b in bars]
     assert widths[0] == widths[2] > 100 and widths[1] == widths[3] == pytest.approx(widths[0] / 2, rel=0.02)
 
     counts = browser.find_element(By.ID, "counts").text

@@ -107,7 +107,8 @@ class HealthTally:
         """Every task, by set and id, judged; ``gold_problems``: ``set/id`` -> why its gold cannot
         be trusted (the gold check), added to what the attempts show."""
         for key, row in self.rows.items():
-            row.findings.pop(NOBODY, None), row.findings.pop(SPLIT, None), row.findings.pop(SUSPECTS, None)
+            for judged in (NOBODY, SPLIT, SUSPECTS):      # judged again from the counts
+                row.findings.pop(judged, None)
             _judge(row, self.solved_by.get(key, []))
             if gold_problems and key in gold_problems:
                 row.findings[GOLD] = gold_problems[key]

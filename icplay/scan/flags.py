@@ -82,8 +82,12 @@ def evidence(text: str, limit: int = EVIDENCE_CHARS) -> str:
 
 
 def first_line(text: str, pattern: re.Pattern[str]) -> str | None:
-    """The first line of ``text`` that ``pattern`` matches, as evidence; None if none does."""
-    for line in text.splitlines():
-        if pattern.search(line):
-            return evidence(line)
-    return None
+    """The line of ``text`` where ``pattern`` first matches, as evidence; None if it does not
+    (one search over the whole text: most outputs match nothing). ``pattern`` must not match
+    across lines; a ``^`` in it needs ``re.MULTILINE``."""
+    found = pattern.search(text)
+    if found is None:
+        return None
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return evidence(text[start:end if end >= 0 else len(text)])

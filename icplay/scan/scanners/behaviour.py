@@ -34,7 +34,7 @@ def _runs(keys: list[str], period: int) -> list[tuple[int, int]]:
             found.append((i, length))
             i += length
         else:
-            i += 1
+            i = j + 1       # a later start inside this stretch ends where it does: no longer, no more distinct
     return found
 
 

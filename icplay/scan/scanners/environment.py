@@ -13,24 +13,30 @@ from icplay.scan.flags import Flag, evidence, first_line
 from icplay.scan.scanners.turns import executed, notes, output
 
 NOT_FOUND = re.compile(r"command not found|^(?:/bin/|/usr/bin/)?(?:ba|da|z)?sh: (?:\d+: |line \d+: )?\S+: not found"
-                       r"|exec: \S+: not found|No such file or directory \(os error 2\)|executable file not found")
+                       r"|exec: \S+: not found|No such file or directory \(os error 2\)|executable file not found",
+                       re.MULTILINE)
 MISSING = re.compile(r"ModuleNotFoundError|No module named |ImportError: |error while loading shared libraries"
                      r"|Can't locate \S+ in @INC|Unable to locate package|is not installed|Cannot find module"
                      r"|fatal error: \S+: No such file or directory|cannot find -l\S+|No matching distribution found")
 DENIED = re.compile(r"Permission denied|Operation not permitted|Read-only file system")
 
 
-def _by_output(traj: Trajectory, kind: str, pattern: re.Pattern[str]) -> list[Flag]:
+def _by_output(traj: Trajectory, kind: str, pattern: re.Pattern[str], hint: tuple[str, ...] = ()) -> list[Flag]:
+    """A flag on each turn whose output ``pattern`` matches (``hint``: words one of which any
+    match contains, looked for first: a plain search is much faster than the pattern)."""
     flags = []
     for turn in executed(traj):
-        line = first_line(output(turn), pattern)
+        text = output(turn)
+        if hint and not any(word in text for word in hint):
+            continue
+        line = first_line(text, pattern)
         if line is not None:
             flags.append(Flag(kind, turn.index, line))
     return flags
 
 
 def command_not_found(traj: Trajectory) -> list[Flag]:
-    return _by_output(traj, "command-not-found", NOT_FOUND)
+    return _by_output(traj, "command-not-found", NOT_FOUND, ("not found", "os error 2"))
 
 
 def missing_module(traj: Trajectory) -> list[Flag]:

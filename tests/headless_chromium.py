@@ -30,3 +30,18 @@ def start_chromium(*arguments: str, width: int = 1400, height: int = 900) -> Any
                      f"--window-size={width},{height}", *arguments):
         options.add_argument(argument)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def offline_browser(width: int = 1100, height: int = 900) -> Any:
+    """A pytest fixture body: a headless Chromium with no way out to the network, quit after."""
+    driver = start_chromium(*OFFLINE, "--hide-scrollbars", width=width, height=height)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def element_box(browser: Any, element: Any) -> dict:
+    """Where ``element`` is drawn: x, y, width, height in CSS pixels."""
+    return browser.execute_script("const r = arguments[0].getBoundingClientRect();"
+                                  "return {x: r.x, y: r.y, width: r.width, height: r.height};", element)

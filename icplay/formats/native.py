@@ -118,7 +118,7 @@ def _file_trajectories(file: Path) -> list[Trajectory]:
     return [file_trajectory(data, file)]
 
 
-def _folder_files(path: Path) -> list[Path]:
+def folder_files(path: Path) -> list[Path]:
     """The JSON and JSONL files under a folder, leaving out run.json and dot folders (locks)."""
     files = sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl"))
     return [f for f in files if f.name != RUN_FILE
@@ -129,7 +129,7 @@ def _folder_trajectories(path: Path, skipped: list[Skipped] | None) -> list[Traj
     """Every trajectory of a folder's files (see ``load_logs``)."""
     trajs: list[Trajectory] = []
     before = len(skipped) if skipped is not None else 0
-    for file in _folder_files(path):
+    for file in folder_files(path):
         try:
             trajs.extend(_file_trajectories(file))
         except TrajectoryFileError as exc:

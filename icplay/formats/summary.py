@@ -25,10 +25,11 @@ from icplay.episode import HUMAN, Trajectory, annotator_label
 from icplay.formats import intercode
 from icplay.formats.native import RUN_FILE, Skipped, file_trajectory, is_trajectory, load_logs, trajectory_folders
 from icplay.paths import home_dir
+from icplay.scan.registry import flag_kinds, names as scanner_names
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory
 from icplay.tasks.model import TaskFileError
 
-INDEX_VERSION = 5    # 3: the strict verdict; 4: why a file was skipped; 5: annotator and attempt
+INDEX_VERSION = 6    # 3: the strict verdict; 4: why a file was skipped; 5: annotator and attempt; 6: flags
 MIX_LETTERS = (("agent", "A"), ("edited", "E"), ("human", "H"), ("rejected", "R"), ("invalid", "I"))
 
 
@@ -60,6 +61,7 @@ class EpisodeSummary:
     annotator: str | None = None  # who played or supervised (None: no annotator was set)
     attempt: int | None = None    # which attempt of its task this is (None: recorded before attempts were)
     after_gold_seen: bool = False
+    flags: list[str] = field(default_factory=list)   # the kinds of flag the scanners raise (icplay.scan)
 
     @property
     def mix_text(self) -> str:
@@ -101,7 +103,8 @@ def summarize(traj: Trajectory, ref: str, source: str = "") -> EpisodeSummary:
         final=traj.reward, solved=traj.solved, strict=traj.strictly_solved, status=traj.status,
         time_worked=traj.time_worked or 0.0,
         date=_date(traj), source=source, forked_from=traj.forked_from,
-        annotator=traj.annotator, attempt=traj.attempt, after_gold_seen=traj.after_gold_seen)
+        annotator=traj.annotator, attempt=traj.attempt, after_gold_seen=traj.after_gold_seen,
+        flags=flag_kinds(traj))
 
 
 def _who(policy: dict, kind: str, model: str, source: str) -> str:
@@ -194,7 +197,7 @@ class SummaryIndex:
         if self.cache is not None and self.cache.is_file():
             try:
                 data = json.loads(self.cache.read_text(encoding="utf-8"))
-                if data.get("version") == INDEX_VERSION:
+                if data.get("version") == INDEX_VERSION and data.get("scanners") == scanner_names():
                     self.entries = data.get("files") or {}
             except (OSError, ValueError, AttributeError):
                 self.entries = {}
@@ -221,7 +224,8 @@ class SummaryIndex:
         if self.cache is None or not self.changed:
             return
         try:
-            atomic_write_text(self.cache, json.dumps({"version": INDEX_VERSION, "files": self.entries}))
+            atomic_write_text(self.cache, json.dumps({"version": INDEX_VERSION, "scanners": scanner_names(),
+                                                       "files": self.entries}))
         except OSError:
             pass    # a read-only home still browses, it just parses again next time
 
@@ -288,6 +292,9 @@ def load_episode(ref: str) -> Trajectory:
 
 # -- filters --------------------------------------------------------------------------------
 
+ANY_FLAG = "*"
+
+
 @dataclass
 class Filter:
     """What the browser shows: a search text and field filters (None or "" = any)."""
@@ -299,6 +306,7 @@ class Filter:
     set: str = ""
     author: str = ""      # human | agent | mixed
     model: str = ""
+    flag: str = ""        # a kind of flag (icplay.scan), or ANY_FLAG for episodes with any
 
     def matches(self, s: EpisodeSummary) -> bool:
         return self._verdicts_match(s) and self._fields_match(s) and self._text_matches(s)
@@ -311,7 +319,8 @@ class Filter:
         """env, set and author exactly; the model by a part of its name (any case)."""
         exact = all(not wanted or got == wanted
                     for wanted, got in ((self.env, s.env), (self.set, s.set), (self.author, s.author)))
-        return exact and (not self.model or self.model.lower() in s.model.lower())
+        flagged = not self.flag or (bool(s.flags) if self.flag == ANY_FLAG else self.flag in s.flags)
+        return exact and flagged and (not self.model or self.model.lower() in s.model.lower())
 
     def _text_matches(self, s: EpisodeSummary) -> bool:
         """Every word of the search text is somewhere in the summary (any case)."""

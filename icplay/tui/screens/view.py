@@ -7,7 +7,8 @@ watch screens the playground uses. ``ViewScreen`` lists every saved episode as a
 filters and a sort; Enter steps through an episode's turns (``view_episode``), Space marks
 one and ``c`` compares it with the highlighted one, ``f`` narrows the table to an
 episode's fork family. ``s`` filters on solved as InterCode counts it, ``v`` on the strict
-verdict (an episode without one passes neither "yes" nor "no").
+verdict (an episode without one passes neither "yes" nor "no"), ``g`` on the scanners' flags
+(``icplay.scan``: flagged at all, then each kind raised).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from icplay.formats.native import Skipped, skipped_note
-from icplay.formats.summary import EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
+from icplay.formats.summary import ANY_FLAG, EpisodeSummary, Filter, SORT_KEYS, family, scan_batches, select
 from icplay.session import Session
 from icplay.tui.app import PlayApp
 from icplay.tui.keys import KEYS, unknown_ids
@@ -146,6 +147,8 @@ class ViewScreen(Screen):
         Binding("t", "cycle('set')", "Set", tooltip="Filter on the task set"),
         Binding("a", "cycle('author')", "Author", tooltip="Filter on who acted: human, agent, mixed"),
         Binding("m", "cycle('model')", "Model", tooltip="Filter on the model"),
+        Binding("g", "cycle('flag')", "Flag", show=False,
+                tooltip="Filter on the scanners' flags: flagged at all, then each kind raised (icplay scan)"),
         Binding("o", "sort", "Sort", tooltip="Sort by the next column"),
         Binding("r", "reverse", "Reverse", show=False, tooltip="Reverse the sort"),
         Binding("c", "compare", "Compare",
@@ -298,6 +301,8 @@ class ViewScreen(Screen):
         yes_no = {None: "any", True: "yes", False: "no"}
         parts = [("solved", yes_no[f.solved]), ("strict", yes_no[f.strict]), ("env", f.env or "any"),
                  ("set", f.set or "any"), ("author", f.author or "any"), ("model", f.model or "any")]
+        if f.flag:        # shown once set (g): the line keeps its width otherwise
+            parts.append(("flag", "flagged" if f.flag == ANY_FLAG else f.flag))
         text = filter_text(parts)
         text.append("sort ", style="dim")
         text.append(f"{self.sort} {'↓' if self.descending else '↑'}", style="bold")
@@ -352,6 +357,8 @@ class ViewScreen(Screen):
             setattr(f, what, _cycle((None, True, False), getattr(f, what)))
         elif what == "author":
             f.author = _cycle(AUTHORS, f.author)
+        elif what == "flag":
+            f.flag = _cycle(("", ANY_FLAG, *sorted({k for s in self.all for k in s.flags})), f.flag)
         else:
             field = {"env": "env", "set": "set", "model": "model"}[what]
             values = ("",) + tuple(sorted({getattr(s, field) for s in self.all if getattr(s, field)}))

@@ -30,6 +30,8 @@ from icplay.agents.records import call_differences, call_lines, new_messages, se
 from icplay.episode import Trajectory, Turn, strict_mark
 from icplay.formats.summary import EpisodeSummary, load_episode
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
+from icplay.scan.flags import Flag
+from icplay.scan.registry import flags_of
 from icplay.store import printable
 from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
 from icplay.tui.app import PlayApp
@@ -99,6 +101,19 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
     verdict = turn.info.get("strict")
     if isinstance(verdict, dict):
         text.append(f" · strict {strict_mark(bool(verdict.get('solved')))}")
+    return text
+
+
+FLAG_STYLE = "bold red"
+
+
+def flag_text(flags: list[Flag]) -> Text:
+    """The scanners' flags (icplay.scan), one a line: the kind, then its evidence (as text)."""
+    text = Text()
+    for n, flag in enumerate(flags):
+        text.append("\n" if n else "")
+        text.append(f"⚑ {flag.kind} ", style=FLAG_STYLE)
+        text.append(flag.evidence, style="")
     return text
 
 
@@ -228,6 +243,7 @@ class EpisodeScreen(Screen):
         self.family = family or []
         self.same_task = [s for s in same_task or [] if s.ref != summary.ref]   # what ``c`` offers to compare with
         self.trajectory = trajectory or load_episode(summary.ref)
+        self.flags = flags_of(self.trajectory)      # shown on their turns (icplay.scan)
         self.index = 0
         self.checks: dict[int, TurnCheck] = {}
         self.reexecution: Reexecution | None = None
@@ -263,7 +279,8 @@ class EpisodeScreen(Screen):
                 yield TurnList(frozen=self.frozen, language=traj.env, id="steps")
                 yield Static(id="curve")
                 with VerticalScroll(id="final-box"):
-                    yield Static(final_text(traj), id="final")
+                    whole = [f for f in self.flags if f.turn is None]
+                    yield Static(final_text(traj) + (Text("\n") + flag_text(whole) if whole else Text()), id="final")
         yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
@@ -318,9 +335,16 @@ class EpisodeScreen(Screen):
             self.query_one("#turn-head", Static).update(Text("no turns were recorded", style="dim"))
             return
         turn = turns[self.index]
-        self.query_one("#turn-head", Static).update(turn_heading(turns, self.index))
+        here = [f for f in self.flags if f.turn == turn.index]
+        heading = turn_heading(turns, self.index)
+        if here:
+            heading.append(" · ⚑ " + ", ".join(f.kind for f in here), style=FLAG_STYLE)
+        self.query_one("#turn-head", Static).update(heading)
         self._show_action(turn)
         notes = turn_notes(turn)
+        if here:
+            notes.append("\n" if notes else "")
+            notes.append_text(flag_text(here))
         self.query_one("#notes", Static).update(notes)
         self.query_one("#notes", Static).display = bool(notes.plain)
         call = call_text(traj, turn)

@@ -34,7 +34,7 @@ from icplay.sql.base import (
 from icplay.sql.convert import CONVERTER_VERSION, convert_statements, mysql_query_to_sqlite
 from icplay.sql.dump import Catalog, default_databases, load_catalog
 from icplay.sql.sqlite_guard import Deadline, confine, episode_connection, prepare_connection, run_statement
-from icplay.sql.sqlite_pool import POOL
+from icplay.sql.sqlite_pool import POOL, WorkerPool
 from icplay.sql.sqlite_worker import START_TIMEOUT, WorkerClient, WorkerLost
 
 __all__ = ["SqliteBackend", "prepare_connection", "cache_dir"]
@@ -97,7 +97,7 @@ class SqliteBackend:
 
     def __init__(self, timeout: float | None = None, max_rows: int | None = None,
                  progress: Progress | None = None, cache: str | Path | None = None,
-                 gold_dialect: str = "mysql", **_ignored: Any) -> None:
+                 gold_dialect: str = "mysql", pool: WorkerPool | None = None, **_ignored: Any) -> None:
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
         self.progress = progress
@@ -105,6 +105,7 @@ class SqliteBackend:
         self.gold_dialect = gold_dialect     # "mysql": rewrite gold queries with sqlglot first
         self._catalog: Catalog | None = None
         self._db: str | None = None
+        self.pool = pool or POOL
         self._worker: WorkerClient | None = None    # borrowed from the pool at reset, given back at close
         self._lease = 0
         self._gold_deadline = Deadline()
@@ -133,7 +134,7 @@ class SqliteBackend:
         worker whose process-wide settings moved is replaced first."""
         assert self._db is not None
         if self._worker is None:
-            self._worker = POOL.acquire()
+            self._worker = self.pool.acquire()
             self._lease = self._worker.lease
         key = self._send_template(self._db)
         reply = self._worker.request({"op": "reset", "key": key}, timeout=START_TIMEOUT)
@@ -152,7 +153,7 @@ class SqliteBackend:
             worker, self._worker = self._worker, None
             self._db = None
             if worker is not None:
-                POOL.release(worker)
+                self.pool.release(worker)
 
     # --- templates and copies -------------------------------------------------------
 

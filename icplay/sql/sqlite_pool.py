@@ -32,8 +32,8 @@ MAX_IDLE = 16    # idle workers kept at most (each ~20 MB plus its images)
 class WorkerPool:
     """Idle, reset workers; see the module docstring."""
 
-    def __init__(self, spares: int = SPARES, max_idle: int = MAX_IDLE) -> None:
-        self.spares, self.max_idle = spares, max_idle
+    def __init__(self, spares: int = SPARES, max_idle: int = MAX_IDLE, recycle_peak: int = RECYCLE_PEAK) -> None:
+        self.spares, self.max_idle, self.recycle_peak = spares, max_idle, recycle_peak
         self._fresh()
 
     def _fresh(self) -> None:
@@ -65,7 +65,7 @@ class WorkerPool:
             reply = client.request({"op": "reset"}, timeout=START_TIMEOUT)
         except WorkerLost:
             return      # already stopped by the client
-        if reply.get("replace") or reply.get("error") or int(reply.get("peak", 0)) > RECYCLE_PEAK:
+        if reply.get("replace") or reply.get("error") or int(reply.get("peak", 0)) > self.recycle_peak:
             client.stop()
             return
         with self._lock:
@@ -85,19 +85,15 @@ class WorkerPool:
 
     def _start_spares(self, count: int, pid: int) -> None:
         for _ in range(count):
-            client = WorkerClient()
-            try:
-                client.start()
-            except WorkerLost:
-                client = None
+            client = _started()
             with self._lock:
                 if self._pid != pid:    # forked meanwhile: this thread's pool is the parent's
                     return
                 self._starting -= 1
-                if client is not None and not self._closed and len(self._idle) < self.max_idle:
+                kept = client is not None and not self._closed and len(self._idle) < self.max_idle
+                if kept and client is not None:
                     self._idle.append(client)
-                    client = None
-            if client is not None:
+            if client is not None and not kept:
                 client.stop()
 
     def _check_fork(self) -> None:
@@ -123,6 +119,15 @@ class WorkerPool:
     def idle(self) -> int:
         with self._lock:
             return len(self._idle)
+
+
+def _started() -> WorkerClient | None:
+    client = WorkerClient()
+    try:
+        client.start()
+    except WorkerLost:
+        return None
+    return client
 
 
 POOL = WorkerPool()

@@ -6,8 +6,9 @@ process borrows its worker here at its first reset and gives it back at ``close`
 
 - between two borrowers the worker is reset (every connection closed: the episode's
   copies, pragmas, temporary tables and limits go with them) and checked: a worker whose
-  process-wide SQLite settings moved, whose memory ever passed ``RECYCLE_PEAK``, that
-  died or stopped answering, is stopped, never lent again;
+  process-wide SQLite settings moved, whose memory ever passed ``RECYCLE_PEAK`` beyond
+  its images (and a copy of each), that died or stopped answering, is stopped, never
+  lent again;
 - ``SPARES`` workers are started ahead of demand, in a thread, so a borrower rarely waits
   for a start; at most ``MAX_IDLE`` wait idle, the rest are stopped when given back;
 - a borrower's lease is new each time: an interrupt meant for the previous borrower never
@@ -65,7 +66,9 @@ class WorkerPool:
             reply = client.request({"op": "reset"}, timeout=START_TIMEOUT)
         except WorkerLost:
             return      # already stopped by the client
-        if reply.get("replace") or reply.get("error") or int(reply.get("peak", 0)) > self.recycle_peak:
+        # the images it holds and an episode's copy of each are its due; beyond that, a bomb
+        allowed = self.recycle_peak + 2 * sum(client.images.values())
+        if reply.get("replace") or reply.get("error") or int(reply.get("peak", 0)) > allowed:
             client.stop()
             return
         with self._lock:

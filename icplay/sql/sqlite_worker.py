@@ -16,7 +16,8 @@ warm and lends one to each backend from its reset to its close), and:
 - between two episodes every connection is closed (with it its pragmas, temporary
   tables and limits: nothing a statement sets outlives its connection), and a worker whose
   process-wide SQLite settings moved (they cannot, the authorizer refuses the pragmas, but
-  it is checked at every reset) or whose memory ever passed ``RECYCLE_PEAK`` is replaced;
+  it is checked at every reset) or whose memory ever passed ``RECYCLE_PEAK`` beyond its
+  images is replaced;
 - it keeps pristine images of the databases it was sent (read-only bytes: each episode
   opens its own copy), at most ``IMAGE_BUDGET`` bytes of them, the oldest forgotten first;
 - what comes back is plain data (rows of numbers, strings, bytes, decimals, dates),

@@ -10,6 +10,8 @@ Everything is measured in this one run and printed with ratios:
   DROP/CREATE/replay; SQLite: convert with sqlglot and load), i.e. the naive way to get a
   pristine database;
 - env reset: ``SqlEnv.reset`` (backend reset plus the gold query on the pristine copy);
+- new backend: a backend made, reset and closed, as a trainer's env per episode does
+  (SQLite: a warm worker borrowed from its pool; MariaDB: a container started);
 - sqlite in icplay's process: the round trips and the clean reset as the SQLite backend
   did them before its worker process (a backup-API copy per reset, statements on it
   here), so the worker's cost is measured in the same run.
@@ -84,12 +86,22 @@ def bench_backend(kind: str, source: str, n: int, episodes: int) -> dict[str, li
     sample = [t for t in tasks if t.db == db][:episodes] or tasks[:episodes]
     results["env reset (+ gold)"] = [timed(lambda t=t: env.reset(t), 1)[0] for t in sample]
     backend.close()
+    results["new backend: reset, close"] = timed(lambda: fresh_episode(kind, db, databases),
+                                                 max(10, episodes // 3) if kind == "sqlite" else 3)
     return results
+
+
+def fresh_episode(kind: str, db: str, databases: str) -> None:
+    """What a trainer's env per episode costs: a new backend, its first reset, its close
+    (SQLite: a warm worker borrowed from the pool and given back)."""
+    backend = make_sql_backend(kind)
+    backend.reset(db, databases)
+    backend.close()
 
 
 def bench_in_process(source: str, n: int, episodes: int) -> dict[str, list[float]]:
     """SQLite as the backend ran it before the worker: copies and statements in this process."""
-    from icplay.sql.sqlite import SqliteBackend
+    from icplay.sql.sqlite import TEMPLATES, SqliteBackend
     from icplay.sql.sqlite_guard import Deadline, confine, episode_connection
 
     tasks = load_tasks(source)
@@ -97,7 +109,8 @@ def bench_in_process(source: str, n: int, episodes: int) -> dict[str, list[float
     db, query, _ = QUERIES[source]
     backend = SqliteBackend()
     catalog = load_catalog(databases)
-    template = backend._template(catalog, db)
+    template = prepare_connection(sqlite3.connect(":memory:"))
+    template.deserialize(TEMPLATES.image(backend.template_file(catalog, db)))
     deadline = Deadline()
 
     def copy():
@@ -124,6 +137,7 @@ def bench_in_process(source: str, n: int, episodes: int) -> dict[str, list[float
         clean.append(time.perf_counter() - t0)
     results["reset, clean episode"] = clean
     conn.close()
+    template.close()
     backend.close()
     return results
 

@@ -113,10 +113,18 @@ class EpisodeAdmission:
         return self._changed
 
     async def admit(self) -> None:
-        """Wait for a place; the admitted episode counts as working until ``idle()``."""
+        """Wait for a place; the admitted episode counts as working until ``idle()``.
+
+        Each change wakes one waiter, not all (64 waiters woken at every call made the
+        event loop's work grow with the episodes in flight); a waiter cancelled after its
+        wake-up passes it on."""
         changed = self._condition()
         async with changed:
-            await changed.wait_for(lambda: self.active < self.bound or self.busy == 0)
+            try:
+                await changed.wait_for(lambda: self.active < self.bound or self.busy == 0)
+            except asyncio.CancelledError:
+                changed.notify(1)
+                raise
             self.active += 1
             self.busy += 1
 
@@ -127,13 +135,13 @@ class EpisodeAdmission:
         self.busy -= 1
         if self.busy == 0:
             async with self._condition():
-                self._condition().notify_all()
+                self._condition().notify(1)
 
     async def leave(self) -> None:
         changed = self._condition()
         async with changed:
             self.active -= 1
-            changed.notify_all()
+            changed.notify(1)
 
 
 class AsyncEnv:

@@ -1,7 +1,10 @@
 """The strict verdict's pure parts: the porcelain listing's parse and the reasons a full
-reward is not strictly solved (no sandbox: facts made by hand)."""
+reward is not strictly solved (no sandbox: facts made by hand); and, on Docker, the folder
+hashes the scoring script computes against their definition."""
 
 from __future__ import annotations
+
+import pytest
 
 from icplay.envs.base import strict_verdict
 from icplay.envs.bash import GoldRun, strict_reasons
@@ -58,3 +61,43 @@ def test_a_listing_that_failed_is_a_reason():
     gold = _gold([], {})
     agent = Facts([("error", "git status failed")], [("error", "git status failed")], errors=["git status (reward) failed: x"])
     assert strict_reasons(agent, gold)[0] == "git status (reward) failed: x"
+
+
+# The hashes' definition, as plain pipelines: what bash_facts computes with fewer processes
+# must stay exactly this (gold hashes travel in Harbor exports; both sides must agree).
+REFERENCE_HASHES = r"""
+cd / && for p in "$@"; do
+  h=$( (cd -P -- "$p" && find . -type f -print0 | sort -z | xargs -0 -r md5sum) | md5sum | cut -d' ' -f1)
+  s=$( (cd -P -- "$p" && printf '%s\n' "$h" && find . ! -name . -printf '%y %p\n' | sort \
+       && find . -type f -perm -u+x -print | sort) | md5sum | cut -d' ' -f1)
+  printf '%s\0%s\0%s\0' "$p" "$h" "$s"
+done
+"""
+
+
+@pytest.mark.docker
+def test_folder_hashes_are_the_plain_pipelines_hashes(docker_client, bash_image):
+    """Folders with awkward names (spaces, a newline, a backslash), an executable, an empty
+    folder, a symlink and a FIFO inside: the scoring's two hashes of each are those of the
+    reference pipelines."""
+    from icplay.envs.bash_facts import gather
+    from icplay.sandbox.docker import DockerSandbox
+
+    box = DockerSandbox(docker_client, bash_image)
+    box.start()
+    try:
+        box.run(r"""mkdir -p /testbed/out/sub /testbed/'sp ace'/d /testbed/out/empty
+printf a > /testbed/out/sub/'we ird\name'; printf b > "/testbed/out/nl
+name"; echo z > /testbed/'sp ace'/d/f; ln -s /etc/passwd /testbed/out/link; mkfifo /testbed/out/fifo
+touch /testbed/out/x.sh && chmod 755 /testbed/out/x.sh""")
+        facts = gather(box)
+        folders = ["testbed/out", "testbed/sp ace"]
+        assert set(folders) <= set(facts.hashes)
+        code, output = box.exec(["bash", "-c", REFERENCE_HASHES, "reference", *folders])
+        fields = output.split("\0")
+        reference = {fields[i]: (fields[i + 1], fields[i + 2]) for i in range(0, len(fields) - 2, 3)}
+        assert code == 0 and set(reference) == set(folders), output
+        for path, (content, strict) in reference.items():
+            assert (facts.hashes[path], facts.strict_hashes[path]) == (content, strict), path
+    finally:
+        box.close()

@@ -118,7 +118,6 @@ else
   printf '%s\n' "$phead" > "$priv/HEAD"
   listing strict "$strict_index" --ignored=matching
 fi
-md5() { /usr/bin/md5sum | /usr/bin/cut -d' ' -f1; }
 printf '\0%s:hashes\0' "$n"
 declare -A seen=()
 files=()
@@ -131,11 +130,23 @@ for p in "${paths[@]}"; do
   if [ -n "$via" ]; then
     h=through-link; s=$h   # below a symlink: never followed (on bwrap it would lead to the host's files)
   elif [ -L "$p" ]; then
-    h=link:$(/usr/bin/readlink -- "$p" | md5); s=$h
+    h=$(/usr/bin/readlink -- "$p" | /usr/bin/md5sum); h=link:${h%% *} s=$h
   elif [ -d "$p" ]; then
-    h=$(cd -P -- "$p" && /usr/bin/find . -type f -print0 | /usr/bin/sort -z | /usr/bin/xargs -0 -r /usr/bin/md5sum | md5)
-    s=$( (cd -P -- "$p" && printf '%s\n' "$h" && /usr/bin/find . ! -name . -printf '%y %p\n' | /usr/bin/sort \
-         && /usr/bin/find . -type f -perm -u+x -print | /usr/bin/sort) | md5)
+    # h: md5 of the files' md5sum lines in name order; s: md5 of h, every entry's type and
+    # name, and the executable files' names (each list sorted). One find lists all three;
+    # cd here, not in a subshell, and results through files: every process costs a fork.
+    if cd -P -- "$p" 2>/dev/null; then
+      /usr/bin/find . -type f -fprint0 "$priv/f" , ! -name . -printf '%y %p\n' , -type f -perm -u+x -fprint "$priv/x" \
+        | /usr/bin/sort > "$priv/l"
+      /usr/bin/sort -z -- "$priv/f" | /usr/bin/xargs -0 -r /usr/bin/md5sum | /usr/bin/md5sum > "$priv/h"
+      read -r h _ < "$priv/h"
+      printf '%s\n' "$h" > "$priv/h"
+      /usr/bin/sort -- "$priv/x" | /usr/bin/cat -- "$priv/h" "$priv/l" - | /usr/bin/md5sum > "$priv/s"
+      read -r s _ < "$priv/s"
+      cd -- "$wt" || exit 3
+    else
+      h= s=d41d8cd98f00b204e9800998ecf8427e   # a folder cd cannot enter: no listing, the md5 of nothing
+    fi
   elif [ -f "$p" ]; then
     files+=("$p"); continue   # hashed together below
   elif [ -e "$p" ]; then

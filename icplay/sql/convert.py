@@ -22,6 +22,8 @@ comments) are skipped.
 
 from __future__ import annotations
 
+import functools
+
 import re
 
 import sqlglot
@@ -127,6 +129,7 @@ def convert_statements(statements: list[str], where: str = "") -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)   # golds repeat across episodes; sqlglot takes milliseconds
 def mysql_query_to_sqlite(sql: str) -> str | None:
     """A MySQL query rewritten for SQLite, or None if sqlglot cannot parse it.
 

@@ -1,13 +1,15 @@
 """The embedded backend: SQLite, a pristine in-memory copy per episode, in its own process.
 
 Each task database is converted from its MySQL text once and cached as a file under
-``~/.icplay/cache/sqlite`` (keyed by the source's digest), then held in memory as a
-template. The solver's statements run in a worker process (``sqlite_worker``): it gets
-each template's image once and gives the episode (and each database it ``USE``s) a fresh
-copy of it at every reset. So a ``DROP TABLE`` in one episode can never reach the next one,
-nothing a statement does (a pragma, a memory bomb, a crash) reaches icplay's process or
-another episode, and the episode's memory is bounded in bytes. Gold queries run here, in
-icplay's process, on a copy taken from the template by SQLite's backup API.
+``~/.icplay/cache/sqlite`` (keyed by the source's digest), then held in memory as an
+image (its serialized bytes, shared by every backend of the process, ``TEMPLATE_BUDGET``
+bytes at most). The solver's statements run in a worker process (``sqlite_worker``),
+borrowed warm from a pool (``sqlite_pool``) at the first reset and given back, reset, at
+``close``: it gets each image once and gives the episode (and each database it ``USE``s) a
+fresh copy of it at every reset. So a ``DROP TABLE`` in one episode can never reach the
+next one, nothing a statement does (a pragma, a memory bomb, a crash) reaches icplay's
+process or another episode, and the episode's memory is bounded in bytes. Gold queries
+run here, in icplay's process, on a fresh copy of the image.
 
 Statements run with a deadline checked by a progress handler (a runaway cross join is
 stopped and the connection keeps working), results are capped at ``max_rows`` rows and
@@ -32,12 +34,51 @@ from icplay.sql.base import (
 from icplay.sql.convert import CONVERTER_VERSION, convert_statements, mysql_query_to_sqlite
 from icplay.sql.dump import Catalog, default_databases, load_catalog
 from icplay.sql.sqlite_guard import Deadline, confine, episode_connection, prepare_connection, run_statement
+from icplay.sql.sqlite_pool import POOL, WorkerPool
 from icplay.sql.sqlite_worker import START_TIMEOUT, WorkerClient, WorkerLost
 
 __all__ = ["SqliteBackend", "prepare_connection", "cache_dir"]
 
 GOLD_TIMEOUT = 60.0
 WORKER_GRACE = 3.0   # seconds past the statement timeout before a silent worker is stopped
+
+
+TEMPLATE_BUDGET = 256 << 20   # bytes of pristine images kept in icplay's process
+
+
+class Templates:
+    """Pristine images by cache file, shared by the backends of this process (oldest
+    dropped past ``TEMPLATE_BUDGET``): a new backend loads nothing already loaded."""
+
+    def __init__(self, budget: int = TEMPLATE_BUDGET) -> None:
+        self.budget = budget
+        self._images: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def image(self, path: Path) -> bytes:
+        key = str(path)
+        with self._lock:
+            image = self._images.pop(key, None)
+            if image is None:
+                image = _load_image(path)
+            self._images[key] = image
+            while len(self._images) > 1 and sum(map(len, self._images.values())) > self.budget:
+                del self._images[next(iter(self._images))]
+            return image
+
+
+def _load_image(path: Path) -> bytes:
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    memory = sqlite3.connect(":memory:")
+    try:
+        source.backup(memory)
+        return memory.serialize()
+    finally:
+        source.close()
+        memory.close()
+
+
+TEMPLATES = Templates()
 
 
 def cache_dir() -> Path:
@@ -56,17 +97,17 @@ class SqliteBackend:
 
     def __init__(self, timeout: float | None = None, max_rows: int | None = None,
                  progress: Progress | None = None, cache: str | Path | None = None,
-                 gold_dialect: str = "mysql", **_ignored: Any) -> None:
+                 gold_dialect: str = "mysql", pool: WorkerPool | None = None, **_ignored: Any) -> None:
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
         self.progress = progress
         self.cache = Path(cache) if cache else cache_dir()
         self.gold_dialect = gold_dialect     # "mysql": rewrite gold queries with sqlglot first
-        self._templates: dict[tuple[str, str], sqlite3.Connection] = {}
-        self._lock = threading.Lock()
         self._catalog: Catalog | None = None
         self._db: str | None = None
-        self._worker = WorkerClient()
+        self.pool = pool or POOL
+        self._worker: WorkerClient | None = None    # borrowed from the pool at reset, given back at close
+        self._lease = 0
         self._gold_deadline = Deadline()
         # One thread at a time talks to the worker (the runner's statement, the schema
         # browser's worker): its protocol is one request, one reply. ``interrupt`` stays
@@ -76,7 +117,7 @@ class SqliteBackend:
     # --- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Nothing to start: the worker process starts with the first episode."""
+        """Nothing to start: the worker is borrowed at the first episode."""
 
     def reset(self, db: str | None, databases: str | Path | None = None) -> None:
         """A new episode on a pristine copy of ``db`` (the first database if None)."""
@@ -92,6 +133,9 @@ class SqliteBackend:
         """The worker's episode state dropped and the current database opened pristine; a
         worker whose process-wide settings moved is replaced first."""
         assert self._db is not None
+        if self._worker is None:
+            self._worker = self.pool.acquire()
+            self._lease = self._worker.lease
         key = self._send_template(self._db)
         reply = self._worker.request({"op": "reset", "key": key}, timeout=START_TIMEOUT)
         if reply.get("replace"):
@@ -104,12 +148,12 @@ class SqliteBackend:
             raise WorkerLost(reply["error"])
 
     def close(self) -> None:
+        """Give the worker back to the pool (reset there, or stopped if unsound)."""
         with self._using:
-            self._worker.stop()
-        with self._lock:
-            for conn in self._templates.values():
-                conn.close()
-            self._templates.clear()
+            worker, self._worker = self._worker, None
+            self._db = None
+            if worker is not None:
+                self.pool.release(worker)
 
     # --- templates and copies -------------------------------------------------------
 
@@ -141,36 +185,21 @@ class SqliteBackend:
         os.replace(partial, path)
         return path
 
-    def _template(self, catalog: Catalog, db: str) -> sqlite3.Connection:
-        key = (catalog.digest, db.lower())
-        with self._lock:
-            conn = self._templates.get(key)
-            if conn is None:
-                source = sqlite3.connect(f"file:{self.template_file(catalog, db)}?mode=ro", uri=True)
-                conn = prepare_connection(sqlite3.connect(":memory:", check_same_thread=False))
-                source.backup(conn)
-                source.close()
-                self._templates[key] = conn
-            return conn
+    def _image(self, db: str) -> bytes:
+        assert self._catalog is not None
+        return TEMPLATES.image(self.template_file(self._catalog, db))
 
     def _send_template(self, db: str) -> str:
         """The worker's key of ``db``'s image, sent to it if it lacks it."""
-        assert self._catalog is not None
-        template = self._template(self._catalog, db)
-        key = f"{self._catalog.digest}/{db.lower()}"
-        if key not in self._worker.images:
-            with self._lock:
-                image = template.serialize()
-            self._worker.send_image(key, image)
+        assert self._catalog is not None and self._worker is not None
+        key = str(self.template_file(self._catalog, db))
+        self._worker.send_image(key, lambda: self._image(db))
         return key
 
     def _copy(self, db: str) -> sqlite3.Connection:
         """A fresh in-memory copy of a database of the current catalog, in this process (golds)."""
-        assert self._catalog is not None
-        template = self._template(self._catalog, db)
         conn = episode_connection()
-        with self._lock:
-            template.backup(conn)
+        conn.deserialize(self._image(db))
         confine(conn, self._gold_deadline)
         return conn
 
@@ -206,6 +235,7 @@ class SqliteBackend:
     def _call(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """One request to the worker. If the worker is lost, a new one starts on a pristine
         copy of the current database and the reply is an error saying so."""
+        assert self._worker is not None
         try:
             return self._worker.request(message, timeout)
         except WorkerLost as exc:
@@ -236,7 +266,9 @@ class SqliteBackend:
 
     def interrupt(self) -> None:
         """Stop the running statement (any thread); the connection stays usable."""
-        self._worker.interrupt()
+        worker = self._worker
+        if worker is not None:
+            worker.interrupt(self._lease)
 
     def _run_gold(self, conn: sqlite3.Connection, sql: str) -> QueryResult:
         return run_statement(conn, sql, self._gold_deadline, GOLD_TIMEOUT, None,

@@ -3,8 +3,8 @@
 SQLite keeps some state per process (heap limits, the temporary-file folder), and a
 statement may allocate as much memory as it likes (temporary tables, sorts, huge values).
 In icplay's process that reached every other episode and icplay itself. So an episode's
-connections live in a worker process started by the backend (one per backend, reused
-across its episodes), and:
+connections live in a worker process, one episode at a time (``sqlite_pool`` keeps them
+warm and lends one to each backend from its reset to its close), and:
 
 - its memory is bounded in bytes: SQLite's hard heap limit (``HEAP_BYTES``: every
   database copy, temporary table, sort and cache of the episode) and the process's
@@ -13,8 +13,13 @@ across its episodes), and:
 - running out of memory, or any other failure inside a statement, is that statement's
   error; if the worker dies anyway, the backend starts another on a pristine copy and
   the statement's observation says so;
-- a worker whose process-wide SQLite settings moved (they cannot, the authorizer refuses
-  the pragmas, but it is checked at every reset) is replaced before the next episode;
+- between two episodes every connection is closed (with it its pragmas, temporary
+  tables and limits: nothing a statement sets outlives its connection), and a worker whose
+  process-wide SQLite settings moved (they cannot, the authorizer refuses the pragmas, but
+  it is checked at every reset) or whose memory ever passed ``RECYCLE_PEAK`` beyond its
+  images is replaced;
+- it keeps pristine images of the databases it was sent (read-only bytes: each episode
+  opens its own copy), at most ``IMAGE_BUDGET`` bytes of them, the oldest forgotten first;
 - what comes back is plain data (rows of numbers, strings, bytes, decimals, dates),
   read with an unpickler that builds nothing else, capped in bytes (``CappedRows``).
 
@@ -38,7 +43,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from icplay.sql.base import CappedRows
 from icplay.sql.sqlite_guard import Deadline
@@ -47,6 +52,8 @@ from icplay.sql.sqlite_guard import confine, episode_connection
 from icplay.sql.sqlite_guard import run_statement
 
 ADDRESS_SPACE = 1024 << 20      # the worker's whole address space
+IMAGE_BUDGET = 128 << 20        # pristine database images one worker keeps
+RECYCLE_PEAK = 160 << 20        # a worker whose resident memory ever passed this is not lent again
 MAX_REPLY = 64 << 20            # a reply longer than this means a broken worker
 START_TIMEOUT = 30.0
 _HEADER = struct.Struct("!Q")
@@ -137,6 +144,8 @@ class _Worker:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request["op"]
         if op == "image":
+            for key in request.get("forget", ()):
+                self.images.pop(key, None)
             self.images[request["key"]] = request["data"]
             return {}
         if op == "reset":
@@ -147,7 +156,9 @@ class _Worker:
             self.current = None
             if not self.settings_hold():
                 return {"replace": True}
-            return self.open(request["key"]) if request.get("key") else {}
+            if request.get("key"):
+                return self.open(request["key"])
+            return {"peak": _peak_bytes()}
         if op == "open":
             return self.open(request["key"])
         if op == "execute":
@@ -191,6 +202,18 @@ class _Worker:
         return [(name, [(c[1], c[2]) for c in conn.execute(f'PRAGMA table_info("{name}")')]) for name in names]
 
 
+def _peak_bytes() -> int:
+    """The process's peak resident memory (VmHWM), 0 where /proc does not tell."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _limit_self() -> None:
     import resource
 
@@ -227,19 +250,26 @@ def main() -> int:
 # --- icplay's side ----------------------------------------------------------------------
 
 class WorkerClient:
-    """icplay's handle on one worker process: requests with a deadline, interrupts."""
+    """icplay's handle on one worker process: requests with a deadline, interrupts.
+
+    ``lease`` counts the episodes it served: an interrupt names the lease it was meant
+    for, so one arriving late never stops the next borrower's statement. A client made
+    before a ``fork`` is dead in the child (the process belongs to the parent)."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
-        self.images: set[str] = set()
+        self.images: dict[str, int] = {}     # key -> bytes, oldest first
+        self.lease = 0
         self._signal_lock = threading.Lock()
         self._in_flight = False
+        self._owner = os.getpid()
 
     def start(self) -> None:
+        self._owner = os.getpid()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "icplay.sql.sqlite_worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
-        self.images = set()
+        self.images = {}
         try:
             ready = _receive(_fd(self.proc.stdout), time.monotonic() + START_TIMEOUT, plain=True)
         except (EOFError, TimeoutError, WorkerLost, pickle.UnpicklingError) as exc:
@@ -251,7 +281,18 @@ class WorkerClient:
 
     @property
     def alive(self) -> bool:
+        if self.proc is not None and self._owner != os.getpid():
+            self._disown()
         return self.proc is not None and self.proc.poll() is None
+
+    def _disown(self) -> None:
+        """In a forked child: forget the parent's process (never signal it), close our
+        copies of its pipes so it still sees the parent's end of them."""
+        proc, self.proc = self.proc, None
+        self.images = {}
+        if proc is not None:
+            proc.returncode = 0     # not ours to wait for
+            _close_pipes(proc)
 
     def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply (at most ``timeout`` seconds)."""
@@ -287,15 +328,34 @@ class WorkerClient:
             raise WorkerLost("the database process sent a reply icplay does not accept")
         return reply
 
-    def send_image(self, key: str, data: bytes) -> None:
-        if key not in self.images:
-            self.request({"op": "image", "key": key, "data": data}, timeout=START_TIMEOUT)
-            self.images.add(key)
+    def send_image(self, key: str, data: Callable[[], bytes]) -> None:
+        """Make sure the worker holds ``key``'s image (``data()`` makes it if not), within
+        ``IMAGE_BUDGET``: the images it holds longest are forgotten first."""
+        if key in self.images:
+            self.images[key] = self.images.pop(key)   # newest again
+            return
+        image = data()
+        forget = []
+        while self.images and sum(self.images.values()) + len(image) > IMAGE_BUDGET:
+            oldest = next(iter(self.images))
+            forget.append(oldest)
+            del self.images[oldest]
+        self.request({"op": "image", "key": key, "data": image, "forget": forget}, timeout=START_TIMEOUT)
+        self.images[key] = len(image)
 
-    def interrupt(self) -> None:
-        """Stop the running statement, if one is running (any thread)."""
+    def next_lease(self) -> int:
+        """A new borrower: interrupts meant for the last one no longer reach the worker."""
+        with self._signal_lock:
+            self.lease += 1
+            return self.lease
+
+    def interrupt(self, lease: int | None = None) -> None:
+        """Stop the running statement, if one is running (any thread) and the worker is
+        still lent as ``lease`` (None: whoever holds it)."""
         with self._signal_lock:
             proc = self.proc
+            if lease is not None and lease != self.lease:
+                return
             if self._in_flight and proc is not None and proc.poll() is None:
                 try:
                     os.kill(proc.pid, signal.SIGUSR1)
@@ -303,8 +363,11 @@ class WorkerClient:
                     pass
 
     def stop(self) -> None:
+        if self._owner != os.getpid():
+            self._disown()
+            return
         proc, self.proc = self.proc, None
-        self.images = set()
+        self.images = {}
         if proc is None:
             return
         try:
@@ -312,12 +375,16 @@ class WorkerClient:
         except ProcessLookupError:
             pass
         proc.wait()
-        for pipe in (proc.stdin, proc.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except OSError:
-                pass
+        _close_pipes(proc)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            if pipe is not None:
+                pipe.close()
+        except OSError:
+            pass
 
 
 def _ended(code: int | None) -> str:

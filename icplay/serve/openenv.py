@@ -286,23 +286,26 @@ class Server:
             await socket.close(code=1013)
             return
         env = IcplayEnvironment(self.family)
+        expired = False
         try:
-            await self._session(socket, env)
+            expired = await self._session(socket, env)
         finally:
             await self.run(env.close)
             self.family.places.give_back()
+        if expired:    # closed after its place is free: a client that reconnects at once finds it
+            await socket.close(code=1001)
 
-    async def _session(self, socket: WebSocket, env: IcplayEnvironment) -> None:
+    async def _session(self, socket: WebSocket, env: IcplayEnvironment) -> bool:
+        """Answer the socket's messages until it closes (False) or stays silent too long (True)."""
         while True:
             try:
                 raw = await asyncio.wait_for(socket.receive_text(), self.idle_timeout)
             except (TimeoutError, asyncio.TimeoutError):
                 await send_ws_error(socket, f"the session was closed after {self.idle_timeout:g} s without a "
                                             "message; connect again", "SESSION_EXPIRED")
-                await socket.close(code=1001)
-                return
+                return True
             except (WebSocketDisconnect, RuntimeError):
-                return
+                return False
             try:
                 message = json.loads(raw)
                 if not isinstance(message, dict):
@@ -314,7 +317,7 @@ class Server:
                 await send_ws_error(socket, str(exc), WSErrorCode.INVALID_JSON.value)
                 continue
             if message.get("type") == "close":
-                return
+                return False
             await socket.send_text(json.dumps(await self._answer(env, message)))
 
     async def _answer(self, env: IcplayEnvironment, message: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """``icplay serve-env --env LANG``: an OpenEnv server over icplay's environments.
 
-OpenEnv's protocol (``pip install 'icplay[openenv]'``): ``POST /reset``, ``POST /step``,
-``GET /state``, ``GET /schema``, a WebSocket ``/ws`` session per client. Actions are
-``{"code": ...}`` (``submit`` submits); clients name tasks of --tasks, never files. It
+OpenEnv's protocol (pip install 'icplay[openenv]'): POST /reset, POST /step,
+GET /state, GET /schema, a WebSocket /ws session per client. Actions are
+{"code": ...} ("submit" submits); clients name tasks of --tasks, never files. It
 answers only to its own names (a loopback name, --host, --allow-host) and never to another
 site's web page; beyond loopback it needs --token (clients send 'Authorization: Bearer
-TOKEN'). See docs/library.md and docs/security.md.
+TOKEN'). Observations carry the reward, never how it was computed (--save-dir keeps that). See
+docs/library.md and docs/security.md.
 """
 
 from __future__ import annotations

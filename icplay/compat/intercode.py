@@ -339,7 +339,8 @@ class PythonEnv(IntercodeEnv):
     def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
         """InterCode's per-test ``agent_obs`` and ``eval_obs`` named the hidden tests and the
         gold's outcomes: here the info says the function scored and the reward only."""
-        return {**super()._reward_info(outcome, argument), "submitted_function": argument}
+        return {**super()._reward_info(outcome, argument), AGENT_OBS: self.observation,
+                "submitted_function": argument}
 
 
 class CTFEnv(IntercodeEnv):

@@ -199,3 +199,19 @@ def test_a_watched_agents_prompt_never_holds_the_strict_reasons():
                       turns=[turn])
     text = json.dumps([ex.messages() for ex in exchanges(traj, task, "tryagain", ContextLimits())])
     assert "Reward: 0.2" in text and "gold-only-file" not in text
+
+
+def test_caller_loop_itself_says_the_reward_only():
+    """The loop every library door stands on: its per-turn and final info."""
+    task = _sql_task()
+    loop = CallerLoop("sql", "sqlite", protocol="intercode")
+    try:
+        loop.reset(task)
+        infos = [loop.step("SELECT COUNT(*) FROM books").info]
+        last = loop.step(task.gold)
+        assert last.terminated and last.reward == 1.0 and last.info["solved"] is True
+        for info in [*infos, last.info]:
+            assert_nothing_of_the_score(info, task)
+        assert loop.trajectory.turns[-1].info["strict"]["solved"] is True   # kept in the trajectory
+    finally:
+        loop.close()

@@ -4,7 +4,7 @@
         env = envs.make()
         query = await env.reset("bookshop-01")          # a task id of the set, or a Task
         step = await env.step("SELECT title FROM books")
-        step = await env.step("submit")                  # step.reward, step.info["breakdown"]
+        step = await env.step("submit")                  # step.reward; the breakdown: env.trajectory
         await env.close()
 
 How it scales: an idle episode (one waiting for its policy) holds no thread. The blocking

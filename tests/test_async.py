@@ -28,7 +28,8 @@ async def one_episode(envs: AsyncEnvs, task, right: bool, ready: asyncio.Event, 
         assert step.done is False and step.reward == 0.0
         submitted = await env.step("submit")
         assert submitted.done
-        return task.id, right, submitted.reward, submitted.info["breakdown"]
+        assert "breakdown" not in submitted.info
+        return task.id, right, submitted.reward, env.trajectory.breakdown
     finally:
         await env.close()
 

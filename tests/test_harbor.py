@@ -278,7 +278,8 @@ def test_the_gymnasium_door(harbor_ready):
         assert env.step("grep -ciw error service.log > answer.txt")[1:3] == (0.0, False)
         _obs, reward, terminated, _truncated, info = env.step("submit")
         assert (reward, terminated) == (1.0, True)
-        assert info["breakdown"]["reward_file"] == "/logs/verifier/reward.txt"
+        assert info["solved"] is True and "breakdown" not in info      # how: in the trajectory, for after
+        assert env.unwrapped.trajectory.breakdown["reward_file"] == "/logs/verifier/reward.txt"
     finally:
         env.close()
 

@@ -103,7 +103,7 @@ async def gold_over_websocket(url: str, env_name: str, tasks) -> list[tuple[str,
                 state = await client.state()
                 assert state["task"] == task.key and state["status"] == "submitted"
                 if result.reward != 1.0:
-                    missed.append((task.key, result.reward, result.observation.get("breakdown")))
+                    missed.append((task.key, result.reward))
 
     await asyncio.gather(*(session(tasks[i::SESSIONS]) for i in range(SESSIONS)))
     return missed
@@ -138,7 +138,7 @@ def test_schema_reset_state_and_bad_input():
     try:
         schema = requests.get(f"{server.url}/schema", timeout=30).json()
         assert schema["action"]["required"] == ["code"] and "then" in schema["action"]["properties"]
-        assert "breakdown" in schema["observation"]["properties"]
+        assert "solved" in schema["observation"]["properties"]
         reset = requests.post(f"{server.url}/reset", json={"task": "bookshop-01"}, timeout=60).json()
         assert reset["observation"]["task"] == "sql/bookshop-01" and reset["done"] is False
 
@@ -151,7 +151,7 @@ def test_schema_reset_state_and_bad_input():
                 step = (await client.reset(seed=3), await client.step({"code": "SELEC nonsense"}))[1]
                 assert step.done is False and step.reward == 0.0 and step.observation["output"]
                 done = await client.step({"code": "submit"})
-                assert done.done and done.reward is not None and done.observation["breakdown"]
+                assert done.done and done.reward is not None and done.observation["solved"] is False
                 with pytest.raises(RuntimeError, match="the episode has ended"):
                     await client.step({"code": "SELECT 1"})
                 async with GenericEnvClient(base_url=server.url) as second:

@@ -246,9 +246,11 @@ class IntercodeEnv:
         return self.reward, self.info
 
     def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
-        return {REWARD: outcome.reward, AGENT_OBS: str(self.observation),
-                EVAL_OBS: outcome.info.get("gold_output", ""), CORRUPT_GOLD: False,
-                "breakdown": outcome.info.get("breakdown", {})}
+        """InterCode's info at submit without what gave the reward away: the gold's output
+        (InterCode's ``eval_obs``) and the breakdown stay in the saved trajectory
+        (``self.loop.trajectory``), out of the step info a trainer may hand its solver."""
+        return {REWARD: outcome.reward, AGENT_OBS: str(self.observation), CORRUPT_GOLD: False,
+                "solved": outcome.info.get("solved"), "strictly_solved": outcome.info.get("strictly_solved")}
 
     def get_available_actions(self) -> list | None:
         """InterCode's Bash and SQL envs list none (None); neither does icplay."""
@@ -335,15 +337,10 @@ class PythonEnv(IntercodeEnv):
         return _output_and_error(text, info.get("interpreter") == "ok", info.get("notes"))
 
     def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
-        breakdown = outcome.info.get("breakdown", {})
-        rows = breakdown.get("tests") or []
-
-        def side(key: str) -> dict[str, dict[str, str]]:
-            return {row["test"]: _output_and_error(row[key].get("output", ""), row[key].get("status") == "ok")
-                    for row in rows}
-
-        return {"submitted_function": breakdown.get("function") or argument, AGENT_OBS: side("yours"),
-                EVAL_OBS: side("gold"), REWARD: outcome.reward, "breakdown": breakdown}
+        """InterCode's per-test ``agent_obs`` and ``eval_obs`` named the hidden tests and the
+        gold's outcomes: here the info says the function scored and the reward only."""
+        return {**super()._reward_info(outcome, argument), AGENT_OBS: self.observation,
+                "submitted_function": argument}
 
 
 class CTFEnv(IntercodeEnv):
@@ -380,4 +377,4 @@ class CTFEnv(IntercodeEnv):
         return text or ""
 
     def _reward_info(self, outcome: Outcome, argument: str) -> dict[str, Any]:
-        return {AGENT_OBS: argument, REWARD: outcome.reward, "breakdown": outcome.info.get("breakdown", {})}
+        return {**super()._reward_info(outcome, argument), AGENT_OBS: argument}

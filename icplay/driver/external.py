@@ -6,6 +6,12 @@ through the same ``Driver`` as ``run`` and the screens: the action is handed to 
 ``ExternalPolicy``, one ``Driver.step()`` proposes it, the (auto) broker lets it run, the
 driver records and saves the turn and, under the ``intercode`` protocol, scores it. No
 thread of its own: a step runs on the caller's thread. No gymnasium import here.
+
+A step's info says what the action did (exit code, icplay's notes, ...) and, at the end, the
+reward and whether it solved the task (``episode_summary``); how a reward was computed (the
+breakdown: tests, gold rows, gold files; the gold's output; the strict verdict's reasons) is
+never in it, during the episode or at its end: it is saved in the trajectory
+(``loop.trajectory``, ``save_dir``) for after.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from icplay.tasks.model import Task
 from icplay.store import TrajectoryStore
 
 _VOLATILE = ("duration",)  # differs run to run; kept in the trajectory, not in step info
+# How a score was computed (the breakdown's tests, gold rows and gold files, the gold's output,
+# the strict verdict's reasons) stays in the trajectory: a caller is often the solver's trainer,
+# and whatever reaches it during an episode can reach the solver.
+_SCORING = ("strict",)
 
 
 @dataclass
@@ -117,17 +127,16 @@ class CallerLoop:
         self._policy.hand(action)
         driver.step()
         if traj.status == "submitted" and len(traj.turns) == turns_before:   # the action was a submit
-            return Outcome("", traj.reward or 0.0, True, {"submitted": True, "reward": traj.reward,
-                                                          "breakdown": traj.breakdown,
-                                                          "gold_output": traj.gold_output})
+            return Outcome("", traj.reward or 0.0, True, {"submitted": True, **episode_summary(traj)})
         turn = traj.turns[-1]
-        info = {k: v for k, v in turn.info.items() if k not in _VOLATILE}
+        info = {k: v for k, v in turn.info.items() if k not in _VOLATILE and k not in _SCORING}
         info["exit_code"] = turn.exit_code
         info["turn"] = turn.index
         reward = 0.0
         if self.protocol == INTERCODE_PROTOCOL and driver.last_score is not None:
             reward = driver.last_score.reward
-            info["breakdown"] = driver.last_score.breakdown
+        if driver.ended and traj.status == "submitted":    # solved under InterCode's protocol
+            info.update(episode_summary(traj))
         return Outcome(turn.observation, reward, driver.ended, info)
 
     def stop(self) -> None:
@@ -143,4 +152,11 @@ class CallerLoop:
             env.close()
 
 
-__all__ = ["CallerLoop", "ExternalPolicy", "Outcome"]
+def episode_summary(trajectory: Trajectory) -> dict[str, Any]:
+    """What a caller learns of a scored episode as it ends: the reward, whether it is solved and
+    strictly solved; never how it was computed (the breakdown stays in ``trajectory``)."""
+    reward = trajectory.reward or 0.0
+    return {"reward": reward, "solved": reward >= 1.0, "strictly_solved": trajectory.strictly_solved}
+
+
+__all__ = ["CallerLoop", "ExternalPolicy", "Outcome", "episode_summary"]

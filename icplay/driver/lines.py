@@ -232,13 +232,16 @@ class LineLoop:
 
     def __init__(self, driver: Driver, read_line: Callable[[str], str] | None = None,
                  write: Callable[[str], None] = print, write_raw: Callable[[str], None] | None = None,
-                 live: bool | None = None, stdin: StdinLines | None = None, turn_scores: bool = True):
+                 live: bool | None = None, stdin: StdinLines | None = None, turn_scores: bool = True,
+                 breakdown_refusal: str | None = None):
         """``read_line(prompt)``: lines are read only when a decision waits (``play --plain``,
         tests). Without it, an agent's episode reads stdin all the time (``stdin``, by default
         the process's ``StdinLines``), a human's alone reads it with ``input``. ``turn_scores``
-        False: the reward of a turn scored before the submit is not printed (a study's rule)."""
+        False: the reward of a turn scored before the submit is not printed (a study's rule);
+        ``breakdown_refusal``: why the reward is printed without its breakdown (a study's rule)."""
         self.driver = driver
         self.turn_scores = turn_scores
+        self.breakdown_refusal = breakdown_refusal
         if read_line is None and stdin is None:
             if driver.policy is not None:
                 stdin = StdinLines.shared()
@@ -449,7 +452,9 @@ class LineLoop:
         ended_by = traj.policy.get("ended_by")
         if ended_by in ("turns", "tokens", "cost", "time"):
             self._say(f"(the episode's {ended_by} limit is reached: scored as it stands)")
-        if traj.status == "submitted" and traj.reward is not None:
+        if traj.status == "submitted" and traj.reward is not None and self.breakdown_refusal is not None:
+            self._say(describe_reward(SubmitResult(traj.reward), self.env_name) + f"\n({self.breakdown_refusal})")
+        elif traj.status == "submitted" and traj.reward is not None:
             self._say(describe_reward(SubmitResult(traj.reward, traj.breakdown or {}, traj.gold_output or "",
                                                    strict=traj.strict), self.env_name))
         elif traj.status == "error":

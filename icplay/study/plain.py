@@ -134,8 +134,8 @@ class StudyPlain:
         driver = self.seat.driver(episode, task)
         timer = self._start_clock(driver, traj)
         try:
-            outcome = LineLoop(driver, write=self.write, stdin=self.stdin,
-                               turn_scores=self.rules.show_turn_scores).run()
+            outcome = LineLoop(driver, write=self.write, stdin=self.stdin, turn_scores=self.rules.show_turn_scores,
+                               breakdown_refusal=self.rules.breakdown_refusal()).run()
         finally:
             if timer is not None:
                 timer.cancel()

@@ -40,6 +40,13 @@ class PlayRules:
             return None
         return f"this study does not show the gold (rules.gold_reveal = false in {self.where})"
 
+    def breakdown_refusal(self) -> str | None:
+        """None when how a reward was computed may be shown after a submit, else why not: the
+        breakdown names tests, gold rows and gold files, so it is shown where the gold is."""
+        if self.rules.gold_reveal:
+            return None
+        return f"this study shows the reward only, not how it was computed (rules.gold_reveal = false in {self.where})"
+
     # -- attempts -------------------------------------------------------------------------
     def retry_refusal(self, attempts: Iterable[Trajectory]) -> str | None:
         """None when the task (whose ``attempts`` so far are given) may be tried again, else why not."""

@@ -149,3 +149,16 @@ def test_a_timed_out_task_retried_under_counted_retries_is_a_new_attempt(tmp_pat
     now = load_trajectory(home / "studies/pilot/sessions/cho" / f"{ref}.json")
     assert (kept.id, kept.status, now.attempt, now.reward) == (timed_out.id, "stopped", 2, 1.0)
     assert status(home)["cho"]["attempts"] == 2
+
+
+def test_a_study_that_hides_the_gold_shows_the_reward_without_its_breakdown(tmp_path):
+    """The breakdown names the gold's rows (SQL), tests (Python) and files (Bash): with
+    gold_reveal off the annotator sees the reward only, and the saved trajectory keeps it all."""
+    home = tmp_path / "home"
+    new_study(home)
+    ref = load_study("pilot", home).assigned_to("ana")[0]
+    out = play(home, "ana", [WRONG, "submit", ":quit"]).stdout
+    assert "reward: 0.00" in out and "shows the reward only, not how it was computed" in out
+    assert "gold_count" not in out and "iou" not in out
+    saved = load_trajectory(home / "studies/pilot/sessions/ana" / f"{ref}.json")
+    assert saved.breakdown and "gold_count" in saved.breakdown

@@ -51,6 +51,9 @@ async def test_the_queue_opens_in_her_order_and_refuses_the_gold_and_the_retry(m
         await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
         score = app.screen
         assert score.result.reward == 1.0
+        shown = text_of(score.query_one("#breakdown"))       # how it was computed: not in this study
+        assert "shows the reward only, not how it was computed" in shown and "gold" not in shown.split("(")[0]
+        assert not score.query("#strict-reasons") and "rows" not in shown
         assert "study pilot · 1/4 done" in str(screen.query_one(StatusBar).render())
         assert not score.query("#reveal") and not score.query("#retry")  # no gold button, no retry button
         assert not score.query("#picker")                                   # the queue chooses, not a list

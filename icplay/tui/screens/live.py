@@ -987,6 +987,7 @@ class LiveScreen(Screen[None]):
         gold_refusal = self._gold_refusal()
         self.app.push_screen(ScoreScreen(self.trajectory, result, reveal=reveal and gold_refusal is None,
                                          gold_refusal=gold_refusal, retry_refusal=self._retry_refusal(),
+                                         breakdown_refusal=self.rules.breakdown_refusal(),
                                          task_list=getattr(self.playground, "queue", None) is None),
                              self._after_score)
 

@@ -270,15 +270,18 @@ class ScoreScreen(ModalScreen[str | None]):
     ]
 
     def __init__(self, trajectory: Trajectory, result: SubmitResult, reveal: bool = False,
-                 gold_refusal: str | None = None, retry_refusal: str | None = None, task_list: bool = True) -> None:
+                 gold_refusal: str | None = None, retry_refusal: str | None = None, task_list: bool = True,
+                 breakdown_refusal: str | None = None) -> None:
         """``gold_refusal`` / ``retry_refusal``: why a study's rules allow no gold or no retry
         (icplay.study.rules); the button is left out and its key says why. ``task_list``: False
-        in a study, whose queue chooses the next task."""
+        in a study, whose queue chooses the next task. ``breakdown_refusal``: why the study shows
+        the reward without how it was computed (its tests, gold rows and files)."""
         super().__init__()
         self.trajectory = trajectory
         self.result = result
         self.revealed = reveal
         self.gold_refusal = gold_refusal
+        self.breakdown_refusal = breakdown_refusal
         self.retry_refusal = retry_refusal
         self.task_list = task_list
 
@@ -292,10 +295,13 @@ class ScoreScreen(ModalScreen[str | None]):
                                        *strict_title(result.strict if result.solved else None)),
                          classes="title", id="reward")
             with VerticalScroll(id="score-body"):
-                if doubts := strict_doubts(result):
-                    yield Static(Text("\n".join(printable(d)[:300] for d in doubts), style="yellow"),
-                                 id="strict-reasons")
-                yield Static(score_table(self.trajectory.env, result), id="breakdown")
+                if self.breakdown_refusal is not None:
+                    yield Static(Text(self.breakdown_refusal, style="dim"), id="breakdown")
+                else:
+                    if doubts := strict_doubts(result):
+                        yield Static(Text("\n".join(printable(d)[:300] for d in doubts), style="yellow"),
+                                     id="strict-reasons")
+                    yield Static(score_table(self.trajectory.env, result), id="breakdown")
                 yield Vertical(id="gold")
             with Horizontal(classes="buttons"):
                 if self.gold_refusal is None:

@@ -431,7 +431,7 @@ class TrajectoryStore:
         if not path.exists():
             return
         try:
-            on_disk = json.loads(path.read_text(encoding="utf-8")).get("id")
+            on_disk = json.loads(read_json_bytes(path)).get("id")
         except (OSError, ValueError, AttributeError):
             on_disk = None    # unreadable: keep it too, never overwrite it
         if on_disk != episode_id:

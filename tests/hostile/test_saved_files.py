@@ -93,19 +93,6 @@ def test_a_task_id_that_climbs_out_never_makes_a_host_folder(tmp_path):
     assert line.startswith(f"icplay: {path}, field 'task.id': ") and "not a task set name or id" in line, line
 
 
-def test_a_set_named_dot_dot_never_puts_a_fork_beside_its_session(tmp_path):
-    """A fork of an episode whose set is '..' was saved one folder up, outside the session."""
-    sessions = tmp_path / "sessions"
-    path = episode_file(tmp_path / "in" / "ep.json", "sql", "bookshop-01", ["SELECT 1"], task_changes={"set": ".."})
-    env = make_env("sql", sandbox="sqlite")
-    try:
-        with pytest.raises(TaskFileError, match=r"field 'task\.set': \"\.\.\" is not a task set name or id"):
-            open_fork(env, load_trajectory(path), 1, Session("forks", root=sessions / "forks"))
-    finally:
-        env.close()
-    assert list(sessions.rglob("*.json")) == []
-
-
 # -- a task is never rebuilt from the file ----------------------------------------------------
 
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
@@ -140,17 +127,6 @@ def test_extra_naming_host_files_never_brings_them_into_the_sandbox(ctf_sandbox,
     assert "note" in result.checks[0].observation       # the machine's own files are there (note.txt)
 
 
-@pytest.mark.usefixtures("bwrap_ready")
-def test_a_task_claiming_the_network_is_refused_before_a_sandbox_starts(tmp_path):
-    path = episode_file(tmp_path / "ep.json", "bash", "b001", ["ls /sys/class/net"], task_changes={"network": True})
-    env = make_env("bash", sandbox="bwrap")
-    try:
-        with pytest.raises(TaskFileError, match=r"field 'task\.network': not what task bash/b001 on this machine has"):
-            reexecute(load_trajectory(path), env)
-    finally:
-        env.close()
-
-
 @pytest.mark.docker
 def test_the_cli_refuses_a_task_claiming_the_network_or_another_image_in_one_line(docker_client, tmp_path):
     for field, value in (("network", True), ("image", "debian:bookworm-slim")):
@@ -161,31 +137,42 @@ def test_the_cli_refuses_a_task_claiming_the_network_or_another_image_in_one_lin
         assert one_line(done).startswith(f"icplay: {path}, field 'task.{field}': not what task bash/b001 "), done.stderr
 
 
-def test_a_forged_gold_never_reproduces_a_forged_reward(tmp_path):
-    """An episode whose file carries its own gold (the recorded action itself) and reward 1:
-    re-executed on that gold it 'reproduced' the forged reward."""
-    path = episode_file(tmp_path / "ep.json", "sql", "bookshop-01", ["SELECT 1"], task_changes={"gold": "SELECT 1"},
-                        reward=1.0)
-    env = make_env("sql", sandbox="sqlite")
+@pytest.mark.parametrize("set_name, task_id, sandbox, change", [
+    pytest.param("bash", "b001", "bwrap", {"network": True}, marks=pytest.mark.bwrap),
+    ("sql", "bookshop-01", "sqlite", {"gold": "SELECT 1"}),
+])
+def test_a_task_of_the_files_own_is_never_re_executed(request, tmp_path, set_name, task_id, sandbox, change):
+    """A task claiming the network ran with it on; a file carrying its own gold (the recorded
+    action itself) and reward 1 'reproduced' that forged reward on re-execution."""
+    if sandbox == "bwrap":
+        request.getfixturevalue("bwrap_ready")
+    path = episode_file(tmp_path / "ep.json", set_name, task_id, ["ls /sys/class/net" if set_name == "bash" else
+                                                                 "SELECT 1"], task_changes=change, reward=1.0)
+    field = next(iter(change))
+    env = make_env(set_name, sandbox=sandbox)
     try:
-        with pytest.raises(TaskFileError, match=r"field 'task\.gold'"):
+        with pytest.raises(TaskFileError, match=rf"field 'task\.{field}': not what task {set_name}/{task_id} on this "):
             reexecute(load_trajectory(path), env)
     finally:
         env.close()
 
 
-@pytest.mark.parametrize("change", [{"extra_changes": {"setup": "touch /tmp/ran-from-the-file"}},
+@pytest.mark.parametrize("change", [{"task_changes": {"set": ".."}},
+                                    {"extra_changes": {"setup": "touch /tmp/ran-from-the-file"}},
                                     {"task_changes": {"id": "no-such-task"}},
                                     {"task_changes": {"set": "no-such-set"}}])
 def test_a_task_that_is_not_this_machines_is_refused_for_a_fork(tmp_path, change):
-    path = episode_file(tmp_path / "ep.json", "sql", "bookshop-01", ["SELECT 1"], **change)
+    """Set '..' saved the fork one folder up, beside its session; a setup, id or set of the
+    file's own was forked as the file said."""
+    sessions = tmp_path / "sessions"
+    path = episode_file(tmp_path / "in" / "ep.json", "sql", "bookshop-01", ["SELECT 1"], **change)
     env = make_env("sql", sandbox="sqlite")
     try:
         with pytest.raises(TaskFileError, match=r"field 'task\.(extra\.setup|id|set)'"):
-            open_fork(env, load_trajectory(path), 1, Session("forks", root=tmp_path / "forks"))
+            open_fork(env, load_trajectory(path), 1, Session("forks", root=sessions / "forks"))
     finally:
         env.close()
-    assert list((tmp_path / "forks").rglob("*.json")) == []
+    assert list(sessions.rglob("*.json")) == []
 
 
 # -- study merge ---------------------------------------------------------------------------------

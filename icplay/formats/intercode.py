@@ -240,8 +240,9 @@ def read_results(path: str | Path) -> list[RecordedEpisode]:
 def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
     turns = [_recorded_turn(ep, i, action) for i, action in enumerate(ep.actions)]
-    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env,
-                            "query": ep.query or "", "gold": ep.gold or "", "hardness": ep.hardness}
+    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "hardness": ep.hardness}
+    # only what the file recorded: a query or gold it lacks is not claimed to be "" (icplay.tasks.trusted)
+    task.update({k: v for k, v in (("query", ep.query), ("gold", ep.gold)) if v})
     if ep.task_id is None:
         task["index"] = ep.task_index
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",

@@ -127,3 +127,27 @@ def test_cli_reexecute_python(tmp_path):
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1, bad.stderr + bad.stdout
     assert "final reward: recorded 0.25, now 1.00" in bad.stdout
+
+
+def test_cli_reexecute_a_task_of_your_own_file_with_tasks(tmp_path):
+    """A task set of one's own (a task file) is not one of this machine's named sets: its
+    episode is refused in one line until ``--tasks FILE`` names it, then re-executed."""
+    tasks = tmp_path / "mine.json"
+    tasks.write_text(json.dumps([{"id": "poetry", "query": SQL_TASK.query, "gold": SQL_TASK.gold, "db": SQL_TASK.db}]))
+    task = next(t for t in load_tasks(str(tasks), "sql") if t.id == "poetry")
+    env = make_env("sql", sandbox="sqlite")
+    try:
+        session = Session("rec", root=tmp_path / "rec")
+        episode = Episode(env, task, save=session.save)
+        episode.act(SQL_TASK.gold)
+        episode.submit()
+    finally:
+        env.close()
+    path = session.path_for(task)
+    cmd = [sys.executable, "-m", "icplay.cli", "view", "--reexecute", str(path), "--sandbox", "sqlite"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and refused.stderr.strip() == (
+        f"icplay: {path}, field 'task.set': task set 'mine' is not on this machine: its tasks are never rebuilt from "
+        "a saved file (install the set, or name its task file with --tasks)")
+    ok = subprocess.run([*cmd, "--tasks", str(tasks)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "reproduced" in ok.stdout, ok.stderr + ok.stdout

@@ -116,6 +116,9 @@ class Turn:
         """A turn from its saved form; ``FieldError`` names the first field that is missing or
         of the wrong type (``where`` is the turn's path, ``turns[3]``)."""
         check_fields(d, TURN_FIELDS, TURN_REQUIRED, where)
+        verdict = d.get("info", {}).get("strict")
+        if verdict is not None:
+            check_fields(verdict, STRICT_FIELDS, where=f"{where}.info.strict")
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
@@ -182,7 +185,7 @@ class Trajectory:
             verdicts.append(self.strict)
         if not verdicts:
             return None
-        return any(bool(v.get("solved")) for v in verdicts)
+        return any(v.get("solved") is True for v in verdicts)    # only a real true (the reader checks the type)
 
     @property
     def strict_reasons(self) -> list[str]:
@@ -255,6 +258,8 @@ class Trajectory:
         usage = (d.get("policy") or {}).get("usage")
         if usage is not None:
             check_fields(usage, USAGE_FIELDS, where="policy.usage")
+        if isinstance(d.get("strict"), dict):
+            check_fields(d["strict"], STRICT_FIELDS, where="strict")
         known = {f for f in cls.__dataclass_fields__}
         data = {k: v for k, v in d.items() if k in known}
         data["turns"] = [Turn.from_dict(t, f"turns[{i}]") for i, t in enumerate(d.get("turns", []))]
@@ -274,11 +279,14 @@ TRAJECTORY_FIELDS = field_types({
 })
 NESTED_FIELDS = {
     "task": field_types({"id": (str, int), "set": _OPT_TEXT, "env": _OPT_TEXT, "query": _OPT_TEXT,
-                         "hardness": _OPT_TEXT}),
+                         "hardness": _OPT_TEXT, "gold": _OPT_TEXT, "db": _OPT_TEXT, "image": _OPT_TEXT,
+                         "network": (bool,), "extra": _OPT_OBJECT, "tags": (list, type(None)), "source": _OPT_TEXT}),
     "policy": field_types({"kind": _TEXT, "usage": _OPT_OBJECT, "max_turns": (int, type(None)), "model": _OPT_TEXT}),
 }
 USAGE_FIELDS = field_types({k: _OPT_NUMBER for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "calls",
                                                       "cost", "cost_unknown", "completion_tokens_unknown")})
+# a strict verdict counts only as a real true or false: "yes" or 1 is refused, never taken for solved
+STRICT_FIELDS = field_types({"solved": (bool, type(None)), "reasons": (list, type(None))})
 TURN_REQUIRED = ("index", "author", "action", "observation")
 TURN_FIELDS = field_types({
     "index": (int,), "author": _TEXT, "action": _TEXT, "observation": _TEXT, "exit_code": (int, type(None)),

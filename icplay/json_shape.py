@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Mapping
@@ -81,21 +82,60 @@ def nesting_depth(raw: bytes, limit: int | None = None) -> int:
     return depth
 
 
-def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
-    """The text of ``path`` if it is small enough and not nested too deep to parse safely;
-    ``JsonFileError`` (one sentence naming the limit) if not. OSError and
-    UnicodeDecodeError pass through for the caller to word."""
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind_of_file(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_capped(path: str | Path, what: str = "a trajectory file") -> bytes:
+    """The bytes of ``path`` if it is a regular file no larger than ``max_file_bytes()``;
+    ``JsonFileError`` (one sentence) if not.
+
+    Opened with O_NONBLOCK and checked with ``fstat`` on the very descriptor that is read:
+    a named pipe never blocks the reader, and a link to ``/dev/zero`` (a device, whose size
+    says 0) is refused, not read until memory runs out; a file that grows after the check is
+    read up to the limit and no further."""
     path = Path(path)
     limit = max_file_bytes()
-    size = path.stat().st_size
-    if size > limit:
-        raise JsonFileError(path, f"{_mb(size)}, over the {_mb(limit)} limit for {what} "
-                                  "that ICPLAY_MAX_FILE_MB sets")
-    raw = path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise JsonFileError(path, f"{_kind_of_file(st.st_mode)}, not {what}")
+        if st.st_size > limit:
+            raise JsonFileError(path, f"{_mb(st.st_size)}, over the {_mb(limit)} limit for {what} "
+                                      "that ICPLAY_MAX_FILE_MB sets")
+        chunks, got = [], 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise JsonFileError(path, f"grew past the {_mb(limit)} limit for {what} as it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_json_bytes(path: str | Path, what: str = "a trajectory file") -> bytes:
+    """The bytes of ``path`` if it is a regular file (``read_capped``), small enough and not
+    nested too deep to parse safely; ``JsonFileError`` (one sentence naming the limit) if
+    not. OSError passes through for the caller to word."""
+    raw = read_capped(path, what)
     depth = nesting_depth(raw, MAX_DEPTH)
     if depth > MAX_DEPTH:
         raise JsonFileError(path, f"nested more than {MAX_DEPTH} levels deep, over the limit for {what}")
-    return raw.decode("utf-8")
+    return raw
+
+
+def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
+    """``read_json_bytes`` as UTF-8 text (UnicodeDecodeError passes through)."""
+    return read_json_bytes(path, what).decode("utf-8")
 
 
 # -- field by field ---------------------------------------------------------------------------

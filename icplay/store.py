@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from icplay.episode import Trajectory
-from icplay.json_shape import FieldError, JsonFileError, kind_of, read_json_text
+from icplay.json_shape import FieldError, JsonFileError, kind_of, read_json_bytes
 
 
 class TrajectoryFileError(ValueError):
@@ -104,7 +104,10 @@ def atomic_write_json(path: Path, data: object) -> None:
 
 
 def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "task"
+    """``text`` as one folder or file name: no separator, and never ``.``, ``..`` or a dot
+    name (a task set named ``..`` must not climb out of the store)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "task"
+    return "_" + name if name.startswith(".") else name
 
 
 def save_trajectory(trajectory: Trajectory, path: Path) -> None:
@@ -114,11 +117,18 @@ def save_trajectory(trajectory: Trajectory, path: Path) -> None:
 def load_trajectory(path: str | Path) -> Trajectory:
     """The trajectory in ``path``; ``TrajectoryFileError`` (one sentence naming the file and,
     for a bad field, its path: ``12.json: turns[3].reward is a string, not a number``) if
-    it cannot be used. Huge or deeply nested files are refused before parsing
-    (``icplay.json_shape``)."""
+    it cannot be used. Only a regular file is read (a FIFO or a device is refused without
+    blocking); huge or deeply nested files are refused before parsing (``icplay.json_shape``)."""
+    return read_trajectory(path)[0]
+
+
+def read_trajectory(path: str | Path) -> tuple[Trajectory, bytes]:
+    """``load_trajectory``, and the very bytes it was read from (a copy made of them is the
+    file that was checked, not one swapped in after the check)."""
     path = Path(path)
     try:
-        return trajectory_from_json(json.loads(read_json_text(path)), path)
+        raw = read_json_bytes(path)
+        return trajectory_from_json(json.loads(raw.decode("utf-8")), path), raw
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -421,7 +431,7 @@ class TrajectoryStore:
         if not path.exists():
             return
         try:
-            on_disk = json.loads(path.read_text(encoding="utf-8")).get("id")
+            on_disk = json.loads(read_json_bytes(path)).get("id")
         except (OSError, ValueError, AttributeError):
             on_disk = None    # unreadable: keep it too, never overwrite it
         if on_disk != episode_id:

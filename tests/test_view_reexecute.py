@@ -35,6 +35,20 @@ def record_sql(tmp_path):
         env.close()
 
 
+def recorded(tmp_path, task, sandbox: str, actions: list[str]):
+    """The file of a submitted episode of ``task`` that ran ``actions`` on ``sandbox``."""
+    env = make_env(task.env, sandbox=sandbox)
+    try:
+        session = Session("rec", root=tmp_path / "rec")
+        episode = Episode(env, task, save=session.save)
+        for action in actions:
+            episode.act(action)
+        episode.submit()
+    finally:
+        env.close()
+    return session.path_for(task)
+
+
 def test_faithful_recording_is_reproduced(tmp_path):
     path = record_sql(tmp_path)
     env = make_env("sql", sandbox="sqlite")
@@ -75,16 +89,7 @@ def test_tampered_turn_is_flagged(tmp_path):
 def test_cli_reexecute_bash(tmp_path):
     """`icplay view --reexecute FILE` on a Bash episode: exit 0 when reproduced, 1 with the
     tampered turn named when not."""
-    env = make_env("bash", sandbox="bwrap")
-    try:
-        session = Session("rec", root=tmp_path / "rec")
-        episode = Episode(env, BASH_TASK, save=session.save)
-        episode.act("cd /testbed/logs && ls")
-        episode.act("wc -l nginx/access.log")
-        episode.submit()
-    finally:
-        env.close()
-    path = session.path_for(BASH_TASK)
+    path = recorded(tmp_path, BASH_TASK, "bwrap", ["cd /testbed/logs && ls", "wc -l nginx/access.log"])
     cmd = [sys.executable, "-m", "icplay.cli", "view", "--reexecute", str(path), "--sandbox", "bwrap"]
     ok = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr + ok.stdout
@@ -127,3 +132,19 @@ def test_cli_reexecute_python(tmp_path):
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1, bad.stderr + bad.stdout
     assert "final reward: recorded 0.25, now 1.00" in bad.stdout
+
+
+def test_cli_reexecute_a_task_of_your_own_file_with_tasks(tmp_path):
+    """A task set of one's own (a task file) is not one of this machine's named sets: its
+    episode is refused in one line until ``--tasks FILE`` names it, then re-executed."""
+    tasks = tmp_path / "mine.json"
+    tasks.write_text(json.dumps([{"id": "poetry", "query": SQL_TASK.query, "gold": SQL_TASK.gold, "db": SQL_TASK.db}]))
+    task = next(t for t in load_tasks(str(tasks), "sql") if t.id == "poetry")
+    path = recorded(tmp_path, task, "sqlite", [SQL_TASK.gold])
+    cmd = [sys.executable, "-m", "icplay.cli", "view", "--reexecute", str(path), "--sandbox", "sqlite"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and refused.stderr.strip() == (
+        f"icplay: {path}, field 'task.set': task set 'mine' is not on this machine: its tasks are never rebuilt from "
+        "a saved file (install the set, or name its task file with --tasks)")
+    ok = subprocess.run([*cmd, "--tasks", str(tasks)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "reproduced" in ok.stdout, ok.stderr + ok.stdout

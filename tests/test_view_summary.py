@@ -81,9 +81,10 @@ def test_intercode_logs_are_rows_and_open(tmp_path):
 def test_filters_sort_and_families(tmp_path):
     original = traj(policy={"kind": "llm", "model": "gpt-4o"}, reward=1.0, at=1.0,
                     turns=[Turn(0, "agent", "SELECT 1", "(1,)", reward=0.0), Turn(1, "agent", "SELECT 2", "(2,)")])
-    child = fork(original, 1)
+    task = next(t for t in load_tasks("sql") if t.id == "bookshop-01")   # the fork runs this machine's task
+    child = fork(original, 1, task=task)
     child.updated_at = 2.0
-    grandchild = fork(child, 1)
+    grandchild = fork(child, 1, task=task)
     grandchild.updated_at = 3.0
     other = traj("bookshop-02", annotator="ann", reward=0.0, at=4.0)
     for n, t in enumerate((original, child, grandchild, other)):

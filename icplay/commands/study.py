@@ -186,4 +186,4 @@ def run_merge(args) -> int:
     print(lines[0])
     for line in lines[1:]:
         print(f"icplay: {line}", file=sys.stderr)
-    return 1 if result.conflicts else 0
+    return 1 if result.conflicts or result.refused else 0

@@ -5,7 +5,9 @@ folders, session folders, trajectory files, InterCode results or log files — o
 default, everything under $ICPLAY_HOME (sessions, runs, replaced attempts).
 ``--reexecute FILE`` runs a saved episode again in a fresh sandbox and prints each turn,
 flagging those whose observation, exit code or reward now differs (with a diff); it exits
-1 when anything differs. ``--fork K FILE`` opens the viewer straight on a fork of that
+1 when anything differs. Re-execution and forks run the episode's task as this machine's
+task sets (or a ``--tasks`` set or file) have it, found by set and id; a file whose task is
+not here, or differs from it, is refused in one line. ``--fork K FILE`` opens the viewer straight on a fork of that
 episode keeping its first K turns: you go on (the play screen), or an agent does (the watch
 screen) with ``--agent`` or watch's agent options (``--model``, ``--policy gold`` ...).
 ``--follow FILE|SESSION/SET/ID`` follows one episode as it is played, read-only (a
@@ -37,6 +39,9 @@ def register(sub) -> None:
     add_sandbox_argument(p, " (re-execution and forks)")
     p.add_argument("--image", help="Docker image for Bash episodes (re-execution and forks)")
     p.add_argument("--session", default="forks", help="session forks are saved in (default: forks)")
+    p.add_argument("--tasks", action="append", metavar="NAME|PATH",
+                   help="a task set or task file of yours where re-execution and forks look the episode's task "
+                        "up, beside the sets `icplay tasks` lists (a saved file's own copy of its task never runs)")
     fork = p.add_argument_group("forking from the command line (one PATH: a trajectory file, or FILE#N in an "
                                 "InterCode file)")
     add_annotator_argument(fork)
@@ -65,21 +70,24 @@ def fork_request(args):
     if len(args.paths) != 1:
         raise UserError("--fork K takes one episode: a trajectory file (or FILE#N for an episode of an "
                         "InterCode file)")
-    source = _forkable_episode(args.paths[0], args.fork)
+    source = _forkable_episode(args.paths[0], args.fork, args.tasks)
     choice = _fork_agent(args, agent_options)
     return source, args.fork, args.agent or choice is not None, choice
 
 
-def _forkable_episode(path: Path, keep: int):
-    """The saved episode at ``path``, checked to be one a fork can keep ``keep`` turns of."""
+def _forkable_episode(path: Path, keep: int, also: list[str] | None = None):
+    """The saved episode at ``path``, checked to be one a fork can keep ``keep`` turns of, of
+    a task this machine has (``machine_task``: refused in one line before the screen is taken)."""
     from icplay.formats.summary import load_episode
+    from icplay.tasks.trusted import machine_task
 
     try:
         source = load_episode(str(path))
     except (OSError, ValueError, KeyError, IndexError) as exc:
         raise UserError(f"{path}: cannot read the episode ({exc})") from None
-    if source.env not in ("bash", "sql"):
-        raise UserError(f"{path}: forks run Bash and SQL episodes, not {source.env}")
+    task = machine_task(source.task, str(path), also or ())
+    if task.env not in ("bash", "sql"):
+        raise UserError(f"{path}: forks run Bash and SQL episodes, not {task.env}")
     if not 0 <= keep <= len(source.turns):
         raise UserError(f"cannot fork at turn {keep}: the episode has {len(source.turns)} turns "
                         f"(0 to {len(source.turns)} can be kept)")
@@ -103,7 +111,7 @@ def _fork_agent(args, agent_options: list):
 
 def run(args) -> int:
     if args.reexecute:
-        return reexecute_file(args.reexecute, args.sandbox, args.image)
+        return reexecute_file(args.reexecute, args.sandbox, args.image, args.tasks)
     if args.follow:
         return follow(args.follow)
     from icplay.formats.summary import scan
@@ -164,22 +172,24 @@ def _quiet_annotator(args, resolve) -> str | None:
         raise UserError(str(exc)) from None
 
 
-def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = None) -> int:
-    from icplay.languages import make_env
+def reexecute_file(ref: str, sandbox: str | None = None, image: str | None = None,
+                   also: list[str] | None = None) -> int:
+    """Re-execute a saved episode on the task this machine has under its set and id (never
+    the file's own copy of the task: ``machine_task``)."""
+    from icplay.languages import make_env, names
     from icplay.formats.summary import load_episode
     from icplay.review import reexecute
+    from icplay.tasks.trusted import machine_task
 
     traj = load_episode(ref)
-    from icplay.languages import names
-
-    if traj.env not in names():
-        raise UserError(f"{ref}: no environment {traj.env!r} here to re-execute it on ({', '.join(names())})")
-    print(f"re-executing {traj.task.get('set')}/{traj.task.get('id')} ({len(traj.turns)} turns, episode {traj.id})",
-          flush=True)
-    env = make_env(traj.env, sandbox=sandbox, image=image or traj.task.get("image"),
+    task = machine_task(traj.task, ref.partition("#")[0], also or ())
+    if task.env not in names():
+        raise UserError(f"{ref}: no environment {task.env!r} here to re-execute it on ({', '.join(names())})")
+    print(f"re-executing {task.key} ({len(traj.turns)} turns, episode {traj.id})", flush=True)
+    env = make_env(task.env, sandbox=sandbox, image=image or task.image,
                    progress=lambda line: print(line, file=sys.stderr))
     try:
-        result = reexecute(traj, env)
+        result = reexecute(traj, env, task=task)
     finally:
         env.close()
     print(f"on a fresh {result.sandbox} sandbox:")

@@ -515,11 +515,14 @@ class Driver:
 
     def _human_move(self, decision: Decision) -> bool:
         """Apply the human's own move. With a human to tell (``on_failure="ask"``) a command or
-        a submit that fails is an ``error`` event and the human moves again, as in a shell."""
+        a submit that fails is an ``error`` event and the human moves again, as in a shell; a
+        save that fails (a full disk, a read-only home) ends the episode instead (``run``)."""
         if self.on_failure == "raise" or decision.kind not in (RUN, SUBMIT):
             return self.apply(None, decision)
         try:
             return self.apply(None, decision)
+        except StoreWriteError:
+            raise        # nothing more can be saved: the episode ends (run), no further action is taken
         except Exception as exc:
             self._emit(Failure(f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind))
             return True

@@ -33,6 +33,7 @@ from icplay.episode import Policy, Trajectory, strict_mark
 from icplay.report import Summary, solved_at, summarize
 from icplay.sandbox.base import SandboxError
 from icplay.store import TrajectoryBusyError, TrajectoryFileError, TrajectoryStore, atomic_write_json
+from icplay.json_shape import read_json_text
 from icplay.tasks.model import Task
 
 # run.json keys that must match for a folder to be resumed
@@ -178,9 +179,10 @@ def check_run_folder(out: Path, identity: dict[str, Any], fresh: bool = False) -
     run_file = out / "run.json"
     if run_file.is_file() and not fresh:
         try:
-            old = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            old = json.loads(read_json_text(run_file, "a run's description"))
+        except (OSError, ValueError):      # unreadable, huge, too deep, not JSON: it describes no run
             old = {}
+        old = old if isinstance(old, dict) else {}
         diff = [k for k in IDENTITY_KEYS if k in old and _identity(old, k) != _identity(identity, k)]
         if diff:
             k = diff[0]

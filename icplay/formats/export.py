@@ -29,6 +29,7 @@ from icplay.agents.strategies import fenced
 from icplay.agents.tools import SUBMIT_TOOL, TOOLS, action_protocol, tool_schemas, toolset, wire_call
 from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
                             Trajectory, Turn)
+from icplay.json_shape import JsonFileError, read_json_text
 from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set
 
@@ -324,9 +325,11 @@ def load_demos(path: str | Path, env: str) -> list[str]:
     """The demonstrations for ``env`` in a file ``icplay export fewshot`` wrote."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_json_text(path, "a demonstrations file"))    # a regular file, capped, never blocking
     except FileNotFoundError:
         raise ExportError(f"{path}: no such file") from None
+    except JsonFileError as exc:
+        raise ExportError(str(exc)) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportError(f"{path}: not a demonstrations file ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FEWSHOT_FORMAT or not isinstance(data.get("demos"), list):

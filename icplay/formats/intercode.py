@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import AGENT, Trajectory, Turn
-from icplay.json_shape import JsonFileError, read_json_text
+from icplay.json_shape import JsonFileError, kind_of, read_json_text
 from icplay.tasks.model import TaskFileError
 
 # Observations InterCode's policy wrote when a reply held no code: nothing was executed.
@@ -87,13 +87,25 @@ def from_turn_history(key: str, record: dict[str, Any], where: str) -> RecordedE
     rewards = _padded(history.get("rewards"), len(actions))
     task_index, task_id = _task_named(record.get("task_id", key), where, f"{key}.task_id")
     summary = record["summary"] if isinstance(record.get("summary"), dict) else {}
-    rewards = [None if r is None else float(r) for r in rewards[:len(actions)]]
+    rewards = [_reward(r, where, f"{key}.turn_history.rewards[{i}]") for i, r in enumerate(rewards[:len(actions)])]
     scored = [r for r in rewards if r is not None]
     return RecordedEpisode(str(key), task_index, actions, observations[:len(actions)], rewards,
                            final_reward=scored[-1] if scored else None, query=record.get("query"),
                            gold=record.get("gold"), env=_env_name(record), hardness=record.get("hardness"),
-                           max_turns=summary.get("turns_max"), best_reward=summary.get("max_reward"),
+                           max_turns=summary.get("turns_max"),
+                           best_reward=_reward(summary.get("max_reward"), where, f"{key}.summary.max_reward"),
                            set_name=record.get("set"), source=where, kind="results", task_id=task_id)
+
+
+def _reward(value: Any, where: str, field: str) -> float | None:
+    """A recorded reward as a number (None when none was recorded); ``TaskFileError`` naming
+    the field for anything else: "yes", "1" or true is never taken for a reward of 1."""
+    if value is None:
+        return None
+    if type(value) not in (int, float):
+        raise TaskFileError(where, f"a reward must be a number, not {kind_of(value)} ({json.dumps(value)[:40]})",
+                            field=field)
+    return float(value)
 
 
 def _padded(values: Any, n: int) -> list[Any]:
@@ -123,15 +135,15 @@ def from_log(key: str, record: dict[str, Any], where: str) -> RecordedEpisode:
         raise TaskFileError(where, "expected a trajectory list of {action, observation}", field=f"{key}.trajectory")
     actions = [str(t.get("action", "")) for t in trajectory]
     observations = [t.get("observation") for t in trajectory]
-    final = _final_reward(record)
+    final = _reward(_final_reward(record), where, f"{key}.reward")
     rewards: list[float | None] = [None] * len(actions)
     if actions and final is not None:
-        rewards[-1] = float(final)
+        rewards[-1] = final
     if "query_idx" not in record:
         raise TaskFileError(where, "expected query_idx (the task's index)", field=f"{key}.query_idx")
     task_index = _index(record["query_idx"], where, f"{key}.query_idx")
     return RecordedEpisode(str(key), task_index, actions, observations, rewards,
-                           None if final is None else float(final), executed=[True] * len(actions),
+                           final, executed=[True] * len(actions),
                            joined_rows=True, query=record.get("query"), gold=record.get("gold"),
                            env=_env_name(record), hardness=record.get("hardness"),
                            set_name=record.get("set"), source=where, kind="log")
@@ -228,8 +240,9 @@ def read_results(path: str | Path) -> list[RecordedEpisode]:
 def to_trajectory(ep: RecordedEpisode, set_name: str = "spider") -> Trajectory:
     """An icplay trajectory of a recorded episode (agent turns; no-code replies invalid)."""
     turns = [_recorded_turn(ep, i, action) for i, action in enumerate(ep.actions)]
-    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env,
-                            "query": ep.query or "", "gold": ep.gold or "", "hardness": ep.hardness}
+    task: dict[str, Any] = {"id": ep.task_key, "set": ep.set_name or set_name, "env": ep.env, "hardness": ep.hardness}
+    # only what the file recorded: a query or gold it lacks is not claimed to be "" (icplay.tasks.trusted)
+    task.update({k: v for k, v in (("query", ep.query), ("gold", ep.gold)) if v})
     if ep.task_id is None:
         task["index"] = ep.task_index
     return Trajectory(task=task, env=ep.env, sandbox="mysql" if ep.env == "sql" else "docker",

@@ -14,13 +14,14 @@ InterCode file or folder (``icplay.formats.intercode``) — as trajectories.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from icplay.episode import Trajectory
 from icplay.formats import intercode
-from icplay.json_shape import kind_of
+from icplay.json_shape import kind_of, read_json_text
 from icplay.paths import home_dir
 from icplay.store import TrajectoryFileError, trajectory_from_json
 from icplay.tasks.model import TaskFileError
@@ -61,14 +62,16 @@ def _intercode_trajectories(data: Any, path: Path) -> list[Trajectory]:
 
 
 def read_run_meta(folder: Path) -> dict[str, Any]:
+    """A run folder's ``run.json`` ({} when absent or unusable: it only names the run). Read as
+    every saved file is: a regular file, size-capped, not nested too deep, never blocking."""
     run_file = folder / RUN_FILE
-    if run_file.is_file():
-        try:
-            meta = json.loads(run_file.read_text(encoding="utf-8"))
-            return meta if isinstance(meta, dict) else {}
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            return {}
-    return {}
+    if not os.path.lexists(run_file):
+        return {}
+    try:
+        meta = json.loads(read_json_text(run_file, "a run's description"))
+    except (OSError, ValueError):       # JsonFileError, JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -152,8 +155,8 @@ def load_logs(path: str | Path, skipped: list[Skipped] | None = None) -> tuple[l
     if path.is_dir():
         meta = read_run_meta(path)
         return _folder_trajectories(path, skipped), meta
-    if not path.is_file():
-        raise TrajectoryFileError(f"{path}: no such file or folder")
+    if not os.path.lexists(path):
+        raise TrajectoryFileError(f"{path}: no such file or folder")    # a pipe or a device: the reader says so
     try:
         data = intercode.load_json_or_jsonl(path)
     except TaskFileError as exc:

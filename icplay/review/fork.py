@@ -1,7 +1,8 @@
 """Fork a saved episode from turn k: a new live episode whose first k turns are the
 recording's, replayed into a fresh sandbox, and whose next turns are someone else's.
 
-``fork`` builds the new trajectory (the first k turns copied, new id, status ``stopped``
+``fork`` builds the new trajectory (the task as this machine's task sets have it, never as
+the source file says: ``icplay.tasks.trusted``; the first k turns copied, new id, status ``stopped``
 so that it is resumable, ``forked_from: {id, turn}``); ``open_fork`` saves it in a
 session and opens it there as any resumed episode is opened (``Session.open_episode``:
 the env is reset and the k turns' actions run again, so the sandbox holds their state).
@@ -17,16 +18,21 @@ from typing import Any, Callable
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
 from icplay.tasks.model import Task
+from icplay.tasks.trusted import machine_task
 
 
 class ForkError(ValueError):
     """A fork that cannot be made (one line)."""
 
 
-def fork(source: Trajectory, k: int, policy: dict[str, Any] | None = None) -> Trajectory:
+def fork(source: Trajectory, k: int, policy: dict[str, Any] | None = None, task: Task | None = None) -> Trajectory:
     """A new trajectory holding ``source``'s first ``k`` turns (0 <= k <= its turns).
 
-    ``policy``: the new episode's policy block (default: the source's, without its usage)."""
+    ``policy``: the new episode's policy block (default: the source's, without its usage).
+    ``task``: the source's task as this machine has it (default: looked up, ``machine_task``);
+    the fork records that one, never the source file's copy."""
+    if task is None:
+        task = machine_task(source.task, f"episode {source.id}")
     if not 0 <= k <= len(source.turns):
         raise ForkError(f"cannot fork at turn {k}: the episode has {len(source.turns)} turns (0 to "
                         f"{len(source.turns)} can be kept)")
@@ -34,7 +40,7 @@ def fork(source: Trajectory, k: int, policy: dict[str, Any] | None = None) -> Tr
     rewards = [t.reward for t in turns if t.reward is not None]
     if policy is None:
         policy = {key: v for key, v in source.policy.items() if key not in ("usage", "previous")}
-    return Trajectory(task=copy.deepcopy(source.task), env=source.env, sandbox=source.sandbox,
+    return Trajectory(task=task.to_dict(), env=task.env, sandbox=source.sandbox,
                       policy=copy.deepcopy(policy), turns=turns, status="stopped",
                       best_reward=max(rewards) if rewards else None,
                       forked_from={"id": source.id, "turn": k})
@@ -42,9 +48,12 @@ def fork(source: Trajectory, k: int, policy: dict[str, Any] | None = None) -> Tr
 
 def open_fork(env: Env, source: Trajectory, k: int, session, policy: dict[str, Any] | None = None,
               on_replay: Callable[[int, int, Turn], None] | None = None,
-              before_save: Callable[[Trajectory], None] | None = None) -> tuple[Episode, int]:
+              before_save: Callable[[Trajectory], None] | None = None,
+              task: Task | None = None) -> tuple[Episode, int]:
     """Save the fork of ``source`` at turn ``k`` in ``session`` (an ``icplay.session.Session``)
-    and open it on ``env``: returns the live episode and how many turns were replayed."""
-    trajectory = fork(source, k, policy)
-    session.save(trajectory)
-    return session.open_episode(env, Task.from_dict(trajectory.task), on_replay=on_replay, before_save=before_save)
+    and open it on ``env``: returns the live episode and how many turns were replayed.
+    ``task``: as for ``fork`` (this machine's task, never the file's)."""
+    if task is None:
+        task = machine_task(source.task, f"episode {source.id}")
+    session.save(fork(source, k, policy, task))
+    return session.open_episode(env, task, on_replay=on_replay, before_save=before_save)

@@ -1,7 +1,7 @@
 """Re-execute a saved episode in a fresh sandbox and flag each turn that now differs.
 
 A recording is only evidence if it can be reproduced. ``reexecute`` resets an env to the
-episode's task, runs every recorded action again in order (rejected proposals and
+episode's task (as this machine's task sets have it: ``icplay.tasks.trusted``), runs every recorded action again in order (rejected proposals and
 unparsable replies ran nothing and are skipped), scores the turns that were scored when
 recorded (InterCode's per-turn reward) and the final submit, and compares each with the
 recording: the observation (exact text), the exit code and the reward. A turn that
@@ -20,7 +20,8 @@ from typing import Callable
 
 from icplay.envs.base import Env
 from icplay.episode import Trajectory, Turn
-from icplay.tasks.model import Task
+from icplay.tasks.model import Task, TaskFileError
+from icplay.tasks.trusted import machine_task
 
 REWARD_TOLERANCE = 1e-6
 
@@ -151,11 +152,19 @@ def _run(env: Env, turn: Turn):
 
 
 def reexecute(trajectory: Trajectory, env: Env, on_turn: Callable[[TurnCheck], None] | None = None,
-              cancel: threading.Event | None = None) -> Reexecution:
+              cancel: threading.Event | None = None, task: Task | None = None) -> Reexecution:
     """Run ``trajectory``'s actions again on ``env`` (reset to its task first) and compare
     each turn with the recording. ``on_turn`` sees each check as it is made; ``cancel``
-    stops between turns."""
-    task = Task.from_dict(trajectory.task)
+    stops between turns.
+
+    ``task``: the episode's task as this machine has it (``machine_task``); by default it is
+    looked up here. The file's own task block is never what runs (``TaskFileError`` when
+    this machine lacks the task or has another one under its name)."""
+    if task is None:
+        task = machine_task(trajectory.task, f"episode {trajectory.id}")
+    if env.name != task.env or trajectory.env != task.env:
+        raise TaskFileError(f"episode {trajectory.id}", f"a {trajectory.env} episode of a {task.env} task cannot be "
+                                                        f"re-executed on a {env.name} environment", field="env")
     env.reset(task)
     out = Reexecution(trajectory.id, sandbox=env.sandbox_kind)
     for turn in trajectory.turns:

@@ -585,13 +585,16 @@ class BwrapSandbox:
         sandbox, made if missing, owned by the sandbox's user and writable, without the
         folders named in ``skip``. ``dest`` lies under /testbed, /root or a bound folder:
         the rest of the sandbox's root is read-only."""
-        target = None
+        target = base = None
         for folder, inside in (("testbed", "/testbed"), ("root", "/root"), *self.binds):
             if dest == inside or dest.startswith(inside.rstrip("/") + "/"):
+                base = (self.root / folder).resolve()
                 target = self.root / folder / dest[len(inside):].lstrip("/")
-        if target is None:
+        if target is None or base is None:
             raise SandboxError(f"files go under /testbed, /root or {', '.join(i for _f, i in self.binds) or '-'} "
                                f"in a bwrap sandbox, not {dest}")
+        if not target.resolve().is_relative_to(base):   # '..' in a name: never a host folder, made and chowned as root
+            raise SandboxError(f"files go inside the sandbox's folders, and {dest} leads out of them")
         target.mkdir(parents=True, exist_ok=True)
         if source is not None:
             copy_into(Path(source), target, skip)

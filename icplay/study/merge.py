@@ -5,8 +5,12 @@ machine, a session folder, loose files). A trajectory of this study (its ``study
 study's name, or unset with a task assigned to its annotator) is copied, byte for byte, to
 ``merged/<annotator>/<set>/<task>.<trajectory id>.json``, unless the study already holds
 that trajectory id: the same content is a duplicate (left out), different content a
-conflict (listed, nothing overwritten). A file that cannot be read is named and counted and
-never stops the rest.
+conflict (listed, nothing overwritten). A file that cannot be read (not a regular file, over
+the size limit, a field of the wrong type) is named and counted and never stops the rest;
+one whose task is not on this machine, or differs from this machine's (its image, network,
+files, setup or tests: ``icplay.tasks.trusted``), is refused, named and counted: a merged
+file never brings a task of its own to the lead's machine. What is copied is the very bytes
+that were checked.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory, safe_name
+from icplay.json_shape import read_json_text
+from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory, read_trajectory, safe_name
+from icplay.tasks.model import TaskFileError
+from icplay.tasks.trusted import machine_task
 from icplay.study.model import Study, annotator_folders, merged_dir
 
 
@@ -27,28 +34,35 @@ class MergeResult:
     conflicts: list[tuple[Path, Path]] = field(default_factory=list)   # (incoming, the study's file)
     skipped: list[tuple[Path, str]] = field(default_factory=list)      # unreadable: (file, why)
     foreign: list[tuple[Path, str]] = field(default_factory=list)      # readable, not this study's: (file, why)
+    refused: list[tuple[Path, str]] = field(default_factory=list)      # this study's, of a task not this machine's
 
     def lines(self) -> list[str]:
         out = [f"merged: {len(self.added)} added, {len(self.duplicates)} duplicate(s) left out, "
                f"{len(self.conflicts)} conflict(s), {len(self.skipped)} file(s) skipped, "
-               f"{len(self.foreign)} not of this study"]
+               f"{len(self.foreign)} not of this study"
+               + (f", {len(self.refused)} refused (a task not as this machine has it)" if self.refused else "")]
         out += [f"conflict: {incoming} has the id of {mine} but other content; neither was changed"
                 for incoming, mine in self.conflicts]
         out += [f"skipped: {why}" for _, why in self.skipped]
         out += [f"not of this study: {path}: {why}" for path, why in self.foreign]
+        out += [f"refused: {why}" for _, why in self.refused]
         return out
 
 
 def _files(folder: Path) -> list[Path]:
     """The JSON files under ``folder`` (kept attempts included; locks and temporary files not)."""
-    if folder.is_file():
-        return [folder]
+    if not folder.is_dir():
+        return [folder]             # a file named on its own (a pipe or device too: the reader refuses it)
     return sorted(p for p in folder.rglob("*.json")
                   if not p.name.startswith(".") and ".locks" not in p.relative_to(folder).parts)
 
 
 def _content(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The decoded JSON of one of the study's own files (None when it cannot be read now)."""
+    try:
+        return json.loads(read_json_text(path))
+    except (OSError, ValueError):
+        return None
 
 
 def _index(study: Study, home: Path | None) -> dict[str, Path]:
@@ -84,7 +98,7 @@ def merge(study: Study, folders: Iterable[Path], home: Path | None = None) -> Me
 
 def _merge_one(study: Study, path: Path, index: dict[str, Path], result: MergeResult, home: Path | None) -> None:
     try:
-        traj = load_trajectory(path)
+        traj, raw = read_trajectory(path)     # a regular file, size-capped, never blocking
     except TrajectoryFileError as exc:
         result.skipped.append((path, str(exc)))
         return
@@ -92,17 +106,27 @@ def _merge_one(study: Study, path: Path, index: dict[str, Path], result: MergeRe
     if why is not None:
         result.foreign.append((path, why))
         return
+    try:
+        machine_task(traj.task, str(path), _study_sets(study))
+    except TaskFileError as exc:
+        result.refused.append((path, str(exc)))
+        return
     mine = index.get(traj.id)
     if mine is not None:
-        same = _content(mine) == _content(path)
+        same = _content(mine) == json.loads(raw.decode("utf-8"))
         (result.duplicates.append(path) if same else result.conflicts.append((path, mine)))
         return
     assert traj.annotator is not None
-    target = (merged_dir(study, home) / traj.annotator / safe_name(str(traj.task.get("set", "")))
+    target = (merged_dir(study, home) / safe_name(traj.annotator) / safe_name(str(traj.task.get("set", "")))
               / f"{safe_name(str(traj.task.get('id', '')))}.{safe_name(traj.id)}.json")
-    atomic_write_text(target, path.read_text(encoding="utf-8", errors="surrogateescape"))
+    atomic_write_text(target, raw.decode("utf-8"))      # the bytes checked, not the file read again
     index[traj.id] = target
     result.added.append(target)
+
+
+def _study_sets(study: Study) -> set[str]:
+    """The task sets the study's own refs name (its file is the lead's: a set there may be a path)."""
+    return {ref.partition("/")[0] for ref in study.tasks}
 
 
 def _not_ours(study: Study, traj) -> str | None:

@@ -16,6 +16,7 @@ from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
 from icplay.session import Session
 from icplay.tasks.model import Task
+from icplay.tasks.trusted import machine_task
 from icplay.frontend.config import AgentChoice, agent_choice
 from icplay.tui.screens.live import LiveScreen
 
@@ -74,12 +75,12 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     """Fork ``source`` keeping its first ``k`` turns and open it (from ``screen``). ``choice``:
     the agent that goes on (default ``agent_for``)."""
     app = screen.app
-    if source.env not in ("bash", "sql"):
-        screen.notify(f"Forks run Bash and SQL episodes, not {source.env}.", severity="warning")
-        return
     try:
-        task = Task.from_dict(source.task)
-        app.fork_session.save(fork(source, k, None if agent else human_policy(source)))
+        task = machine_task(source.task, f"episode {source.id}")    # this machine's task, never the file's
+        if task.env not in ("bash", "sql"):
+            screen.notify(f"Forks run Bash and SQL episodes, not {task.env}.", severity="warning")
+            return
+        app.fork_session.save(fork(source, k, None if agent else human_policy(source), task))
     except (ForkError, KeyError, ValueError, OSError) as exc:
         screen.notify(str(exc), title="Cannot fork", severity="error")
         return

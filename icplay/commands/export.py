@@ -1,10 +1,12 @@
 """``icplay export FORMAT PATHS... --out FILE``: saved episodes as training data.
 
-FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations for
-``icplay run --demos``), ``preference`` (chosen/rejected pairs from human edits and
-rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
-``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line, icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or
-InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md. A file
+FORMAT is ``chat`` (chat fine-tuning JSONL: every assistant message weighted 1 or 0,
+each record's metadata naming the task, episode and outcome; solved episodes by default),
+``fewshot`` (demonstrations for ``icplay run --demos``), ``preference`` (chosen/rejected
+pairs of branches whose outcomes differ, from ``icplay branch``), ``steps`` (labelled turns
+in TRL's stepwise-supervision shape), ``intercode`` (InterCode's results file, readable by
+``icplay rescore``), ``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line,
+icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md. A file
 that cannot be read is left out and named with its bad field on stderr (``2 files skipped:
 ...``); the others are exported.
 
@@ -34,8 +36,10 @@ from icplay.tasks.registry import load_tasks
 def register(sub) -> None:
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
-    p.add_argument("format", choices=(*FORMATS, "atif", "harbor"), help="the output format (atif: JSON Lines of ATIF "
-                   "trajectories, Harbor's format; harbor: --tasks as Harbor task folders; docs/export.md)")
+    p.add_argument("format", choices=(*FORMATS, "steps", "atif", "harbor"),
+                   help="the output format (steps: labelled turns in TRL's stepwise-supervision shape; atif: JSON "
+                        "Lines of ATIF trajectories, Harbor's format; harbor: --tasks as Harbor task folders; "
+                        "docs/export.md)")
     p.add_argument("paths", nargs="*", help="run folders, session folders, trajectory files or InterCode files")
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout); harbor: the folder")
     p.add_argument("--tasks", action="append", default=[], metavar="SET",
@@ -144,6 +148,13 @@ def _rendered(args, chosen: list, strategy: str) -> tuple[str, int]:
             from icplay.formats.atif import atif_lines
 
             return atif_lines(chosen), len(chosen)
+        if args.format == "steps":
+            import json
+
+            from icplay.formats.steps import steps_records
+
+            records = steps_records(chosen, strategy, args.protocol, args.actions)
+            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), len(records)
         options = TrainingOptions(rejected=not args.no_rejected, by_authorship=args.by_authorship)
         return render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning,
                       options=options)

@@ -298,9 +298,9 @@ def close_conversation(conv: Conversation, traj: Trajectory, replies: "Replies",
 
 
 def _submitter(traj: Trajectory) -> str:
-    """Who submitted: the agent when its policy ended the episode by a submit, else the human."""
-    return "agent" if traj.policy.get("ended_by") == "submit" and traj.policy.get("kind", "human") != "human" \
-        else HUMAN
+    """Who the submit is credited to: the agent in an agent's episode (trajectories do not
+    record whether the reviewer or the agent ended it), the human in human play."""
+    return HUMAN if traj.policy.get("kind", "human") == "human" else AGENT
 
 
 def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from branching_helpers import edit, reject, watched_episode
-from icplay.formats.preference import preference_records
+from icplay.formats.export import preference_records
 from icplay.languages import make_env
 from icplay.review.branch import BranchError, Branching, branch
 from icplay.store import load_trajectory

@@ -14,7 +14,6 @@ import pytest
 from branching_helpers import edit, reject, watched_episode
 from icplay.episode import HUMAN, Trajectory, Turn, label_turn
 from icplay.formats.export import chat_record
-from icplay.formats.steps import steps_record
 from icplay.languages import make_env
 from icplay.review.branch import Branching, branch
 from icplay.store import save_trajectory

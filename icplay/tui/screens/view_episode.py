@@ -222,7 +222,7 @@ class EpisodeScreen(Screen):
         Binding("k", "fork(False)", "Fork: you go on"),
         Binding("w", "fork(True)", "Fork: agent goes on"),
         Binding("c", "compare", "Compare"),
-        Binding("l", "label", "Label turn"),
+        Binding("l", "label", "Label turn", show=False),    # in docs/view.md; the footer is full
     ]
 
     class Checked(Message):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,32 @@ def test_branch_refuses_bad_requests_in_one_sentence(tmp_path):
     assert done.returncode != 0 and "another query" in done.stderr
     with pytest.raises(BranchError):
         branches_of(source, 5, tmp_path, "sqlite")
+
+
+def test_sampled_continuations_are_played_by_the_model_from_the_prefix(tmp_path):
+    """``--n 2 --model``: the real openai client against the fake server plays twice from the
+    state before turn 2; it sees the recorded prefix in its prompt, and each sample is scored."""
+    sys.path.insert(0, str(Path(__file__).parent / "agents"))
+    from fake_openai_server import FakeOpenAIServer, Script, fenced
+
+    source = watched_episode(SQL_TASK, "sqlite", [LOOK_SQL, SQL_TASK.gold, None], [None, edit("SELECT 1")],
+                             tmp_path / "src.json")
+    replies = [fenced(SQL_TASK.gold), "submit", fenced("SELECT 3"), "submit"]
+    home = tmp_path / "home"
+    with FakeOpenAIServer(Script(replies)) as server:
+        done = subprocess.run([sys.executable, "-m", "icplay.cli", "branch", str(tmp_path / "src.json"), "--turn", "2",
+                               "--n", "2", "--model", "scripted", "--base-url", server.url, "--sandbox", "sqlite"],
+                              capture_output=True, text=True, timeout=300,
+                              env={"ICPLAY_HOME": str(home), "PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "k"})
+        requests = list(server.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("sample: ") == 2
+    samples = [load_trajectory(f) for f in (home / "branches").glob("*.sample.*.json")]
+    assert sorted(s.reward for s in samples) == [0.0, 1.0]
+    assert all(s.turns[0].action == LOOK_SQL and s.policy["model"] == "scripted" for s in samples)
+    assert all(s.turns[1].author == "agent" and s.forked_from["turn"] == 1 for s in samples)
+    assert LOOK_SQL in json.dumps(requests[0]["messages"])            # the prefix is in the model's prompt
+    pairs = preference_records([load_trajectory(f) for f in (home / "branches").glob("*.json")])
+    best = [p for p in pairs if p["chosen_source"]["branch"] == "sample"]
+    assert best and all(p["chosen_reward"] == 1.0 for p in best)
+    assert all(p["rejected_source"]["branch"] != "sample" or p["rejected_reward"] == 0.0 for p in pairs)

@@ -177,7 +177,8 @@ def test_sampled_continuations_are_played_by_the_model_from_the_prefix(tmp_path)
     samples = [load_trajectory(f) for f in (home / "branches").glob("*.sample.*.json")]
     assert sorted(s.reward for s in samples) == [0.0, 1.0]
     assert all(s.turns[0].action == LOOK_SQL and s.policy["model"] == "scripted" for s in samples)
-    assert all(s.turns[1].author == "agent" and s.forked_from["turn"] == 1 for s in samples)
+    assert all(s.turns[1].author == "agent" and s.forked_from == {**s.forked_from, "id": source.id, "turn": 1}
+               for s in samples)
     assert LOOK_SQL in json.dumps(requests[0]["messages"])            # the prefix is in the model's prompt
     pairs = preference_records([load_trajectory(f) for f in (home / "branches").glob("*.json")])
     best = [p for p in pairs if p["chosen_source"]["branch"] == "sample"]

@@ -9,6 +9,8 @@ episode inside an InterCode file (``FILE#N``) has no turn records to hold a labe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from icplay.episode import STEP_LABELS, Trajectory, label_turn
 from icplay.store import load_trajectory, save_trajectory
 
@@ -38,5 +40,5 @@ def label_saved_turn(ref: str, index: int, words: str, author: str | None) -> Tr
     if not 0 <= index < len(trajectory.turns):
         raise LabelError(f"the episode has no turn {index + 1}")
     label_turn(trajectory.turns[index], label, note, author)
-    save_trajectory(trajectory, ref)
+    save_trajectory(trajectory, Path(ref))
     return trajectory

@@ -110,16 +110,18 @@ def test_icplay_branch_saves_branches_the_viewer_lists_and_export_pairs(tmp_path
     assert done.returncode == 0, done.stderr
     assert "correction: reward 0.00, not strictly solved" in done.stdout
     assert "proposal: reward 1.00, strictly solved" in done.stdout
-    files = sorted((home / "branches").glob("*.json"))
+    files = sorted((home / "trajectories" / "branches").glob("*.json"))
     assert len(files) == 2 and all(f.name.startswith(f"{source.id}.t2.") for f in files)
     saved = [load_trajectory(f) for f in files]
     assert {s.forked_from["turn"] for s in saved} == {1}
     from icplay.formats.summary import family, scan
 
-    rows = scan([tmp_path / "src.json", home / "branches"], cache=False)
+    from icplay.formats.summary import default_paths
+
+    rows = scan([tmp_path / "src.json", *default_paths(home)], cache=False)     # what icplay view reads by default
     assert {r.id for r in family(rows, source.id)} == {source.id, *(s.id for s in saved)}
     out = tmp_path / "pairs.jsonl"
-    done = cli("export", "preference", str(home / "branches"), "--out", str(out), home=home)
+    done = cli("export", "preference", str(home / "trajectories" / "branches"), "--out", str(out), home=home)
     assert done.returncode == 0, done.stderr
     (pair,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert pair["chosen_source"]["branch"] == "proposal" and pair["chosen_reward"] == 1.0
@@ -129,7 +131,7 @@ def test_icplay_branch_saves_branches_the_viewer_lists_and_export_pairs(tmp_path
     done = cli("export", "preference", str(tmp_path / "src.json"), "--by-authorship", "--out", str(out), home=home)
     (pair,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert pair["pairing"] == "authorship" and "not by outcome" in pair["note"] and pair["chosen_reward"] is None
-    both = [str(tmp_path / "src.json"), str(home / "branches")]
+    both = [str(tmp_path / "src.json"), str(home / "trajectories" / "branches")]
     done = cli("export", "preference", *both, "--by-authorship", "--out", str(out), home=home)
     pairs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [p["pairing"] for p in pairs] == ["outcome"]        # the branches' outcome overrules authorship
@@ -174,13 +176,13 @@ def test_sampled_continuations_are_played_by_the_model_from_the_prefix(tmp_path)
         requests = list(server.requests)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("sample: ") == 2
-    samples = [load_trajectory(f) for f in (home / "branches").glob("*.sample.*.json")]
+    samples = [load_trajectory(f) for f in (home / "trajectories" / "branches").glob("*.sample.*.json")]
     assert sorted(s.reward for s in samples) == [0.0, 1.0]
     assert all(s.turns[0].action == LOOK_SQL and s.policy["model"] == "scripted" for s in samples)
     assert all(s.turns[1].author == "agent" and s.forked_from == {**s.forked_from, "id": source.id, "turn": 1}
                for s in samples)
     assert LOOK_SQL in json.dumps(requests[0]["messages"])            # the prefix is in the model's prompt
-    pairs = preference_records([load_trajectory(f) for f in (home / "branches").glob("*.json")])
+    pairs = preference_records([load_trajectory(f) for f in (home / "trajectories" / "branches").glob("*.json")])
     best = [p for p in pairs if p["chosen_source"]["branch"] == "sample"]
     assert best and all(p["chosen_reward"] == 1.0 for p in best)
     assert all(p["rejected_source"]["branch"] != "sample" or p["rejected_reward"] == 0.0 for p in pairs)

@@ -5,8 +5,8 @@ The continuations: the recorded one (called ``correction`` when turn K is a huma
 rejection), the agent's edited or rejected proposal instead (then the recorded turns after
 it), and N continuations a model plays (``--model``, sampled at ``--temperature``). Each is
 saved as an episode naming its parent and turn (``forked_from``: id, turn, branch) under
-``--out`` (default ``$ICPLAY_HOME/branches``, which ``icplay view`` lists, each marked ⑂ and
-grouped with its parent), and printed with its reward and strict verdict. ``icplay export
+``--out`` (default ``$ICPLAY_HOME/trajectories/branches``, which ``icplay view`` lists by
+default, each marked ⑂ and grouped with its parent), and printed with its reward and strict verdict. ``icplay export
 preference`` pairs them by outcome (docs/export.md).
 """
 
@@ -17,6 +17,8 @@ from pathlib import Path
 
 from icplay.languages import add_sandbox_argument
 from icplay.process import UserError
+
+BRANCHES_FOLDER = "branches"   # under the sessions' root, where icplay view looks by default
 
 # What a command needs is imported inside the function that runs it (said here once for the
 # module): `icplay --help` imports every command module and must start fast.
@@ -33,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of --model (default 1.0)")
     p.add_argument("--max-turns", type=int, default=10, help="turns a sampled continuation may take (default 10)")
     p.add_argument("--out", type=Path, default=None, help="folder the branches are saved in "
-                   "(default: $ICPLAY_HOME/branches)")
+                   "(default: $ICPLAY_HOME/trajectories/branches, which icplay view lists)")
     add_sandbox_argument(p, " (each branch gets a fresh one)")
     p.add_argument("--image", help="Docker image for Bash episodes")
     p.set_defaults(func=run)
@@ -45,7 +47,7 @@ def run(args) -> int:
     from icplay.review.branch import BranchError, Branching, branch
 
     source = _source(args)
-    out = args.out or Path(home_dir()) / "branches"
+    out = args.out or Path(home_dir()) / "trajectories" / BRANCHES_FOLDER
     how = Branching(make_env=_env_maker(source, args), out=out, sample_policy=_sampler(source, args),
                     limits=Limits(max_turns=args.max_turns), on_branch=_say)
     print(f"icplay: branching episode {source.id} ({source.task_key}) at turn {args.turn} of {len(source.turns)}",

@@ -24,6 +24,7 @@ from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task
 
 TRAJECTORY_VERSION = 1
+SUBMITTED_KEYS = ("function", "submitted")   # where a breakdown keeps submit's argument (Python, CTF)
 
 HUMAN, AGENT, AGENT_EDITED = "human", "agent", "agent-edited-by-human"
 
@@ -87,6 +88,25 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# A human's judgement of one turn, for process supervision (``icplay export steps``): kept in
+# the turn's ``info`` under LABEL_KEY with a note, who gave it and when.
+GOOD, BAD, NEUTRAL = "good", "bad", "neutral"
+STEP_LABELS = (GOOD, BAD, NEUTRAL)
+LABEL_KEY = "label"
+LABEL_NOTE_CHARS = 2000
+
+
+def label_turn(turn: "Turn", label: str, note: str | None = None, author: str | None = None,
+               when: float | None = None) -> dict[str, Any]:
+    """Label ``turn`` good, bad or neutral (ValueError for another word); a later label replaces it."""
+    if label not in STEP_LABELS:
+        raise ValueError(f"a turn is labelled {', '.join(STEP_LABELS)}, not {label!r}")
+    mark = {"label": label, "note": (note or "").strip()[:LABEL_NOTE_CHARS] or None, "author": author,
+            "at": time.time() if when is None else when}
+    turn.info[LABEL_KEY] = mark
+    return mark
+
+
 @dataclass
 class Turn:
     """One executed action (or a rejected proposal) and what came of it."""
@@ -121,6 +141,15 @@ class Turn:
             check_fields(verdict, STRICT_FIELDS, where=f"{where}.info.strict")
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+    @property
+    def label(self) -> dict[str, Any] | None:
+        """The human's label on this turn (``{"label", "note", "author", "at"}``), if it has a
+        well-formed one (a saved file's odd value is no label)."""
+        mark = self.info.get(LABEL_KEY)
+        if not isinstance(mark, dict) or mark.get("label") not in STEP_LABELS:
+            return None
+        return mark
 
     @property
     def counts(self) -> bool:
@@ -176,6 +205,13 @@ class Trajectory:
     def solved(self) -> bool:
         best = self.best_reward if self.best_reward is not None else self.reward
         return best is not None and best >= 1.0
+
+    @property
+    def submitted_arg(self) -> str | None:
+        """What the submit was given, where the language's submit takes an argument (the
+        breakdown keeps Python's function, CTF's flag); None otherwise."""
+        breakdown = self.breakdown or {}
+        return next((str(breakdown[k]) for k in SUBMITTED_KEYS if breakdown.get(k)), None)
 
     @property
     def strictly_solved(self) -> bool | None:

@@ -28,7 +28,9 @@ def mixed_episode() -> Trajectory:
              info={"usage": usage, "model": "gpt-x"}),
         Turn(1, AGENT_EDITED, "SELECT title FROM books", "Leaves", 0, 1_700_000_001.0, proposed="SELECT *",
              comment="only titles", info={"usage": usage}),
-        Turn(2, HUMAN, "SELECT 2", "2", 0, 1_700_000_002.0, info={"notes": ["output cut at 100 lines"]}),
+        Turn(2, HUMAN, "SELECT 2", "2", 0, 1_700_000_002.0, info={"notes": ["output cut at 100 lines"],
+                                                                 "label": {"label": "good", "note": None,
+                                                                           "author": "ann", "at": 1.0}}),
         Turn(3, AGENT, "", "", None, 1_700_000_003.0, proposed="DROP TABLE books", comment="no",
              info={"rejected": True}),
     ]
@@ -42,7 +44,7 @@ def test_a_mixed_episode_maps_to_valid_atif():
     model = atif.Trajectory.model_validate(json.loads(atif_lines([mixed_episode()])))
     assert model.schema_version.startswith("ATIF-v") and model.agent.model_name == "gpt-x"
     sources = [step.source for step in model.steps]
-    assert sources == ["user", "agent", "agent", "user", "agent", "system"]
+    assert sources == ["user", "agent", "agent", "agent", "agent", "system"]   # the human acted: an acting step
     first = model.steps[1]
     assert first.tool_calls[0].function_name == "run" and first.tool_calls[0].arguments == {"code": "SELECT 1"}
     assert first.observation.results[0].content == "1" and first.observation.results[0].source_call_id == "call_0"
@@ -51,9 +53,12 @@ def test_a_mixed_episode_maps_to_valid_atif():
     edited = model.steps[2]
     assert edited.extra["author"] == AGENT_EDITED and edited.extra["proposed"] == "SELECT *"
     assert edited.extra["comment"] == "only titles"
-    human = model.steps[3]
-    assert human.message == "SELECT 2" and human.extra["author"] == HUMAN and human.tool_calls is None
-    assert human.extra["notes"] == ["output cut at 100 lines"]
+    human = model.steps[3]       # the action and its output in ATIF's own fields, no model call
+    assert human.tool_calls[0].function_name == "run" and human.tool_calls[0].arguments == {"code": "SELECT 2"}
+    assert human.observation.results[0].content == "2" and human.observation.results[0].source_call_id == "call_2"
+    assert human.llm_call_count == 0 and human.metrics is None and human.reasoning_content is None
+    assert human.extra["author"] == HUMAN and human.observation.results[0].extra == {"notes": ["output cut at 100 lines"]}
+    assert human.extra["label"]["label"] == "good"
     rejected = model.steps[4]
     assert rejected.tool_calls is None and rejected.extra["rejected"] and rejected.message == "DROP TABLE books"
     submit = model.steps[5]

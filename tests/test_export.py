@@ -73,12 +73,15 @@ def test_export_intercode_then_rescore_agrees_on_every_turn(gold_run, tmp_path):
 def check_chat_line(line: str) -> dict:
     """One line of OpenAI's chat fine-tuning format, checked field by field."""
     record = json.loads(line)
-    assert set(record) == {"messages"}
+    assert set(record) == {"messages", "metadata"}
     messages = record["messages"]
     assert isinstance(messages, list) and len(messages) >= 3
     for m in messages:
-        assert set(m) == {"role", "content"} and isinstance(m["content"], str) and m["content"]
+        assert set(m) == ({"role", "content", "weight"} if m["role"] == "assistant" else {"role", "content"})
+        assert isinstance(m["content"], str) and m["content"]
         assert m["role"] in ("system", "user", "assistant")
+        assert m.get("weight", 1) in (0, 1)
+    assert len(record["metadata"]["message_authors"]) == len(messages)
     assert messages[0]["role"] == "system"
     rest = [m["role"] for m in messages[1:]]
     assert rest == ["user", "assistant"] * (len(rest) // 2), rest     # alternating, ends with the assistant
@@ -148,9 +151,11 @@ def test_export_preference_of_a_watched_episode_gives_one_pair_per_edit_and_reje
     folder = tmp_path / "home" / "trajectories" / "watch"
     out = tmp_path / "pairs.jsonl"
     done = cli("export", "preference", str(folder), "--out", str(out))
+    assert done.returncode == 0 and out.read_text() == ""      # nothing scored the alternatives: no pair
+    done = cli("export", "preference", str(folder), "--out", str(out), "--by-authorship")
     assert done.returncode == 0, done.stderr
     pairs = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(pairs) == 2
+    assert len(pairs) == 2 and all(p["pairing"] == "authorship" for p in pairs)
     edit, reject = pairs
     assert edit["kind"] == "edit" and wrong in edit["rejected"][0]["content"] and look in edit["chosen"][0]["content"]
     assert [m["role"] for m in edit["prompt"]] == ["system", "user"]
@@ -164,10 +169,10 @@ def test_export_preference_of_a_watched_episode_gives_one_pair_per_edit_and_reje
     done = cli("export", "chat", str(folder), "--out", str(chat))
     assert done.returncode == 0, done.stderr
     messages = check_chat_line(chat.read_text().splitlines()[0])["messages"]
-    replies = [m["content"] for m in messages if m["role"] == "assistant"]
-    assert replies == [fenced(look), fenced(gold), "submit"]
+    replies = [(m["content"], m["weight"]) for m in messages if m["role"] == "assistant"]
+    assert replies == [(fenced(look), 1), (fenced("DELETE FROM books"), 0), (fenced(gold), 1), ("submit", 1)]
     # the --author filter: this episode is mixed, neither human nor agent alone
-    done = cli("export", "preference", str(folder), "--out", str(out), "--author", "agent")
+    done = cli("export", "preference", str(folder), "--out", str(out), "--author", "agent", "--by-authorship")
     assert done.returncode == 1 and "Traceback" not in done.stderr and "filters" in done.stderr
 
 

@@ -81,7 +81,7 @@ def test_the_csv_has_the_strict_verdict_and_its_reasons(saved, tmp_path, capsys)
 @pytest.mark.parametrize("fmt, intercode, strict", [
     ("chat", 3, 1),          # one conversation per episode
     ("fewshot", 3, 1),       # one demonstration per episode
-    ("preference", 3, 1),    # one pair per edited proposal
+    ("preference", 3, 1),    # one pair per edited proposal (--by-authorship: no branch scored them)
     ("intercode", 3, 1),     # one record per episode
 ])
 def test_every_format_follows_the_filter(saved, tmp_path, capsys, fmt, intercode, strict):
@@ -95,9 +95,10 @@ def test_every_format_follows_the_filter(saved, tmp_path, capsys, fmt, intercode
             return len(json.loads(text))
         return len(text.splitlines())
 
-    assert export(capsys, fmt, str(saved), "--out", str(out), "--solved", "intercode")[0] == 0
+    flags = ["--by-authorship"] if fmt == "preference" else []
+    assert export(capsys, fmt, str(saved), "--out", str(out), "--solved", "intercode", *flags)[0] == 0
     assert records() == intercode
-    assert export(capsys, fmt, str(saved), "--out", str(out), "--solved", "strict")[0] == 0
+    assert export(capsys, fmt, str(saved), "--out", str(out), "--solved", "strict", *flags)[0] == 0
     assert records() == strict
     if fmt == "intercode":
         (record,) = json.loads(out.read_text()).values()

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from icplay.episode import AGENT, AGENT_EDITED, HUMAN, Trajectory, Turn
-from icplay.formats.export import chat_record, preference_pairs, render
+from icplay.formats.export import TrainingOptions, chat_record, preference_pairs, render
 
 CALLS = [{"id": "srv_0", "name": "python", "arguments": '{"code": "def add(a, b): return a - b"}'},
          {"id": "srv_1", "name": "python", "arguments": '{"code": "add(1, 2)"}'}]
@@ -61,13 +61,19 @@ def test_chat_export_writes_tool_calls_and_tool_messages_for_a_tools_episode():
     record = chat_record(episode())
     check_tool_chat(record)
     msgs = record["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user"] + ["assistant", "tool"] * 4 + ["assistant"]
+    # the rejected proposal stays, as context (weight 0), answered by the reviewer's comment
+    assert [m["role"] for m in msgs] == ["system", "user"] + ["assistant", "tool"] * 5 + ["assistant"]
+    assert [m["weight"] for m in msgs if m["role"] == "assistant"] == [1, 1, 0, 1, 1, 1]
     assert "call the `submit` tool" in msgs[0]["content"]
-    edited, kept, human = msgs[2]["tool_calls"][0], msgs[4]["tool_calls"][0], msgs[6]["tool_calls"][0]
+    edited, kept, human = msgs[2]["tool_calls"][0], msgs[4]["tool_calls"][0], msgs[8]["tool_calls"][0]
     assert json.loads(edited["function"]["arguments"]) == {"code": "def add(a, b): return a + b"}   # what ran
     assert edited["id"] == "call_0" and kept["id"] == "srv_1" and human["id"] == "call_3"
-    assert msgs[8]["tool_calls"][0]["id"] == "call_4"              # srv_1 again: made unique
+    assert json.loads(msgs[6]["tool_calls"][0]["function"]["arguments"]) == {"code": "import os"}
+    assert msgs[7]["tool_call_id"] == msgs[6]["tool_calls"][0]["id"] and "no imports" in msgs[7]["content"]
+    assert msgs[10]["tool_calls"][0]["id"] == "call_4"              # srv_1 again: made unique
     assert msgs[5] == {"role": "tool", "tool_call_id": "srv_1", "content": "3"}
+    assert record["metadata"]["message_authors"][2::2] == ["agent-edited-by-human", "agent", "rejected", "human",
+                                                          "agent", "agent"]
     assert msgs[-1]["tool_calls"][0]["function"] == {"name": "submit", "arguments": '{"function_name": "add"}'}
 
 
@@ -86,12 +92,13 @@ def test_preference_pairs_of_a_tools_episode_are_tool_calls_too():
 
 def test_text_stays_the_default_and_either_format_can_be_asked_for(tmp_path):
     text = chat_record(episode(actions=None))
-    assert set(text) == {"messages"} and text["messages"][2]["content"].startswith("```python\n")
+    assert set(text) == {"messages", "metadata"} and text["messages"][2]["content"].startswith("```python\n")
     forced = chat_record(episode(actions=None), actions="tools")
     check_tool_chat(forced)
     as_text = chat_record(episode(), actions="text")
-    assert set(as_text) == {"messages"} and all(isinstance(m["content"], str) for m in as_text["messages"])
-    body, count = render("preference", [episode()])
+    assert set(as_text) == {"messages", "metadata"} and all(isinstance(m["content"], str) for m in as_text["messages"])
+    assert as_text["messages"][-1]["content"] == "submit add"          # submit's argument, as the model writes it
+    body, count = render("preference", [episode()], options=TrainingOptions(by_authorship=True))
     assert count == 2 and all("tool_calls" in json.loads(line)["chosen"][0] for line in body.splitlines())
     path = tmp_path / "ep.json"
     path.write_text(json.dumps(episode().to_dict()))

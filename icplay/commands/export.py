@@ -1,10 +1,12 @@
 """``icplay export FORMAT PATHS... --out FILE``: saved episodes as training data.
 
-FORMAT is ``chat`` (OpenAI chat fine-tuning JSONL), ``fewshot`` (demonstrations for
-``icplay run --demos``), ``preference`` (chosen/rejected pairs from human edits and
-rejections), ``intercode`` (InterCode's results file, readable by ``icplay rescore``) or
-``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line, icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or
-InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md. A file
+FORMAT is ``chat`` (chat fine-tuning JSONL: every assistant message weighted 1 or 0,
+each record's metadata naming the task, episode and outcome; solved episodes by default),
+``fewshot`` (demonstrations for ``icplay run --demos``), ``preference`` (chosen/rejected
+pairs of branches whose outcomes differ, from ``icplay branch``), ``steps`` (labelled turns
+in TRL's stepwise-supervision shape), ``intercode`` (InterCode's results file, readable by
+``icplay rescore``), ``csv`` (one row per episode) or ``atif`` (one ATIF trajectory per line,
+icplay/formats/atif.py). PATHS are run folders, sessions, trajectory files or InterCode files. The formats are in ``icplay.formats.export`` and docs/export.md. A file
 that cannot be read is left out and named with its bad field on stderr (``2 files skipped:
 ...``); the others are exported.
 
@@ -16,7 +18,8 @@ from __future__ import annotations
 
 import sys
 from icplay.process import UserError
-from icplay.formats.export import AUTHORS, ExportError, FORMATS, SOLVED_BY, render, select
+from icplay.formats.export import (ANY_OUTCOME, AUTHORS, DEFAULT_SOLVED, FORMATS, SOLVED_BY, ExportError,
+                                   TrainingOptions, render, select)
 from icplay.formats.native import Skipped, load_earlier_attempts, skipped_note
 from icplay.store import TrajectoryFileError, atomic_write_text, escape_surrogates
 from icplay.agents.strategies import strategy_name
@@ -33,8 +36,10 @@ from icplay.tasks.registry import load_tasks
 def register(sub) -> None:
     p = sub.add_parser("export", help="export saved episodes as fine-tuning, few-shot, preference, InterCode or CSV data",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
-    p.add_argument("format", choices=(*FORMATS, "atif", "harbor"), help="the output format (atif: JSON Lines of ATIF "
-                   "trajectories, Harbor's format; harbor: --tasks as Harbor task folders; docs/export.md)")
+    p.add_argument("format", choices=(*FORMATS, "steps", "atif", "harbor"),
+                   help="the output format (steps: labelled turns in TRL's stepwise-supervision shape; atif: JSON "
+                        "Lines of ATIF trajectories, Harbor's format; harbor: --tasks as Harbor task folders; "
+                        "docs/export.md)")
     p.add_argument("paths", nargs="*", help="run folders, session folders, trajectory files or InterCode files")
     p.add_argument("--out", required=True, help="the file to write ('-' for stdout); harbor: the folder")
     p.add_argument("--tasks", action="append", default=[], metavar="SET",
@@ -43,9 +48,10 @@ def register(sub) -> None:
     p.add_argument("--check", action="store_true",
                    help="harbor: then run each task's oracle on Docker as Harbor does (build, solve.sh, verifier) "
                         "and report the tasks whose reward is not 1.0")
-    p.add_argument("--solved", choices=tuple(SOLVED_BY), default=None,
-                   help="only solved episodes: intercode (best reward 1.0) or strict (the strict verdict says "
-                        "solved; episodes without a verdict are left out)")
+    p.add_argument("--solved", choices=(*SOLVED_BY, ANY_OUTCOME), default=None,
+                   help="which outcomes: intercode (best reward 1.0), strict (the strict verdict says solved; "
+                        "episodes without a verdict are left out) or any. Default: intercode for chat and "
+                        "fewshot (fine-tuning learns what it is shown), any for the others")
     p.add_argument("--solved-only", action="store_true", help="the same as --solved intercode")
     p.add_argument("--attempts", choices=["latest", "first", "best", "all"], default="latest",
                    help="which attempts of a task: its latest (the current file, the default), first, best, or all "
@@ -60,6 +66,12 @@ def register(sub) -> None:
     p.add_argument("--actions", choices=["text", "tools"], default=None,
                    help="chat and preference data as text replies (fenced blocks) or as OpenAI tool calls with "
                         "tool messages (default: each episode's own --actions)")
+    p.add_argument("--no-rejected", action="store_true",
+                   help="chat: leave rejected proposals out (by default they are kept with weight 0, with the "
+                        "reviewer's comment after them; for trainers that ignore per-message weights)")
+    p.add_argument("--by-authorship", action="store_true",
+                   help="preference: also pair a human's edit or rejection against the agent's proposal where no "
+                        "branch (icplay branch) scored them; each such record says it is paired by authorship")
     p.add_argument("--reasoning", action="store_true",
                    help="chat and preference: keep the model's reasoning on its messages (reasoning_content)")
     p.set_defaults(func=run)
@@ -73,10 +85,10 @@ def run(args) -> int:
     trajs = _episodes(args.paths, args.attempts, skipped)
     if not trajs:
         raise UserError(f"no episode to export; {skipped_note(skipped)}")
-    chosen = select(trajs, solved_only=args.solved_only, author=args.author, min_reward=args.min_reward,
-                    solved=args.solved)
+    solved = _solved_rule(args)
+    chosen = select(trajs, author=args.author, min_reward=args.min_reward, solved=solved)
     if not chosen:
-        raise UserError(_none_chosen(trajs, args.solved) + (f"; {skipped_note(skipped)}" if skipped else ""))
+        raise UserError(_none_chosen(trajs, solved) + (f"; {skipped_note(skipped)}" if skipped else ""))
     text, count = _rendered(args, chosen, strategy)
     _write(args.out, text if args.format == "csv" else escape_surrogates(text))
     print(f"icplay: {count} {args.format} record(s) from {len(chosen)} of {len(trajs)} episodes"
@@ -84,6 +96,19 @@ def run(args) -> int:
     if skipped:
         print(f"icplay: {skipped_note(skipped)}", file=sys.stderr)
     return 0
+
+
+def _solved_rule(args) -> str:
+    """The ``--solved`` rule in force (the format's default when none is given), said on stderr."""
+    if args.solved_only and args.solved not in (None, "intercode"):
+        raise UserError(f"--solved-only is --solved intercode; it contradicts --solved {args.solved}")
+    given = args.solved or ("intercode" if args.solved_only else None)
+    solved = given or DEFAULT_SOLVED.get(args.format, ANY_OUTCOME)
+    words = {"intercode": "solved episodes only (best reward 1.0)", "strict": "strictly solved episodes only",
+             ANY_OUTCOME: "episodes of every outcome"}[solved]
+    how = "as asked" if given else f"the default for {args.format}; --solved any|intercode|strict to change it"
+    print(f"icplay: exporting {words} ({how})", file=sys.stderr)
+    return solved
 
 
 def _checked_episode_export(args) -> str:
@@ -123,7 +148,16 @@ def _rendered(args, chosen: list, strategy: str) -> tuple[str, int]:
             from icplay.formats.atif import atif_lines
 
             return atif_lines(chosen), len(chosen)
-        return render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning)
+        if args.format == "steps":
+            import json
+
+            from icplay.formats.steps import steps_records
+
+            records = steps_records(chosen, strategy, args.protocol, args.actions)
+            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), len(records)
+        options = TrainingOptions(rejected=not args.no_rejected, by_authorship=args.by_authorship)
+        return render(args.format, chosen, strategy, args.protocol, args.actions, reasoning=args.reasoning,
+                      options=options)
     except ExportError as exc:
         raise UserError(str(exc)) from None
 

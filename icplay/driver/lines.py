@@ -37,7 +37,7 @@ from icplay.driver.events import (Delta, Event, Failure, Finished, Output, Propo
                                   Retrying, Scored, State, TurnRecorded)
 from icplay.envs.base import (HAS_CWD, STREAMS_OUTPUT, Env, SubmitResult, capabilities_of, observation_parts,
                               parse_submit, render_notes, shown_observation, strict_doubts)
-from icplay.episode import Decision, Episode, Proposal, Trajectory, Turn
+from icplay.episode import STEP_LABELS, Decision, Episode, Proposal, Trajectory, Turn, label_turn
 from icplay.languages import find
 from icplay.languages.submitting import submit_preview
 from icplay.session import IN_PROGRESS, NEW, Session
@@ -49,9 +49,11 @@ class _HasCwd(Protocol):
     """An env that declares HAS_CWD: its shell's working directory, for the prompt."""
     cwd: str | None
 
-HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :quit, :help"""
+HUMAN_HELP = """commands: submit (score and go on), :skip (next task without scoring), :label, :quit, :help"""
+LABEL_COMMAND = ":label"
+LABEL_HELP = f":label {'|'.join(STEP_LABELS)} [NOTE] labels the last turn (process supervision: icplay export steps)"
 AGENT_HELP = ("decide: [enter] run it · e ACTION run ACTION instead · r COMMENT reject · t take over · "
-              "s submit · q (or :quit) stop · ? help")
+              "s submit · q (or :quit) stop · :label good|bad|neutral [NOTE] the last turn · ? help")
 CONTROL_HELP = ("any time: :auto :confirm :human switch mode · :pause after this step · :step one step · "
                 ":go go on · :stop")
 PAUSED_HELP = "paused: [enter] go on · n one step · t take over · s submit · q stop"
@@ -609,12 +611,32 @@ class LineLoop:
         if text in ("q", ":quit"):     # :quit ends here as at the human's prompt
             self.outcome = QUIT
             return Decision.stop()
+        if head == LABEL_COMMAND:
+            self._label_last_turn(rest)
+            return None
         if text in ("?", "h", ":help"):
             self._say(PAUSED_HELP if request.kind == PAUSED else AGENT_HELP)
             self._say(CONTROL_HELP)
             return None
         self._say(f"? {PAUSED_HELP if request.kind == PAUSED else AGENT_HELP}")
         return None
+
+    def _label_last_turn(self, words: str) -> None:
+        """``:label good|bad|neutral [NOTE]``: the last turn labelled, signed and saved (asked
+        only while the driver waits for this prompt, so nothing else writes the trajectory)."""
+        label, _, note = words.strip().partition(" ")
+        episode = self.driver.episode
+        turns = episode.trajectory.turns
+        if not turns:
+            self._say("no turn to label yet")
+            return
+        try:
+            label_turn(turns[-1], label, note, episode.annotator or episode.trajectory.annotator)
+        except ValueError:
+            self._say(LABEL_HELP)
+            return
+        episode.save()
+        self._say(f"(turn {len(turns)} labelled {label}{': ' + note.strip() if note.strip() else ''})")
 
     def _go_on(self, step_only: bool) -> None:
         """At the pause: go on (enter) or take one step (n); either answers the request."""
@@ -669,6 +691,9 @@ class LineLoop:
             self._say(self._human_help(agent))
             if agent:
                 self._say(CONTROL_HELP)
+            return True, None
+        if stripped.partition(" ")[0] == LABEL_COMMAND:
+            self._label_last_turn(stripped.partition(" ")[2])
             return True, None
         if stripped in (":quit", ":skip"):
             self.outcome = QUIT if stripped == ":quit" else SKIPPED

@@ -10,8 +10,11 @@ The mapping:
   ``reasoning_content`` and the call's token usage and cost as ``metrics``. A human's
   edit keeps the agent's proposal and the human's comment in the step's ``extra``
   (``author``, ``proposed``, ``comment``);
-- a human turn: a ``user`` step (ATIF gives tool calls to agents only) whose message is the
-  command, with its output, exit code and author in ``extra``;
+- a human turn: the acting party's step like an agent turn (``source`` agent: ATIF gives
+  tool calls to that role only) with the command as its ``run`` call and its output as the
+  observation, ``llm_call_count`` 0 (no model was called) and ``extra.author`` ``human``
+  (with the annotator), so human demonstrations are agent data a trainer can use;
+- a turn a human labelled (good / bad / neutral) carries the label in its step's ``extra``;
 - a rejected proposal: an ``agent`` step with the proposal as its message and no tool
   call, ``extra`` saying who rejected it and why;
 - the submit: a ``system`` step whose observation is the reward, the breakdown and the
@@ -83,14 +86,23 @@ def _observation(turn: Turn) -> tuple[str, list[str]]:
 
 
 def _human_step(step_id: int, turn: Turn) -> dict[str, Any]:
+    """A human's action as the acting party's step, in ATIF's own fields: ``source`` agent (ATIF
+    gives actions, ``tool_calls``, to that role only), the action as the ``run`` call, its
+    output as the observation; ``llm_call_count`` 0 says no model was called (ATIF's mark of a
+    non-LLM step) and ``extra.author`` says a human acted."""
+    call_id = f"call_{turn.index}"
     text, notes = _observation(turn)
-    extra: dict[str, Any] = {"author": turn.author, "observation": text, "exit_code": turn.exit_code,
-                             "duration": turn.duration, "annotator": turn.info.get("annotator")}
-    if notes:
-        extra["notes"] = notes
+    extra: dict[str, Any] = {"author": turn.author, "exit_code": turn.exit_code, "duration": turn.duration,
+                             "annotator": turn.info.get("annotator")}
     if turn.comment:
         extra["comment"] = turn.comment
-    return {"step_id": step_id, "timestamp": _time(turn.started_at), "source": "user", "message": turn.action,
+    if turn.reward is not None:
+        extra["reward"] = turn.reward
+    return {"step_id": step_id, "timestamp": _time(turn.started_at), "source": "agent", "message": "",
+            "llm_call_count": 0,
+            "tool_calls": [{"tool_call_id": call_id, "function_name": "run", "arguments": {"code": turn.action}}],
+            "observation": {"results": [{"source_call_id": call_id, "content": text,
+                                         **({"extra": {"notes": notes}} if notes else {})}]},
             "extra": extra}
 
 
@@ -101,7 +113,14 @@ def _rejected_step(step_id: int, turn: Turn) -> dict[str, Any]:
 
 
 def _turn_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
-    """The step of one turn, by its kind."""
+    """The step of one turn, by its kind (a human's label, if any, in its ``extra``)."""
+    step = _kind_step(step_id, turn, model)
+    if turn.label:
+        step["extra"] = {**step.get("extra", {}), "label": turn.label}
+    return step
+
+
+def _kind_step(step_id: int, turn: Turn, model: str | None) -> dict[str, Any]:
     if turn.kind == KIND_REJECTED:
         return _rejected_step(step_id, turn)
     if turn.kind == KIND_INVALID:   # a reply with no action in it: the model's text, no call

@@ -1,6 +1,14 @@
 """Saved episodes out as training data: ``chat``, ``fewshot``, ``preference``,
 ``intercode`` and ``csv`` (docs/export.md shows each with an example).
 
+Chat records keep what was done: every action the model would have had to write (``submit``
+with its argument where the language's submit takes one), each assistant message weighted 1
+(learn from it: agent turns that ran, human edits and actions) or 0 (context: rejected
+proposals, followed by the reviewer's comment) in OpenAI's / axolotl's per-message
+``weight`` convention, and ``metadata`` naming the task, episode, attempt, annotator, model,
+outcome and each message's author. Preference pairs come from branches (``icplay branch``)
+whose outcomes differ (see "preference pairs grounded in outcomes" below).
+
 Every format is built from icplay trajectories (``icplay.formats.load_logs`` reads a run
 folder, a session, a trajectory file or InterCode's files). ``select`` filters episodes
 (solved as InterCode counts it or strictly, by author, by reward). Actions are written in the reply format of a
@@ -20,6 +28,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from itertools import combinations
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,9 +37,10 @@ from icplay.agents import prompts
 from icplay.agents.context import cut_middle
 from icplay.agents.strategies import fenced
 from icplay.agents.tools import SUBMIT_TOOL, TOOLS, action_protocol, tool_schemas, toolset, wire_call
-from icplay.episode import (AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
+from icplay.episode import (AGENT, AGENT_EDITED, HUMAN, KIND_AGENT, KIND_EDITED, KIND_HUMAN, KIND_INVALID, KIND_REJECTED,
                             Trajectory, Turn)
 from icplay.json_shape import JsonFileError, read_json_text
+from icplay.languages.registry import find as find_language
 from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set
 
@@ -41,6 +52,11 @@ SOLVED_BY = {
     "intercode": lambda t: t.solved,
     "strict": lambda t: t.strictly_solved is True,
 }
+ANY_OUTCOME = "any"     # ``--solved any``: solved or not
+# Which episodes a format takes when ``--solved`` is not given: chat (SFT) data teaches what it
+# shows, so only solved episodes go in; the others keep every outcome (preference and step data
+# need the failures, and carry each outcome in their records).
+DEFAULT_SOLVED = {"chat": "intercode", "fewshot": "intercode"}
 FEWSHOT_FORMAT = "icplay-fewshot/1"
 OBSERVATION_CHARS = 4000       # per observation in chat and preference data
 DEMO_OBSERVATION_CHARS = 800   # per observation in a few-shot demonstration
@@ -71,9 +87,9 @@ def select(trajs: Iterable[Trajectory], solved_only: bool = False, author: str =
     """The episodes that pass the filters (errored ones and ones with no turn never do).
 
     ``solved``: a key of ``SOLVED_BY`` (``solved_only`` is ``solved="intercode"``)."""
-    if solved is not None and solved not in SOLVED_BY:
-        raise ExportError(f"unknown solved verdict {solved!r} (one of: {', '.join(SOLVED_BY)})")
-    passes = SOLVED_BY[solved or "intercode"] if (solved or solved_only) else None
+    if solved is not None and solved != ANY_OUTCOME and solved not in SOLVED_BY:
+        raise ExportError(f"unknown solved verdict {solved!r} (one of: {', '.join(SOLVED_BY)}, {ANY_OUTCOME})")
+    passes = SOLVED_BY[solved or "intercode"] if (solved or solved_only) and solved != ANY_OUTCOME else None
     def kept(t: Trajectory) -> bool:
         if t.status == "error" or not t.turns or (passes is not None and not passes(t)):
             return False
@@ -164,7 +180,7 @@ class Replies:
 
     def submit(self, arg: str | None = None) -> dict[str, Any]:
         if not self.tools:
-            return {"role": "assistant", "content": "submit"}
+            return {"role": "assistant", "content": submit_text(self.language, arg)}
         name = toolset(self.language).submit_arg
         return self._call(None, SUBMIT_TOOL, {name: arg} if name and arg else {}, None)
 
@@ -205,52 +221,129 @@ def _ends_by_submit(traj: Trajectory, protocol: str | None) -> bool:
     return traj.status == "submitted" and protocol_of(traj, protocol) != "intercode"
 
 
-SUBMITTED_KEYS = ("function", "submitted")   # where a breakdown keeps submit's argument (Python, CTF)
-
-
 def submitted_arg(traj: Trajectory) -> str | None:
-    breakdown = traj.breakdown or {}
-    return next((str(breakdown[k]) for k in SUBMITTED_KEYS if breakdown.get(k)), None)
+    return traj.submitted_arg
+
+
+def submit_text(language: str, arg: str | None) -> str:
+    """``submit`` as the model has to write it: with its argument where the language's submit
+    takes one (CTF's flag, Python's function name), as the system prompt asks."""
+    spec = find_language(language)
+    takes_arg = spec is not None and spec.prompts.submit_arg
+    return f"submit {arg}" if takes_arg and arg else "submit"
+
+
+# Per-message learning weights, in OpenAI's fine-tuning convention (also axolotl's): ``weight``
+# 1 on an assistant message to learn from, 0 on one only there for context.
+LEARN, CONTEXT = 1, 0
+
+
+@dataclass
+class Conversation:
+    """Chat messages and, per message, who wrote it (None for system, task and outputs)."""
+
+    messages: list[dict[str, Any]]
+    authors: list[str | None]
+
+    def add(self, message: dict[str, Any], author: str | None = None, weight: int | None = None) -> None:
+        if weight is not None:
+            message["weight"] = weight
+        self.messages.append(message)
+        self.authors.append(author)
+
+    def pop(self) -> None:
+        self.messages.pop()
+        self.authors.pop()
+
+
+def rejection_message(turn: Turn, replies: "Replies") -> dict[str, Any]:
+    """What the model was told after a proposal was rejected (the reviewer's comment)."""
+    text = (f"A human reviewer rejected this {prompts.unit(replies.language)} without running it. "
+            f"Their comment: {turn.comment or 'no reason given'}")
+    if replies.tools:
+        return {"role": "tool", "tool_call_id": replies.call_id(turn), "content": text}
+    return {"role": "user", "content": text}
+
+
+def author_of(turn: Turn) -> str:
+    """Who wrote the turn's action: a branch's replayed turn names the recorded turn's author."""
+    recorded = turn.info.get("recorded")
+    author = recorded.get("author") if isinstance(recorded, dict) else None
+    return author if author in (HUMAN, AGENT, AGENT_EDITED) else turn.author
+
+
+def add_turns(conv: Conversation, turns: list[Turn], replies: "Replies", rejected: bool = True) -> None:
+    """Each turn that ran (its action, learned from, then its output) and, with ``rejected``,
+    each rejected proposal (not learned from, then the reviewer's comment)."""
+    for turn in turns:
+        if turn.info.get("rejected"):
+            if rejected and turn.proposed and turn.proposed != "submit":
+                conv.add(replies.action(turn, turn.proposed, turn.thought, own=True), KIND_REJECTED, CONTEXT)
+                conv.add(rejection_message(turn, replies))
+            continue
+        if not turn.action or turn.info.get("invalid"):
+            continue
+        conv.add(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN), author_of(turn), LEARN)
+        conv.add(replies.output(turn))
+
+
+def chat_conversation(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
+                      actions: str | None = None, reasoning: bool = False, rejected: bool = True) -> Conversation:
+    """The episode as a conversation: the system prompt, the task, then each turn (see
+    ``add_turns``) and ``close_conversation``."""
+    replies = Replies(traj, strategy, actions, reasoning)
+    conv = Conversation(_head(traj, strategy, protocol, actions), [None, None])
+    add_turns(conv, traj.turns, replies, rejected)
+    close_conversation(conv, traj, replies, protocol)
+    return conv
+
+
+def close_conversation(conv: Conversation, traj: Trajectory, replies: "Replies", protocol: str | None) -> None:
+    """``submit`` (with its argument) last when the episode was submitted under the agent
+    protocol; else a trailing output is left out (a chat ends with the assistant)."""
+    if _ends_by_submit(traj, protocol) and len(conv.messages) > 2:
+        conv.add(replies.submit(submitted_arg(traj)), _submitter(traj), LEARN)
+    elif conv.messages[-1]["role"] in ("user", "tool") and len(conv.messages) > 2:
+        conv.pop()
+
+
+def _submitter(traj: Trajectory) -> str:
+    """Who the submit is credited to: the agent in an agent's episode (trajectories do not
+    record whether the reviewer or the agent ended it), the human in human play."""
+    return HUMAN if traj.policy.get("kind", "human") == "human" else AGENT
 
 
 def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
-                  actions: str | None = None, reasoning: bool = False) -> list[dict[str, Any]]:
-    """One conversation: the system prompt, the task, then each executed action (assistant)
-    and its output (user, or tool under the tools protocol); ``submit`` last when the
-    episode was submitted under the agent protocol. A trailing output with no reply after
-    it is left out (a chat ends with the assistant). ``reasoning``: the model's reasoning
-    kept on its messages."""
-    replies = Replies(traj, strategy, actions, reasoning)
-    messages = _head(traj, strategy, protocol, actions)
-    for turn in executed(traj):
-        messages.append(replies.action(turn, turn.action, turn.thought, own=turn.author != HUMAN))
-        messages.append(replies.output(turn))
-    if _ends_by_submit(traj, protocol) and len(messages) > 2:
-        messages.append(replies.submit(submitted_arg(traj)))
-    elif messages[-1]["role"] in ("user", "tool") and len(messages) > 2:
-        messages.pop()
-    return messages
+                  actions: str | None = None, reasoning: bool = False, rejected: bool = True) -> list[dict[str, Any]]:
+    """The messages of ``chat_conversation``; every assistant message has its ``weight``."""
+    return chat_conversation(traj, strategy, protocol, actions, reasoning, rejected).messages
 
 
 def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
-                actions: str | None = None, reasoning: bool = False) -> dict[str, Any]:
-    """One line of chat export: ``messages``, and ``tools`` under the tools protocol."""
-    record: dict[str, Any] = {"messages": chat_messages(traj, strategy, protocol, actions, reasoning)}
+                actions: str | None = None, reasoning: bool = False, rejected: bool = True) -> dict[str, Any]:
+    """One line of chat export: ``messages`` (assistant messages weighted 1 or 0), ``tools``
+    under the tools protocol, and ``metadata`` (the episode, its outcome, each message's author)."""
+    conv = chat_conversation(traj, strategy, protocol, actions, reasoning, rejected)
+    record: dict[str, Any] = {"messages": conv.messages}
     schemas = Replies(traj, strategy, actions).schemas()
     if schemas is not None:
         record["tools"] = schemas
-    if (meta := attempt_metadata(traj)):
-        record["metadata"] = meta
+    record["metadata"] = {**episode_metadata(traj), "message_authors": conv.authors}
     return record
 
 
-def attempt_metadata(traj: Trajectory) -> dict[str, Any]:
-    """Who played and which attempt this was, for episodes a named annotator played or
-    supervised (others, and older files, say nothing: a record stays ``messages`` alone)."""
-    if traj.annotator is None:
-        return {}
-    return {"episode": traj.id, "annotator": traj.annotator, "attempt": traj.attempt,
-            "after_gold_seen": traj.after_gold_seen}
+def episode_metadata(traj: Trajectory) -> dict[str, Any]:
+    """What a record needs to be filtered after export: the task, the episode and attempt, who
+    played (annotator, model), and the outcome (reward, solved, strict verdict)."""
+    strict = traj.strict if isinstance(traj.strict, dict) else None
+    return {"task": {"set": str(traj.task.get("set", "")), "id": str(traj.task.get("id", "")), "env": traj.env},
+            "episode": traj.id, "attempt": traj.attempt, "annotator": traj.annotator,
+            "after_gold_seen": traj.after_gold_seen, "model": traj.policy.get("model"),
+            "policy": traj.policy.get("kind", "human"), "author": episode_author(traj), "status": traj.status,
+            "reward": traj.reward, "best_reward": best_reward(traj), "solved": traj.solved,
+            "strict": {"solved": traj.strictly_solved, "reasons": traj.strict_reasons}
+            if strict is not None or traj.strictly_solved is not None else None,
+            "forked_from": traj.forked_from}
 
 
 def preference_pairs(traj: Trajectory, strategy: str = "tryagain",
@@ -338,6 +431,116 @@ def load_demos(path: str | Path, env: str) -> list[str]:
     if not demos:
         raise ExportError(f"{path}: holds no demonstration for {env}")
     return demos
+
+
+# --- preference pairs grounded in outcomes ---------------------------------------------------
+
+# Preference pairs grounded in outcomes: branches played from the same prefix, paired when
+# their scores differ, the better scored ``chosen``.
+# 
+# ``icplay branch`` (icplay/review/branch.py) plays several continuations from the state
+# before one turn of an episode and saves each as an episode whose ``forked_from`` names the
+# parent, the turn and the branch (``recorded``, ``correction``, ``proposal``, ``sample``).
+# Branches of the same parent and turn share their prefix; two of them whose outcomes differ
+# (the final reward, then the strict verdict) make one pair: ``prompt`` is the conversation up
+# to the turn, ``chosen`` and ``rejected`` the two continuations to their end (the actions,
+# their outputs and the submit), ``chosen_reward``/``rejected_reward`` and the ``*_source``
+# fields say what each side scored and where it came from. Authorship never decides: a human's
+# correction that scored worse than the agent's proposal is the ``rejected`` side.
+
+OUTCOME, AUTHORSHIP = "outcome", "authorship"
+AUTHORSHIP_NOTE = ("paired by who wrote it (the human's action chosen over the agent's proposal), not by outcome: "
+                   "no score backs this pair")
+
+
+def branch_key(traj: Trajectory) -> tuple[str, int] | None:
+    """(parent episode, turn) of a branch ``icplay branch`` saved; None for other episodes."""
+    origin = traj.forked_from or {}
+    if not origin.get("branch") or not isinstance(origin.get("turn"), int):
+        return None
+    return str(origin.get("id")), int(origin["turn"])
+
+
+def branch_groups(trajs: Iterable[Trajectory]) -> dict[tuple[str, int], list[Trajectory]]:
+    """Scored branches by (parent, turn), in the order given."""
+    groups: dict[tuple[str, int], list[Trajectory]] = {}
+    for traj in trajs:
+        key = branch_key(traj)
+        if key is not None and traj.status == "submitted" and traj.reward is not None:
+            groups.setdefault(key, []).append(traj)
+    return groups
+
+
+def outcome(traj: Trajectory) -> tuple[float, int]:
+    """How well a branch did: its final reward, then a strict solve over none."""
+    return float(traj.reward or 0.0), 1 if traj.strictly_solved else 0
+
+
+def split(traj: Trajectory, turn: int, strategy: str, protocol: str | None, actions: str | None,
+          reasoning: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str | None]]:
+    """The branch as (prompt: the conversation before ``turn``, continuation: from it to the
+    end, the continuation's authors). The prompt ends with an output or the task, the
+    continuation with the assistant."""
+    replies = Replies(traj, strategy, actions, reasoning)
+    conv = Conversation(_head(traj, strategy, protocol, actions), [None, None])
+    add_turns(conv, traj.turns[:turn], replies)
+    cut = len(conv.messages)
+    add_turns(conv, traj.turns[turn:], replies)
+    close_conversation(conv, traj, replies, protocol)
+    return conv.messages[:cut], conv.messages[cut:], conv.authors[cut:]
+
+
+def source(traj: Trajectory, authors: list[str | None]) -> dict[str, Any]:
+    origin = traj.forked_from or {}
+    return {"episode": traj.id, "branch": origin.get("branch"), "model": traj.policy.get("model"),
+            "authors": sorted({a for a in authors if a})}
+
+
+def outcome_pairs(group: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
+                  actions: str | None = None, reasoning: bool = False) -> list[dict[str, Any]]:
+    """Every two branches of one prefix whose outcomes differ, the better scored ``chosen``
+    (two continuations with the same text are not a pair whatever they scored)."""
+    parts = {t.id: split(t, branch_key(t)[1], strategy, protocol, actions, reasoning)   # type: ignore[index]
+             for t in group}
+    pairs = []
+    for a, b in combinations(group, 2):
+        if outcome(a) == outcome(b):
+            continue
+        chosen, rejected = (a, b) if outcome(a) > outcome(b) else (b, a)
+        prompt, chosen_part, chosen_authors = parts[chosen.id]
+        _, rejected_part, rejected_authors = parts[rejected.id]
+        if not chosen_part or not rejected_part or chosen_part == rejected_part:
+            continue
+        parent, turn = branch_key(chosen)   # type: ignore[misc]
+        pair = {"prompt": prompt, "chosen": chosen_part, "rejected": rejected_part, "pairing": OUTCOME,
+                "chosen_reward": chosen.reward, "rejected_reward": rejected.reward,
+                "chosen_strict": chosen.strictly_solved, "rejected_strict": rejected.strictly_solved,
+                "chosen_source": source(chosen, chosen_authors), "rejected_source": source(rejected, rejected_authors),
+                "task": chosen.task_key, "parent": parent, "turn": turn}
+        if (schemas := Replies(chosen, strategy, actions).schemas()) is not None:
+            pair["tools"] = schemas
+        pairs.append(pair)
+    return pairs
+
+
+def preference_records(trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
+                       actions: str | None = None, reasoning: bool = False,
+                       by_authorship: bool = False) -> list[dict[str, Any]]:
+    """Outcome pairs of every branch group; with ``by_authorship`` also the old pairs of a
+    human's edit or rejection against the agent's proposal, each marked so and without
+    scores, except where branches of that turn exist (then their outcomes decide)."""
+    groups = branch_groups(trajs)
+    records = [p for group in groups.values() for p in outcome_pairs(group, strategy, protocol, actions, reasoning)]
+    if by_authorship:
+        for traj in trajs:
+            if branch_key(traj) is not None:
+                continue
+            for pair in preference_pairs(traj, strategy, protocol, actions, reasoning):
+                if (traj.id, pair["turn"]) in groups:
+                    continue
+                records.append({**pair, "pairing": AUTHORSHIP, "note": AUTHORSHIP_NOTE,
+                                "chosen_reward": None, "rejected_reward": None})
+    return records
 
 
 # --- InterCode's results format ------------------------------------------------------------
@@ -462,21 +665,32 @@ def csv_text(trajs: list[Trajectory]) -> str:
 
 
 def _training_records(fmt: str, trajs: list[Trajectory], strategy: str, protocol: str | None,
-                      actions: str | None, reasoning: bool) -> list[dict[str, Any]]:
+                      actions: str | None, reasoning: bool, options: "TrainingOptions") -> list[dict[str, Any]]:
     """Chat records (those with an exchange beyond the task) or preference pairs."""
     if fmt == "chat":
-        chats = [chat_record(t, strategy, protocol, actions, reasoning) for t in trajs]
+        chats = [chat_record(t, strategy, protocol, actions, reasoning, options.rejected) for t in trajs]
         return [c for c in chats if len(c["messages"]) > 2]
-    return [p for t in trajs for p in preference_pairs(t, strategy, protocol, actions, reasoning)]
+    return preference_records(trajs, strategy, protocol, actions, reasoning, options.by_authorship)
+
+
+@dataclass(frozen=True)
+class TrainingOptions:
+    """``rejected``: chat keeps rejected proposals (weight 0) and the reviewer's comment;
+    ``by_authorship``: preference data also pairs a human's correction over the agent's
+    proposal where no branch scored them (each such record says so)."""
+
+    rejected: bool = True
+    by_authorship: bool = False
 
 
 def render(fmt: str, trajs: list[Trajectory], strategy: str = "tryagain", protocol: str | None = None,
-           actions: str | None = None, reasoning: bool = False) -> tuple[str, int]:
+           actions: str | None = None, reasoning: bool = False,
+           options: TrainingOptions = TrainingOptions()) -> tuple[str, int]:
     """The file text of ``fmt`` over ``trajs`` and how many records it holds (``actions``: the
     reply format of chat and preference data, text or tools, default each episode's own;
     ``reasoning``: chat and preference records keep the model's reasoning)."""
     if fmt in ("chat", "preference"):
-        records = _training_records(fmt, trajs, strategy, protocol, actions, reasoning)
+        records = _training_records(fmt, trajs, strategy, protocol, actions, reasoning, options)
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), len(records)
     if fmt == "fewshot":
         data = fewshot_file(trajs, strategy, protocol)

@@ -89,6 +89,9 @@ KEYS: list[Key] = [
     Key("watch.step", "alt+n", "step_one", "Step one", "Auto mode: let exactly one more step through", "watch",
         show=False, priority=True),
     Key("watch.resume", "alt+g", "resume_agent", "Go on", "Auto mode: go on after a pause", "watch", show=False, priority=True),
+    Key("watch.label", "alt+l", "label_turn", "Label turn",
+        "Label the last turn good, bad or neutral, with a note (when the agent waits, or after the end; "
+        "for icplay export steps)", "watch", show=False, priority=True),
     Key("watch.stop", "f12", "stop", "Stop",
         "Stop the episode: a model call under way is cancelled (no turn), a command is interrupted; "
         "saved as stopped, it can be reopened later", "watch", priority=True),

@@ -38,7 +38,8 @@ from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished
                                   Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
                                   TurnRecorded)
 from icplay.envs.base import SubmitResult, parse_submit
-from icplay.episode import Episode, Proposal, Trajectory, Turn
+from icplay.episode import Episode, Proposal, Trajectory, Turn, label_turn
+from icplay.review.labels import LABEL_PROMPT, LabelError, parse_label
 from icplay.frontend.clock import WorkClock
 from icplay.frontend.config import AgentChoice
 from icplay.frontend.opening import (EpisodeHost, Failed, HostEvent, Opened, Progress, Replaying, Viewing,
@@ -842,6 +843,34 @@ class LiveScreen(Screen[None]):
         self.app.push_screen(CommentScreen("Reject the proposal. Your comment goes to the model:",
                                            "why not, and what to do instead"), send)
 
+    def action_label_turn(self) -> None:
+        """Label the last turn (a modal asks good, bad or neutral and a note). Only while the
+        driver waits for a human or has ended: then nothing else writes the trajectory."""
+        driver = self.driver
+        if driver is None or not driver.trajectory.turns:
+            self.notify("No turn to label yet.", severity="warning")
+            return
+        if not _label_safe(driver):
+            self.notify("Label a turn while the agent waits (confirm mode, a pause) or after the end.",
+                        severity="warning")
+            return
+        number = len(driver.trajectory.turns)
+
+        def answered(words: str | None) -> None:
+            if not words or not _label_safe(driver):
+                return
+            try:
+                label, note = parse_label(words)
+            except LabelError as exc:
+                self.notify(str(exc), severity="warning")
+                return
+            turn = driver.trajectory.turns[number - 1]
+            label_turn(turn, label, note, driver.episode.annotator or driver.trajectory.annotator)
+            driver.episode.save()
+            self.notify(f"Turn {number} labelled {label}.")
+
+        self.app.push_screen(CommentScreen(f"Label turn {number}: {LABEL_PROMPT}", "good"), answered)
+
     def action_take_over(self) -> None:
         self.broker.take_over()
 
@@ -1058,3 +1087,8 @@ HOST_HANDLERS: dict[type, Callable[[LiveScreen, Any], None]] = {
     Progress: LiveScreen.on_host_progress, Replaying: LiveScreen.on_host_replaying,
     Opened: LiveScreen.on_host_opened, Viewing: LiveScreen.on_host_viewing, Failed: LiveScreen.on_host_failed,
 }
+
+
+def _label_safe(driver: Driver) -> bool:
+    """The driver's thread is not writing the trajectory: it waits for a human, or has ended."""
+    return driver.ended or driver.state in (State.WAITING, State.PAUSED)

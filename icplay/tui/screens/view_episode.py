@@ -9,7 +9,8 @@ breakdown with the gold. From there ``x`` re-executes the episode in a fresh san
 (``icplay.review.reexecute``, on a worker thread, each turn flagged as it comes) and ``k`` /
 ``w`` fork it at the current turn, continued by you (the play screen) or an agent (the
 watch screen) — see ``view_fork`` — and ``c`` compares it with another episode of the same
-task, picked from a short list (``ChooseEpisode``), with how their model calls differ.
+task, picked from a short list (``ChooseEpisode``), with how their model calls differ; ``l``
+labels the turn on screen good, bad or neutral with a note (``icplay.review.labels``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from textual.widgets.option_list import Option
 from icplay.agents.records import call_differences, call_lines, new_messages, sent_messages
 from icplay.episode import Trajectory, Turn, strict_mark
 from icplay.formats.summary import EpisodeSummary, load_episode
+from icplay.review.labels import LABEL_PROMPT, LabelError, label_saved_turn
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.scan.flags import Flag
 from icplay.scan.registry import flags_of
@@ -41,6 +43,7 @@ from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
 from icplay.tui.widgets.results import ResultsTable
 from icplay.languages import names
+from icplay.tui.screens.modals import CommentScreen
 from icplay.tui.screens.view_fork import start_fork
 
 OBSERVATION_LIMIT = 200_000
@@ -64,6 +67,11 @@ def turn_notes(turn: Turn) -> Text:
         notes.append("\n" if notes else "")
         notes.append("Comment ", style="bold")
         notes.append(turn.comment.strip())
+    if turn.label:
+        mark = turn.label
+        notes.append("\n" if notes else "")
+        notes.append(f"Label {mark['label']}", style="bold " + {"good": "green", "bad": "red"}.get(mark["label"], ""))
+        notes.append(f" ({mark.get('author') or 'no annotator'})" + (f": {mark['note']}" if mark.get("note") else ""))
     return notes
 
 
@@ -229,6 +237,7 @@ class EpisodeScreen(Screen):
         Binding("k", "fork(False)", "Fork: you go on"),
         Binding("w", "fork(True)", "Fork: agent goes on"),
         Binding("c", "compare", "Compare"),
+        Binding("l", "label", "Label turn", show=False),    # in docs/view.md; the footer is full
     ]
 
     class Checked(Message):
@@ -496,6 +505,27 @@ class EpisodeScreen(Screen):
                 self.app.push_screen(CompareScreen(self.summary, other))
 
         self.app.push_screen(ChooseEpisode(self.summary, others), chosen)
+
+    # -- labelling ------------------------------------------------------------------------------
+
+    def action_label(self) -> None:
+        """Label the turn on screen good, bad or neutral, with a note (saved to its file)."""
+        if not self.trajectory.turns:
+            return
+        index = self.index
+
+        def answered(words: str | None) -> None:
+            if not words:
+                return
+            try:
+                self.trajectory = label_saved_turn(self.summary.ref, index, words, getattr(self.app, "annotator", None))
+            except (LabelError, OSError, ValueError) as exc:
+                self.notify(str(exc), severity="warning")
+                return
+            self.query_one(TurnList).set_turns(self.trajectory.turns)
+            self.show_turn()
+
+        self.app.push_screen(CommentScreen(f"Label turn {index + 1}: {LABEL_PROMPT}", "good"), answered)
 
     # -- forking ---------------------------------------------------------------------------------
 

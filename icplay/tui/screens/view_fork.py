@@ -17,6 +17,7 @@ from icplay.review.fork import ForkError, fork
 from icplay.session import Session
 from icplay.tasks.model import Task
 from icplay.frontend.config import AgentChoice, agent_choice
+from icplay.tui.shown import safe
 from icplay.tui.screens.live import LiveScreen
 
 if TYPE_CHECKING:   # the viewer's module opens these screens: its app's type only, for the checker
@@ -75,16 +76,16 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     the agent that goes on (default ``agent_for``)."""
     app = screen.app
     if source.env not in ("bash", "sql"):
-        screen.notify(f"Forks run Bash and SQL episodes, not {source.env}.", severity="warning")
+        screen.notify(safe(f"Forks run Bash and SQL episodes, not {source.env}."), severity="warning", markup=False)
         return
     try:
         task = Task.from_dict(source.task)
         app.fork_session.save(fork(source, k, None if agent else human_policy(source)))
     except (ForkError, KeyError, ValueError, OSError) as exc:
-        screen.notify(str(exc), title="Cannot fork", severity="error")
+        screen.notify(safe(exc), title="Cannot fork", severity="error", markup=False)
         return
     who = "an agent" if agent else "you"
     screen.notify(f"Forked at turn {k}: {k} turn{'s' if k != 1 else ''} replay into a fresh sandbox, then {who} "
-                  f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6)
+                  f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6, markup=False)
     opened = ForkScreen(task, source, k, agent=choice or agent_for(source, app) if agent else None)
     app.push_screen(opened)

@@ -212,7 +212,7 @@ def _built_str(node: ast.AST) -> bool:
 def markup_from_values(root: Path) -> list[str]:
     """Every place under ``root`` that hands Textual a str built from values where it reads
     markup: such text goes as Text (``icplay.tui.shown``) or with ``markup=False``. (A str held
-    in a variable is not seen here: the Pilot tests in tests/hostile/test_display_hostile.py
+    in a variable is not seen here: the Pilot tests in tests/hostile/display/test_display_hostile.py
     drive those surfaces with hostile text.)"""
     found = []
     for path in sorted(root.rglob("*.py")):

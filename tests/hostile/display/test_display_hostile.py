@@ -18,8 +18,7 @@ from icplay.driver.lines import display
 from icplay.store import load_trajectory, save_trajectory
 from icplay.tui.screens.live import LiveScreen
 
-from tui_helpers import (home, make_app, play_screen, play_state, sql_ready, text_of, turn_count,  # noqa: F401
-                         viewer_apps, viewer_loaded, wait_for, wait_ready)
+from tui_helpers import play_screen, play_state, text_of, turn_count, viewer_apps, viewer_loaded, wait_for, wait_ready
 
 MARKUP = ["x[/y]", "[link=https://e.vil]click[/link]", "[@click=app.quit]x[/]", "[bold]b"]
 RLO = "\u202e"          # RIGHT-TO-LEFT OVERRIDE: "abc\u202efdp.exe" reads as "abcexe.pdf"
@@ -182,7 +181,7 @@ def tamper_hostile(path):
 
 
 @pytest.fixture
-def view_app(home):  # noqa: F811
+def view_app(home):
     yield from viewer_apps(home, sandbox="bwrap")
 
 

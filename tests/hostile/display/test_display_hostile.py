@@ -237,3 +237,69 @@ def test_display_shows_every_bidirectional_control_as_an_escape():
                      "^[[31m\\x9b\n\t")
     assert display("a\x1b[31mb\u202e", keep_escape=True) == "a\x1b[31mb\\u202e"
     assert display("plain text, é, 中文, emoji 🙂") == "plain text, é, 中文, emoji 🙂"
+
+
+async def test_the_agent_panel_shows_a_models_text_as_text(make_app, shop_catalog, monkeypatch, sql_ready):
+    """A model's name, thought and action (the fake OpenAI server, the real client) with markup
+    and a right-to-left override: the panel, its title and the turn show them as text."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "agents"))
+    from fake_openai_server import FakeOpenAIServer, Script, fenced
+
+    from icplay.frontend.config import AgentChoice
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    thought = f"x[/y] [@click=app.quit]think[/] [link=https://e.vil]here[/link] abc{RLO}fdp"
+    server = FakeOpenAIServer(Script([thought + "\n" + fenced("SELECT '[bold]b' AS \"x[/y]\"")], then="submit"),
+                              streaming=True).start()
+    try:
+        choice = AgentChoice(policy="llm", model="[link=https://e.vil]m[/link]", base_url=server.url, mode="confirm")
+        app = make_app(env="sql", catalog=shop_catalog(), task="s1", watch=choice, sandbox=None)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen) and app.screen.request is not None
+                           and app.screen.request.open, 30, "the proposal")
+            panel = app.screen.panel
+            await pilot.pause()
+            assert border_title(panel) == "Agent · [link=https://e.vil]m[/link]"
+            body = text_of(panel.query_one("#agent-body"))
+            assert "x[/y] [@click=app.quit]think[/] [link=https://e.vil]here[/link] abc\\u202efdp" in body
+            assert "SELECT '[bold]b' AS \"x[/y]\"" in body and RLO not in body
+            await pilot.click("#agent-body")
+            await pilot.press("ctrl+y")                                        # approve
+            await wait_for(pilot, lambda: turn_count(app) == 1, 20, "the turn")
+            from icplay.tui.widgets.results import ResultsTable
+
+            await wait_for(pilot, lambda: app.screen.query_one(ResultsTable).columns == ["x[/y]"], 10, "the rows")
+            assert app.is_running and isinstance(app.screen, LiveScreen)
+    finally:
+        server.stop()
+
+
+def plain(argv: list[str], script: str, home) -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-m", "icplay.cli", *argv, "--plain"], cwd=Path(__file__).parents[3],
+                          env={**os.environ, "ICPLAY_HOME": str(home)}, input=script, text=True, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_plain_shows_bidirectional_controls_as_escapes_sql(tmp_path):
+    out = plain(["play", "sql"], "SELECT 'abc' || char(8238) || 'fdp.exe' AS name, char(8295) || 'x' AS \"x[/y]\";\n"
+                                 ":quit\n", tmp_path)
+    assert "abc\\u202efdp.exe" in out and "\\u2067x" in out
+    assert RLO not in out and "\u2067" not in out
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+def test_plain_shows_bidirectional_controls_as_escapes_bash(tmp_path):
+    out = plain(["play", "bash", "--sandbox", "bwrap"],
+                "touch /tmp/abc$'\\u202e'fdp.exe; ls /tmp; printf 'q\\xe2\\x80\\x8fz\\n'\n:quit\n", tmp_path)
+    assert "abc\\u202efdp.exe" in out and "q\\u200fz" in out
+    assert RLO not in out and "\u200f" not in out

@@ -9,6 +9,7 @@ and a click on it does nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 
@@ -38,12 +39,19 @@ async def run_action(pilot, command: str, timeout: float = 30.0) -> None:
                    f"the turn of {command!r}")
 
 
-@pytest.mark.usefixtures("bwrap_ready")
-async def test_a_folder_named_like_markup_is_a_folder_on_the_prompt(make_app):
+@contextlib.asynccontextmanager
+async def bash_playground(make_app):
+    """The play screen of Bash task b001 on bwrap, ready: (pilot, screen)."""
     app = make_app(env="bash", tasks="bash", task="b001")
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_ready(pilot)
-        screen = play_screen(app)
+        yield pilot, play_screen(app)
+
+
+@pytest.mark.usefixtures("bwrap_ready")
+async def test_a_folder_named_like_markup_is_a_folder_on_the_prompt(make_app):
+    async with bash_playground(make_app) as (pilot, screen):
+        app = pilot.app
         for name in MARKUP:
             await run_action(pilot, f"mkdir -p /tmp/{shlex.quote(name)} && cd /tmp/{shlex.quote(name)}")
             cwd = screen.trajectory.turns[-1].info["cwd"]
@@ -60,10 +68,7 @@ async def test_a_folder_named_like_markup_is_a_folder_on_the_prompt(make_app):
 
 @pytest.mark.usefixtures("bwrap_ready")
 async def test_bidirectional_controls_in_output_names_and_actions_show_as_escapes(make_app):
-    app = make_app(env="bash", tasks="bash", task="b001")
-    async with app.run_test(size=(120, 36)) as pilot:
-        await wait_ready(pilot)
-        screen = play_screen(app)
+    async with bash_playground(make_app) as (pilot, screen):
         await run_action(pilot, f"mkdir -p /tmp/d{RLO}cod && cd /tmp/d{RLO}cod && touch abc{RLO}fdp.exe && ls")
         out = screen.query_one("#output").plain_lines()
         assert "abc\\u202efdp.exe" in out and not any(RLO in line for line in out)

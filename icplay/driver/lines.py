@@ -18,9 +18,10 @@ a decision waits for the next question, a ``:`` command acts when it is reached 
 script reads like a session.
 
 Ctrl+C interrupts a running command (the turn is kept), takes over from a model that is
-thinking, and quits only at the prompt. Output is shown with control characters made
-visible (an action's escape sequences cannot repaint the terminal); the trajectory keeps
-the raw text.
+thinking, and quits only at the prompt. Output, and every line quoting what others wrote,
+is shown with control characters and bidirectional controls made visible (an action's
+escape sequences cannot repaint the terminal, a right-to-left override cannot reorder a
+name); the trajectory keeps the raw text.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCall
                                  ShellResult)
 from icplay.sandbox.recycle import CLOCK_SLACK, CONTROL_FUNCTIONS, DEFAULT_ROOTS, SCORING_SCRATCH, freeze_and_kill
 from icplay.sandbox import faithful as faithful_mode
+from icplay.sandbox import warden
 from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 from icplay.sandbox.files import tar_of
@@ -74,18 +75,8 @@ GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is
 # The warden's kill: everything but itself, the session's shell and the control shell.
 _KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
 # Which processes a stop spares: the session's shell and the control shell, as icplay told
-# the warden on its stdin (``register``: a pid and, read by the warden then, its start
-# time), each spared only while a process of that pid and start time lives. Never read from
-# a file: the solver is root in its container and writes every writable file (a pid of its
-# own there was spared; a FIFO there hung the warden).
-_KNOWN = (
-    '__w_alive() { local pid=$1 want=$2 line rest; __w_t=; [[ $pid =~ ^[0-9]+$ ]] || return 1; '
-    'read -r line < /proc/$pid/stat 2>/dev/null || return 1; rest=${line##*) }; set -f; set -- $rest; set +f; '
-    '__w_t=${20}; [ -z "$want" ] || [ "$__w_t" = "$want" ]; }\n'
-)
-# (a trap may come while the loop below registers a shell: it leaves __w_t as it found it)
-_SPARED = ('__w_was=$__w_t; keep=; ctl=; __w_alive "$__w_shell" "$__w_shell_t" && keep=$__w_shell; '
-           '__w_alive "$__w_ctl" "$__w_ctl_t" && ctl=$__w_ctl; __w_t=$__w_was; ')
+# the warden (``warden.py``: never read from a file of the container's)
+_SPARED = warden.registered("shell", "keep") + warden.registered("control", "ctl")
 # Stopping the session's command: the shell is frozen first, so that nothing more of the
 # action runs while the warden decides. A shell that ignores or blocks SIGUSR1 (`trap ''
 # USR1`) could not abandon its action: it is killed (the session starts another). Any
@@ -97,24 +88,13 @@ _STOP_SHELL = (
     'done < /proc/$keep/status; '
     'if (( mask & 0x200 )); then kill -KILL "$keep"; keep=; else kill -USR1 "$keep"; fi; fi 2>/dev/null; '
 )
-# The loop reads icplay's lines (``shell|control PID NONCE``) and answers each with NONCE
-# once it holds it; a read cut by a trapped signal is read again. (No ``IFS=`` before that
-# read: it would hold in the traps, which run while the read waits, and split their own.) When icplay's connection
-# ends, only the traps are left, on the spared processes last told.
+# When icplay's connection ends, only the traps are left, on the shells last told.
 WARDEN = (
-    _KNOWN +
+    warden.ALIVE +
     "trap '" + _SPARED + _STOP_SHELL + _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
     "trap '" + _SPARED + "keep=; " + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
-    "__w_shell=; __w_shell_t=; __w_ctl=; __w_ctl_t=\n"
-    "while :; do what=; pid=; nonce=; read -r what pid nonce; rc=$?\n"
-    "  if [ $rc -gt 128 ]; then continue; elif [ $rc -ne 0 ]; then break; fi\n"
-    "  __w_alive \"$pid\" || __w_t=-\n"
-    "  case $what in shell) __w_shell=$pid __w_shell_t=$__w_t;; control) __w_ctl=$pid __w_ctl_t=$__w_t;; "
-    "*) continue;; esac\n"
-    "  printf '\\036%s\\036\\n' \"$nonce\"\n"
-    "done\n"
-    "while :; do sleep 2147483647 & wait $!; done\n"
+    + warden.registration_loop("while :; do sleep 2147483647 & wait $!; done")
 )
 REGISTER_TIMEOUT = 30.0   # seconds for the warden to take a new shell's pid (a loaded machine)
 
@@ -493,10 +473,10 @@ class DockerSandbox:
         pid1 = self._pid1
         if pid1 is None:
             raise SandboxError("the container's pid 1 is not attached: its warden cannot be told the shell")
-        nonce = secrets.token_hex(8)
+        line, answer = warden.registration(role, pid, secrets.token_hex(8))
         with self._register_lock:
-            pid1.write(f"{role} {int(pid)} {nonce}\n".encode())
-            pid1.wait_for(b"\x1e" + nonce.encode() + b"\x1e\n", timeout=REGISTER_TIMEOUT)
+            pid1.write(line)
+            pid1.wait_for(answer, timeout=REGISTER_TIMEOUT)
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its

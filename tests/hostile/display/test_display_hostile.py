@@ -308,3 +308,34 @@ def test_plain_shows_bidirectional_controls_as_escapes_bash(tmp_path):
                 "touch /tmp/abc$'\\u202e'fdp.exe; ls /tmp; printf 'q\\xe2\\x80\\x8fz\\n'\n:quit\n", tmp_path)
     assert "abc\\u202efdp.exe" in out and "q\\u200fz" in out
     assert RLO not in out and "\u200f" not in out
+
+
+async def test_the_turn_and_submit_dialogs_show_a_turns_text_as_text():
+    """The turn dialog (thought, proposal, action, comment, observation with an OSC 8 link) and
+    the submit confirmation (the task and what it scores) of a hostile turn."""
+    from textual.app import App
+
+    from icplay.episode import Turn
+    from icplay.tui.screens.modals import ConfirmScreen, TurnScreen, submit_question
+
+    turn = Turn(index=0, author="agent-edited-by-human", action="echo 'x[/y]'", proposed="echo '[bold]b'",
+                observation=f"\x1b]8;;https://e.vil\x07[@click=app.quit]out[/]\x1b]8;;\x07 abc{RLO}fdp\n",
+                thought="[link=https://e.vil]t[/link]", comment="[@click=app.quit]c[/]", exit_code=0)
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.push_screen(TurnScreen(turn))
+        await pilot.pause()
+        said = "\n".join(text_of(w) for w in app.screen.query("Static"))
+        for text in ("echo 'x[/y]'", "echo '[bold]b'", "[link=https://e.vil]t[/link]", "[@click=app.quit]c[/]",
+                     "[@click=app.quit]out[/] abc\\u202efdp"):
+            assert text in said, text
+        assert RLO not in said and "e.vil\x07" not in said
+        for static in app.screen.query("Static"):
+            await pilot.click(static)
+        assert app.is_running
+        app.pop_screen()
+        await app.push_screen(ConfirmScreen(submit_question("x[/y]/[@click=app.quit]t[/]", "bash", [turn])))
+        await pilot.pause()
+        assert "Submit x[/y]/[@click=app.quit]t[/] for scoring" in text_of(app.screen.query_one("#question"))
+        await pilot.click("#question")
+        assert app.is_running

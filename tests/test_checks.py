@@ -177,3 +177,80 @@ def test_mypy_lists_every_module():
     present = {f"icplay/{p.name}" for p in package.iterdir()
                if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").exists())}
     assert present - listed == set()
+
+
+# Where Textual reads a plain str as markup (issue 28): a widget's content, a border title, a
+# table cell, an option, a tree node, a notification (unless ``markup=False``), the exit message
+MARKUP_CALLS = {"Static", "Label", "Button", "Option", "update", "add_row", "add", "add_leaf", "add_option"}
+MARKUP_ATTRIBUTES = {"border_title", "border_subtitle"}
+
+
+def _literal(node: ast.AST) -> bool:
+    """Whether ``node`` is made of string literals only (a choice or a sum of them)."""
+    if isinstance(node, ast.IfExp):
+        return _literal(node.body) and _literal(node.orelse)
+    if isinstance(node, ast.BinOp):
+        return _literal(node.left) and _literal(node.right)
+    return isinstance(node, ast.Constant)
+
+
+def _built_str(node: ast.AST) -> bool:
+    """Whether ``node`` builds a str from values at run time: an f-string with a field, a
+    sum or choice with something not a literal, str()/repr()/format()/join() of something."""
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return _built_str(node.body) or _built_str(node.orelse)
+    if isinstance(node, ast.BinOp):    # a sum with a str in it, not all literals
+        return not _literal(node) and any(isinstance(side, (ast.Constant, ast.JoinedStr)) or _built_str(side)
+                                          for side in (node.left, node.right))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "repr", "format"):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join")
+
+
+def markup_from_values(root: Path) -> list[str]:
+    """Every place under ``root`` that hands Textual a str built from values where it reads
+    markup: such text goes as Text (``icplay.tui.shown``) or with ``markup=False``. (A str held
+    in a variable is not seen here: the Pilot tests in tests/hostile/display/test_display_hostile.py
+    drive those surfaces with hostile text.)"""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr in MARKUP_ATTRIBUTES
+                                                    for t in node.targets) and _built_str(node.value):
+                found.append(f"{where} border title")
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            keywords = {k.arg: k.value for k in node.keywords}
+            if name == "notify":
+                plain = isinstance(keywords.get("markup"), ast.Constant) and keywords["markup"].value is False
+                if node.args and not plain and not _literal(node.args[0]):
+                    found.append(f"{where} notify without markup=False")
+            elif name == "exit" and "message" in keywords and _built_str(keywords["message"]):
+                found.append(f"{where} exit message")
+            elif name in MARKUP_CALLS and any(_built_str(arg) for arg in node.args):
+                found.append(f"{where} {name}")
+    return sorted(found, key=lambda line: (line.split(":")[0], int(line.split(":")[1].split()[0])))
+
+
+def test_no_widget_gets_markup_built_from_values():
+    assert markup_from_values(ROOT / "icplay" / "tui") == []
+
+
+def test_markup_built_from_values_is_caught(tmp_path):
+    package = tmp_path / "tui"
+    package.mkdir()
+    (package / "screen.py").write_text(
+        "def show(self, cwd, exc, task):\n"
+        "    self.label.update(f'{cwd}$')\n"
+        "    self.notify(str(exc))\n"
+        "    self.table.border_title = 'Task ' + task.id\n"
+        "    self.table.add_row(task.id, str(task.level))\n"
+        "    self.notify(str(exc), markup=False)\n"
+        "    self.label.update(Text(f'{cwd}$'))\n"
+        "    self.notify('Saved.')\n")
+    assert markup_from_values(package) == ["tui/screen.py:2 update", "tui/screen.py:3 notify without markup=False",
+                                           "tui/screen.py:4 border title", "tui/screen.py:5 add_row"]

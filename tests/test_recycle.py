@@ -173,7 +173,7 @@ def test_the_next_shell_is_new(box):
 
 
 def test_the_agent_cannot_ptrace_the_warden_or_the_control_shell(box):
-    control_pid = box.exec(["cat", "/run/icplay-control.pid"])[1].strip()
+    control_pid = box.control.pid
     script = ("import ctypes, sys; l = ctypes.CDLL(None, use_errno=True); "
               "print([(l.ptrace(16, int(p), 0, 0), ctypes.get_errno()) for p in sys.argv[1:]])")
     out = box.run(f"python3 -c '{script}' 1 {control_pid}").output
@@ -182,7 +182,7 @@ def test_the_agent_cannot_ptrace_the_warden_or_the_control_shell(box):
 
 
 def test_killing_the_control_shell_loses_the_recycle_but_not_the_scoring(box):
-    box.run("kill -9 $(cat /run/icplay-control.pid)")
+    box.run(f"kill -9 {box.control.pid}")
     code, out = box.exec(["git", "status", "--short"])
     assert code == 0 and out == ""                  # through docker exec now
     assert not box.recycle()

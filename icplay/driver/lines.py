@@ -18,15 +18,17 @@ a decision waits for the next question, a ``:`` command acts when it is reached 
 script reads like a session.
 
 Ctrl+C interrupts a running command (the turn is kept), takes over from a model that is
-thinking, and quits only at the prompt. Output is shown with control characters made
-visible (an action's escape sequences cannot repaint the terminal); the trajectory keeps
-the raw text.
+thinking, and quits only at the prompt. Output, and every line quoting what others wrote,
+is shown with control characters and bidirectional controls made visible (an action's
+escape sequences cannot repaint the terminal, a right-to-left override cannot reorder a
+name); the trajectory keeps the raw text.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import re
 import sys
 import threading
 from typing import Any, Callable, Protocol, Sequence, cast
@@ -66,20 +68,30 @@ WATCH_HUMAN_HELP = HUMAN_HELP.replace(":quit", ":agent (hand back to the agent),
 SUBMITTED, SKIPPED, QUIT = "submitted", "skipped", "quit"
 
 
-def display(text: str) -> str:
-    """``text`` safe to print: control characters other than newline and tab shown as ^X / \\xNN."""
-    out = []
-    for ch in text.replace("\r\n", "\n"):
-        code = ord(ch)
-        if ch in "\n\t" or 32 <= code < 127 or code > 159:
-            out.append(ch)
-        elif code < 32:
-            out.append("^" + chr(code + 64))
-        elif code == 127:
-            out.append("^?")
-        else:
-            out.append(f"\\x{code:02x}")
-    return "".join(out)
+# Characters a display shows as escapes, never as themselves: C0 and C1 controls (but
+# newline and tab) and DEL, which move the cursor or start terminal sequences; and the
+# bidirectional controls (embeddings, overrides, isolates, marks), which reorder what
+# follows them on screen, so that a command or a file name would read otherwise than it is.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
+_UNSAFE_BUT_ESCAPE = re.compile(f"[\\x00-\\x08\\x0b-\\x1a\\x1c-\\x1f\\x7f-\\x9f{BIDI_CONTROLS}]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 32:
+        return "^" + chr(code + 64)
+    if code == 127:
+        return "^?"
+    return f"\\x{code:02x}" if code <= 0xff else f"\\u{code:04x}"
+
+
+def display(text: str, keep_escape: bool = False) -> str:
+    """``text`` safe to show: control characters other than newline and tab as ^X / \\xNN,
+    bidirectional controls as \\uNNNN (U+202E reads ``\\u202e``). ``keep_escape``: ESC is left
+    for a view that parses its colour sequences itself (and drops the rest)."""
+    text = text.replace("\r\n", "\n")
+    return (_UNSAFE_BUT_ESCAPE if keep_escape else _UNSAFE).sub(_visible, text)
 
 
 def format_table(columns: list[str], rows: Sequence[Sequence[Any]], limit: int = 50) -> str:
@@ -330,10 +342,12 @@ class LineLoop:
             self.driver.broker.take_over()
 
     def _say(self, text: str) -> None:
+        """One line of icplay's, whatever it quotes (a model's, a server's, a file's words) made
+        safe to print."""
         if not self._at_line_start:
             self.write("")
             self._at_line_start = True
-        self.write(text)
+        self.write(display(text))
 
     # -- lines that act at any moment ---------------------------------------------------
     def _control_lines(self) -> None:
@@ -748,8 +762,8 @@ def run_tasks(tasks: list[Task], env: Env, session: Session, make_driver: Callab
         print(f"icplay: {path} was left running by an icplay that ended; it is marked stopped (and resumes)",
               file=sys.stderr)
     for number, task in enumerate(tasks, start=first):
-        write(f"\n=== task {task.set}/{task.id} ({number} of {total})"
-              + (f" [{task.hardness}]" if task.hardness else "") + " ===")
+        write(display(f"\n=== task {task.set}/{task.id} ({number} of {total})"
+                      + (f" [{task.hardness}]" if task.hardness else "") + " ==="))
         write(display(task.query))
         episode, replayed = session.open_episode(env, task, policy=policy_info)
         while session.set_aside:

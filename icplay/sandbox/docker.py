@@ -3,7 +3,10 @@
 The container's pid 1 is a tiny bash "warden" whose traps do what the Docker API cannot do
 without spawning a process (impossible when a fork bomb has used up the pids limit):
 SIGUSR2 freezes and kills every process but itself and the two shells (and tells the
-session's shell to abandon its action), SIGHUP kills the session's shell too. The session
+session's shell to abandon its action), SIGHUP kills the session's shell too. Which two
+shells those are, icplay tells the warden on its attached stdin when each starts (pid and
+start time, held in the warden's memory), never through a file: the solver is root in its
+container and writes any file there. The session
 runs through an attached ``docker exec`` socket, so a trivial action costs a round trip on
 an open stream instead of a new exec (InterCode's way, ~60 ms). On a task's own image the
 container is *faithful* instead (``faithful.py``): pid 1 is the image's bash, no control
@@ -45,9 +48,9 @@ import time
 
 from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
                                  ShellResult)
-from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, CONTROL_PID_FILE, DEFAULT_ROOTS,
-                                   SCORING_SCRATCH, SHELL_PID_FILE, freeze_and_kill)
+from icplay.sandbox.recycle import CLOCK_SLACK, CONTROL_FUNCTIONS, DEFAULT_ROOTS, SCORING_SCRATCH, freeze_and_kill
 from icplay.sandbox import faithful as faithful_mode
+from icplay.sandbox import warden
 from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
 from icplay.sandbox.files import tar_of
@@ -71,7 +74,9 @@ GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is
 
 # The warden's kill: everything but itself, the session's shell and the control shell.
 _KILL_ALL_BUT = freeze_and_kill('1|"$keep"|"$ctl"')
-_READ_CONTROL = f"ctl=; read -r ctl < {CONTROL_PID_FILE} 2>/dev/null; "
+# Which processes a stop spares: the session's shell and the control shell, as icplay told
+# the warden (``warden.py``: never read from a file of the container's)
+_SPARED = warden.registered("shell", "keep") + warden.registered("control", "ctl")
 # Stopping the session's command: the shell is frozen first, so that nothing more of the
 # action runs while the warden decides. A shell that ignores or blocks SIGUSR1 (`trap ''
 # USR1`) could not abandon its action: it is killed (the session starts another). Any
@@ -83,13 +88,15 @@ _STOP_SHELL = (
     'done < /proc/$keep/status; '
     'if (( mask & 0x200 )); then kill -KILL "$keep"; keep=; else kill -USR1 "$keep"; fi; fi 2>/dev/null; '
 )
+# When icplay's connection ends, only the traps are left, on the shells last told.
 WARDEN = (
-    f"trap 'keep=; read -r keep < {SHELL_PID_FILE} 2>/dev/null; " + _READ_CONTROL + _STOP_SHELL +
-    _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
-    "trap 'keep=; " + _READ_CONTROL + _KILL_ALL_BUT + "' HUP\n"
+    warden.ALIVE +
+    "trap '" + _SPARED + _STOP_SHELL + _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
+    "trap '" + _SPARED + "keep=; " + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
-    "while :; do sleep 2147483647 & wait $!; done\n"
+    + warden.registration_loop("while :; do sleep 2147483647 & wait $!; done")
 )
+REGISTER_TIMEOUT = 30.0   # seconds for the warden to take a new shell's pid (a loaded machine)
 
 DEFAULT_LIMITS = {"mem_limit": "1g", "memswap_limit": "1g", "pids_limit": 256, "nano_cpus": 1_000_000_000}
 
@@ -354,7 +361,8 @@ class DockerSandbox:
         self._hardened = False
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
-        self._pid1: faithful_mode.Pid1Streams | None = None   # faithful containers: pid 1's stdin and stdout
+        self._pid1: faithful_mode.Pid1Streams | None = None   # pid 1's stdin and stdout (the warden's)
+        self._register_lock = threading.Lock()
         self._shell_argv = SESSION_SHELL_ARGV
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
@@ -385,13 +393,14 @@ class DockerSandbox:
     def _new_shell(self) -> PersistentShell:
         # a faithful shell first hands out the pids its exec's threads did not take, so that
         # every container's first action is numbered alike (faithful.py)
-        init = faithful_mode.advance_pids(faithful_mode.ACTIONS_FROM - 1) if self.faithful else f"echo $$ > {SHELL_PID_FILE}"
+        init = faithful_mode.advance_pids(faithful_mode.ACTIONS_FROM - 1) if self.faithful else ":"
         if self.workdir:
             init += f"; cd {shlex.quote(self.workdir)}"
         return PersistentShell(
             ShellControl(open=lambda: self._open("shell"), kill_command=self._kill_command,
                          kill_shell=self._kill_shell, is_alive=lambda _pid: self._is_alive("shell"),
-                         sweep=self._sweep, kill_is_deferred=True),
+                         sweep=self._sweep, kill_is_deferred=True,
+                         started=None if self.faithful else lambda pid: self._register("shell", pid)),
             init_script=init, output_cap=self.output_cap, default_timeout=self.timeout,
             # a recycled container is proven pristine by ctimes: the shell's start folder
             # goes in /tmp, which the proof restores, not in /dev/shm, which it watches
@@ -423,13 +432,7 @@ class DockerSandbox:
             if self.faithful:
                 self._start_faithful(labels, options)
             else:
-                with creating():
-                    self.container = self.client.containers.run(
-                        self.image, command=["bash", "-c", WARDEN], detach=True, labels=labels,
-                        network_mode=None if self.network else "none", privileged=False,
-                        security_opt=["no-new-privileges", *self.engine_security_opt()], hostname="icplay",
-                        **options)
-                    track(self.container.id, self.client)
+                self._start_warden(labels, options)
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
@@ -449,6 +452,31 @@ class DockerSandbox:
         except Exception:
             self.close()
             raise
+
+    def _start_warden(self, labels: dict[str, str], options: dict[str, Any]) -> None:
+        """Pid 1 runs the WARDEN, its stdin and stdout attached: icplay tells it there which
+        shells a stop spares (``_register``), where no process of the container can write."""
+        with creating():
+            self.container = self.client.containers.create(
+                self.image, command=["bash", "-c", WARDEN], stdin_open=True, detach=True, labels=labels,
+                network_mode=None if self.network else "none", privileged=False,
+                security_opt=["no-new-privileges", *self.engine_security_opt()], hostname="icplay", **options)
+            track(self.container.id, self.client)
+        # attached before the start: the warden's stdin is open from its first line
+        self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
+            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
+        self.container.start()
+
+    def _register(self, role: str, pid: int) -> None:
+        """Tell the warden the pid of the session's shell or the control shell (``role``), and
+        wait until it holds it (with that process's start time): a stop spares that process."""
+        pid1 = self._pid1
+        if pid1 is None:
+            raise SandboxError("the container's pid 1 is not attached: its warden cannot be told the shell")
+        line, answer = warden.registration(role, pid, secrets.token_hex(8))
+        with self._register_lock:
+            pid1.write(line)
+            pid1.wait_for(answer, timeout=REGISTER_TIMEOUT)
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its
@@ -512,12 +540,10 @@ class DockerSandbox:
         """The control shell: side commands without an exec each, and the recycling proof."""
         control = PersistentShell(
             ShellControl(open=lambda: self._open("control"), kill_command=lambda _pid: None,
-                         kill_shell=lambda _pid: self._close_control(), is_alive=lambda _pid: self._is_alive("control")),
-            # the session shell's pid file is made here, before the pristine copies: made
-            # later by the session shell (which starts meanwhile), it changed /run after the
-            # pristine mark on a loaded machine, and the recycle failed ("/run changed")
+                         kill_shell=lambda _pid: self._close_control(), is_alive=lambda _pid: self._is_alive("control"),
+                         started=lambda pid: self._register("control", pid)),
             # its tools from the read-only system folders only, whatever the image's PATH says
-            init_script=f"export PATH={CONTROL_PATH}; : >> {SHELL_PID_FILE}; echo $$ > {CONTROL_PID_FILE}; "
+            init_script=f"export PATH={CONTROL_PATH}; "
                         f"mkdir -p {SCORING_SCRATCH}\n{CONTROL_FUNCTIONS}", output_cap=4 * self.output_cap, scratch="/tmp",
             default_timeout=RECYCLE_TIMEOUT)
         try:

@@ -23,8 +23,7 @@ The control shell, using builtins where it matters:
 4. accepts changes only inside the *restorable roots* (the workdir, /testbed, /root,
    /home, /opt, /tmp, /var/tmp and what git tracks at /), each restored from a copy
    taken when the container was new (``cp -a``: contents, modes, owners and mtimes);
-   plus the shell's pid file and git's index (restored from its copy; ``git status``
-   rewrites it). Any other change — /etc, /usr, the copies themselves — fails the proof.
+   plus git's index (restored from its copy; ``git status`` rewrites it). Any other change — /etc, /usr, the copies themselves — fails the proof.
 
 On icplay's own images the root filesystem is read-only (writable roots are sized tmpfs
 mounts, see ``docker.py``), so nothing outside the restorable roots can change at all,
@@ -45,8 +44,6 @@ during an episode could also hide changes. ``recycle=False`` (``--no-recycle``) 
 from __future__ import annotations
 
 STASH = "/run/icplay-pristine"
-SHELL_PID_FILE = "/run/icplay-shell.pid"
-CONTROL_PID_FILE = "/run/icplay-control.pid"
 # Where the reward's side commands make their private git folder (envs/bash_facts.py): a
 # restorable root of its own, empty when the container is pristine
 SCORING_SCRATCH = "/run/icplay-score"
@@ -239,7 +236,6 @@ __ic_recycle() {
   while IFS= read -r -d '' path; do
     case "$path" in
       icplay-find-status:*) [ "${path#icplay-find-status:}" = 0 ] || failed=1; status=done; continue;;
-      @SHELL_PID@) continue;;
       /.git/index) index=1; continue;;
     esac
     if [ -n "${__ic_snap[$path]+x}" ]; then
@@ -267,5 +263,4 @@ __ic_recycle() {
   __ic_mark
   echo "icplay-pristine ${restore[*]}"
 }
-""".replace("@STASH@", STASH).replace("@SHELL_PID@", SHELL_PID_FILE).replace(
-    "@KILL_OTHERS@", freeze_and_kill('1|"$$"|"$__ic_keep"'))
+""".replace("@STASH@", STASH).replace("@KILL_OTHERS@", freeze_and_kill('1|"$$"|"$__ic_keep"'))

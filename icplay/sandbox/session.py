@@ -207,6 +207,9 @@ class ShellControl:
     # it acts waits for its next round): then it is sent once per stop, since a repeat can
     # be carried out after the marker, stopping the next action and killing its processes.
     kill_is_deferred: bool = False
+    # told each new shell's pid (as the shell reported it) once it runs and before any action
+    # is sent: Docker's warden learns there which process a stop spares (never from a file)
+    started: Callable[[int], None] | None = None
 
 
 @dataclass
@@ -470,6 +473,12 @@ class PersistentShell:
             if got.ended:
                 self._discard()
                 raise SandboxError(f"the shell exited while starting; it printed: {seen.decode(errors='replace')!r}")
+        if self.control.started is not None and self._pid is not None:
+            try:
+                self.control.started(self._pid)
+            except BaseException:
+                self._discard()
+                raise
         if self._ever_started:
             self._restart_note = RESTART_NOTE
         self._ever_started = True

@@ -120,8 +120,8 @@ class StudyPlain:
         """One attempt at ``entry``'s task; the trajectory, or None when the human quit."""
         task = resolve(entry.ref, str(self.queue.study.path))
         n, total = self.queue.position(entry.ref), len(self.queue.entries)
-        self.write(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
-                   + (f" [{task.hardness}]" if task.hardness else "") + " ===")
+        self.write(display(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
+                           + (f" [{task.hardness}]" if task.hardness else "") + " ==="))
         self.write(display(task.query))
         episode, replayed = self.session.open_episode(self._env(task), task, policy=self.seat.policy_info(task))
         while self.session.set_aside:

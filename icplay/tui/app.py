@@ -35,6 +35,7 @@ from icplay.tui.screens.modals import HelpScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
+from icplay.tui.shown import safe, shown
 from icplay.tui.widgets.command import History
 from icplay.store import StoreError
 from icplay.study.model import StudyFileError
@@ -167,7 +168,8 @@ class PlayApp(App):
         if self.config.keys:
             bad = unknown_ids(self.config.keys)
             if bad:
-                self.notify(f"config.toml names unknown key ids: {', '.join(bad)}", severity="warning", timeout=8)
+                self.notify(safe(f"config.toml names unknown key ids: {', '.join(bad)}"), severity="warning",
+                            timeout=8, markup=False)
             self.set_keymap({k: v for k, v in self.config.keys.items() if k not in bad})
         self.say_annotator()
         if self.queue is not None:
@@ -183,7 +185,8 @@ class PlayApp(App):
 
     def say_annotator(self) -> None:
         if self.annotator_note:
-            self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8)
+            self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8,
+                        markup=False)
 
     def sessions(self) -> list[Session]:
         """The sessions this app has opened (the baseline's, the watched agents', the forks')."""
@@ -197,7 +200,8 @@ class PlayApp(App):
                 if session.mark_gold_seen(trajectory):
                     return
             except StoreError as exc:       # a full disk: said, the dialog stays usable
-                self.notify(f"The gold reveal could not be recorded: {exc}", severity="error", timeout=10)
+                self.notify(safe(f"The gold reveal could not be recorded: {exc}"), severity="error", timeout=10,
+                            markup=False)
                 return
 
     def sandbox_for(self, kind: str) -> str | None:
@@ -269,13 +273,13 @@ class PlayApp(App):
         queue = self.queue.refresh()
         entry = queue.entry(ref) if ref is not None else queue.next_entry()
         if entry is None:
-            self.exit(message=f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
-                              f"{format_duration(queue.time_worked)} worked")
+            self.exit(message=shown(f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
+                                    f"{format_duration(queue.time_worked)} worked"))
             return
         try:
             task = resolve(entry.ref, str(queue.study.path))
         except StudyFileError as exc:
-            self.notify(str(exc), severity="error", timeout=10)
+            self.notify(safe(exc), severity="error", timeout=10, markup=False)
             return
         latest = entry.latest
         retry = latest is not None and self.rules.timed_out(latest)
@@ -296,7 +300,7 @@ class PlayApp(App):
         assert self.queue is not None
         refusal = self.queue.start_again(task)
         if refusal is not None:
-            self.notify(refusal, title="No retry", severity="warning", timeout=8)
+            self.notify(safe(refusal), title="No retry", severity="warning", timeout=8, markup=False)
         return refusal is None
 
     def open_next(self, after: Task, session: Session | None = None,

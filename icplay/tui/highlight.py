@@ -17,6 +17,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from icplay.languages import find
+from icplay.tui.shown import safe
 
 THEME = "ansi_dark"      # the terminal's own 16 colours: readable on the light theme and the dark one
 
@@ -35,6 +36,7 @@ def lexer_for(language: str) -> Lexer | None:
 def highlighted(code: str, language: str, style: str = "") -> Text:
     """``code`` as Rich Text coloured for ``language`` (plain when no lexer knows it); ``style``
     goes under the colours (e.g. "dim" for a rejected proposal)."""
+    code = safe(code)        # a solver's or a model's: control and bidirectional characters as escapes
     lexer = lexer_for(language)
     if lexer is None:
         return Text(code, style=style)

@@ -22,7 +22,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, cast
 
-from rich.markup import escape
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -50,6 +49,7 @@ from icplay.session import Session, format_duration
 from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings, run_key_label
+from icplay.tui.shown import safe, shown
 from icplay.tui.screens.modals import (CommentScreen, ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen,
                                        TurnScreen, result_from_trajectory, submit_question)
 from icplay.tui.widgets.agent import AgentPanel
@@ -230,8 +230,8 @@ class LiveScreen(Screen[None]):
         yield StatusBar(id="status")
         with Horizontal(id="body"):
             with Vertical(id="main"):
-                query = QueryPanel(Text(self.task_record.query), id="query")
-                query.border_title = f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else "")
+                query = QueryPanel(shown(self.task_record.query), id="query")
+                query.border_title = shown(f"Task {self.task_record.key}" + (f" · {self.task_record.hardness}" if self.task_record.hardness else ""))
                 yield query
                 if self.agent is not None:
                     yield AgentPanel(self.task_record.env, model=self.rules.model_label(self.agent.label),
@@ -432,7 +432,7 @@ class LiveScreen(Screen[None]):
             parts[3] = f"study {queue.study.name} · {queue.done}/{len(queue.entries)} done"
         if shown:
             parts.insert(0, shown)
-        self.query_one(StatusBar).show(f"icplay · {left}", parts, keep=3 if shown else 2)
+        self.query_one(StatusBar).show(safe(f"icplay · {left}"), [safe(p) for p in parts], keep=3 if shown else 2)
 
     def _state_word(self) -> str:
         """The status bar's first word: what the episode is doing, or its reward once scored."""
@@ -454,11 +454,11 @@ class LiveScreen(Screen[None]):
 
     def on_host_progress(self, message: Progress) -> None:
         if self.state == "loading":
-            self._set_pane_status(Text(message.line.strip()[-200:], style="dim"))
+            self._set_pane_status(shown(message.line.strip()[-200:], style="dim"))
 
     def on_host_replaying(self, message: Replaying) -> None:
         first = message.action.splitlines()[0][:60] if message.action else ""
-        self._set_pane_status(Text(f"resuming: replaying turn {message.n} of {message.total} · {first}", style="dim"))
+        self._set_pane_status(shown(f"resuming: replaying turn {message.n} of {message.total} · {first}", style="dim"))
 
     def on_host_opened(self, message: Opened) -> None:
         self.episode = message.episode
@@ -506,10 +506,10 @@ class LiveScreen(Screen[None]):
 
     def on_host_failed(self, message: Failed) -> None:
         self.over = OVER_FAILED
-        self._set_pane_status(Text(f"{message.error}\nF8 tries again · Ctrl+B back to the task list",
+        self._set_pane_status(shown(f"{message.error}\nF8 tries again · Ctrl+B back to the task list",
                                    style="bold red"))
         self.refresh_bindings()
-        self.notify(escape(message.error), title="The environment failed", severity="error", timeout=10)
+        self.notify(safe(message.error), title="The environment failed", severity="error", timeout=10, markup=False)
         self.refresh_status()
 
     # -- the human's own typing -------------------------------------------------------------------
@@ -552,7 +552,7 @@ class LiveScreen(Screen[None]):
         try:
             done = self.broker.answer(request.id, decision)
         except ValueError as exc:
-            self.notify(str(exc), severity="warning")
+            self.notify(safe(exc), severity="warning", markup=False)
             return False
         if done and decision.kind in ("run", "edit") and decision.action:
             self._next_action = decision.action
@@ -687,14 +687,14 @@ class LiveScreen(Screen[None]):
             self._submitting = False      # ready again when the driver asks for the next move
             if self.clock is not None:
                 self.clock.release("done")
-            self._set_pane_status(Text(f"scoring failed: {message}", style="bold red"))
-            self.notify(escape(message), title="Scoring failed", severity="error")
+            self._set_pane_status(shown(f"scoring failed: {message}", style="bold red"))
+            self.notify(safe(message), title="Scoring failed", severity="error", markup=False)
         else:
             self._run_started = 0.0
             self._detach_feed()
             self.pane.turn_finished(None)
-            self._set_pane_status(Text(message, style="bold red"))
-            self.notify(escape(message), title="The step failed", severity="error")
+            self._set_pane_status(shown(message, style="bold red"))
+            self.notify(safe(message), title="The step failed", severity="error", markup=False)
         if failure.fatal and self.agent is None:
             self.over = OVER_FAILED
             self.refresh_bindings()
@@ -729,7 +729,7 @@ class LiveScreen(Screen[None]):
                 self.clock.hold("done")
             self._set_pane_status(Text(f"time is up: {self.rules.time_up_reason()} · Ctrl+N next", style="yellow"))
             self.notify(f"Time is up: {self.rules.time_up_reason()}.", title="Time limit", severity="warning",
-                        timeout=10)
+                        timeout=10, markup=False)
             self.refresh_bindings()
         elif self.agent is not None:
             self.over = OVER_STOPPED if trajectory.status == "stopped" else OVER_FAILED
@@ -1023,7 +1023,7 @@ class LiveScreen(Screen[None]):
     def action_reveal_gold(self) -> None:
         refusal = self._gold_refusal()
         if refusal is not None:
-            self.notify(refusal, title="No gold", severity="warning")
+            self.notify(refusal, title="No gold", severity="warning", markup=False)
             return
         self.action_show_score(reveal=True)
 

@@ -18,8 +18,8 @@ from icplay.envs.base import SubmitResult, shown_observation, strict_doubts
 from icplay.languages import find as find_language
 from icplay.languages.submitting import submit_preview
 from icplay.episode import Trajectory, Turn
-from icplay.store import printable
 from icplay.tui.keys import KEYS
+from icplay.tui.shown import from_ansi, safe, shown
 from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
@@ -57,11 +57,11 @@ def submit_question(task_key: str, env: str, turns: list[Turn], arg: str | None 
     """The submit confirmation: the question, then what the submit scores (the turn, its author
     and its result, or the flag / function given: ``icplay.languages.submitting``)."""
     taken = sum(1 for t in turns if t.counts)
-    text = Text(f"Submit {task_key} for scoring after {taken} turn{'s' if taken != 1 else ''}?\n", style="bold")
+    text = Text(safe(f"Submit {task_key} for scoring after {taken} turn{'s' if taken != 1 else ''}?\n"), style="bold")
     preview = submit_preview(env, turns, arg, submitter)
-    text.append(preview[0] + "\n", style="bold")
+    text.append(safe(preview[0]) + "\n", style="bold")
     for line in preview[1:]:
-        text.append(line + "\n", style="yellow" if not line.startswith(" ") else "")
+        text.append(safe(line) + "\n", style="yellow" if not line.startswith(" ") else "")
     text.append("The episode ends; the score is shown next" + (" (and the gold solution, on request)."
                                                               if gold_shown else "."), style="dim")
     return text
@@ -108,7 +108,7 @@ class HelpScreen(ModalScreen[None]):
         for title, rows in sections:
             table.add_row(Text(title, style="bold underline"), "")
             for keys, what in rows:
-                table.add_row(keys, what)
+                table.add_row(Text(keys), what)
             table.add_row("", "")
         table.add_row(Text("Palette", style="bold underline"), "")
         table.add_row("ctrl+p", "Command palette: every action, searchable")
@@ -138,7 +138,7 @@ class TurnScreen(ModalScreen[None]):
         status, style = turn_status(turn)
         facts = Text()
         facts.append(f"Turn {turn.index + 1}", style="bold")
-        facts.append(f" · {turn.author}")
+        facts.append(f" · {safe(turn.author)}")
         if status:
             facts.append(" · ")
             facts.append(status, style=style)
@@ -155,19 +155,19 @@ class TurnScreen(ModalScreen[None]):
             with VerticalScroll(id="turn-body"):
                 if turn.thought:
                     yield Static("[b]Thought[/b]")
-                    yield Static(Text(turn.thought, style="italic"))
+                    yield Static(shown(turn.thought, style="italic"))
                 if turn.proposed is not None and turn.proposed != turn.action:
                     yield Static("[b]Proposed[/b]")
-                    yield Static(Text(turn.proposed), classes="code")
+                    yield Static(shown(turn.proposed), classes="code")
                 yield Static("[b]Action[/b]")
-                yield Static(Text(turn.action or "(none)"), classes="code")
+                yield Static(shown(turn.action or "(none)"), classes="code")
                 if turn.comment:
-                    yield Static(f"[b]Comment[/b]  {escape(turn.comment)}")
+                    yield Static(Text.assemble(("Comment", "bold"), "  ", safe(turn.comment)))
                 yield Static("[b]Observation[/b]")
                 observation = shown_observation(turn.observation, turn.info)
                 if len(observation) > 200_000:
                     observation = observation[:200_000] + f"\n… ({len(turn.observation) - 200_000:,} more characters)"
-                yield Static(Text.from_ansi(observation) if observation else Text("(no output)", style="dim"),
+                yield Static(from_ansi(observation) if observation else Text("(no output)", style="dim"),
                              classes="code")
             yield Static("[dim]Turns are a record: they cannot be edited. Escape closes.[/dim]", classes="hint")
 
@@ -208,7 +208,7 @@ class HistoryScreen(ModalScreen[str | None]):
         options = self.query_one(OptionList)
         options.clear_options()
         self._found = self._matches(text)
-        options.add_options([Option(Text(first_line(c, 200)), id=str(i)) for i, c in enumerate(self._found)])
+        options.add_options([Option(shown(first_line(c, 200)), id=str(i)) for i, c in enumerate(self._found)])
         if self._found:
             options.highlighted = 0
 
@@ -254,7 +254,7 @@ def score_table(env: str, result: SubmitResult) -> Table:
     spec = find_language(env)
     rows = spec.explain(b) if spec is not None else [(str(k), str(v)) for k, v in b.items()]
     for label, value in rows:
-        table.add_row(label, value)
+        table.add_row(shown(label), shown(value))
     return table
 
 
@@ -299,7 +299,7 @@ class ScoreScreen(ModalScreen[str | None]):
                     yield Static(Text(self.breakdown_refusal, style="dim"), id="breakdown")
                 else:
                     if doubts := strict_doubts(result):
-                        yield Static(Text("\n".join(printable(d)[:300] for d in doubts), style="yellow"),
+                        yield Static(Text("\n".join(safe(d)[:300] for d in doubts), style="yellow"),
                                      id="strict-reasons")
                     yield Static(score_table(self.trajectory.env, result), id="breakdown")
                 yield Vertical(id="gold")
@@ -323,7 +323,7 @@ class ScoreScreen(ModalScreen[str | None]):
 
     async def action_reveal(self) -> None:
         if self.gold_refusal is not None:
-            self.notify(self.gold_refusal, title="No gold", severity="warning")
+            self.notify(self.gold_refusal, title="No gold", severity="warning", markup=False)
             return
         if self.revealed:
             return
@@ -334,17 +334,17 @@ class ScoreScreen(ModalScreen[str | None]):
         panel = self.query_one("#gold", Vertical)
         gold_output = self.result.gold_output or ""
         yours = last.observation if last is not None else ""
-        await panel.mount(Static("[b]Gold solution[/b]"), Static(Text(gold), classes="code", id="gold-action"))
+        await panel.mount(Static("[b]Gold solution[/b]"), Static(shown(gold), classes="code", id="gold-action"))
         with_output = Horizontal(id="compare")
         await panel.mount(with_output)
         left = Vertical(classes="half")
         right = Vertical(classes="half")
         await with_output.mount(left, right)
         await left.mount(Static("[b]Gold output[/b]"),
-                         Static(Text.from_ansi(_clip(gold_output)) if gold_output else Text("(none)", style="dim"),
+                         Static(from_ansi(_clip(gold_output)) if gold_output else Text("(none)", style="dim"),
                                 classes="code", id="gold-output"))
         await right.mount(Static("[b]Your last observation[/b]"),
-                          Static(Text.from_ansi(_clip(yours)) if yours else Text("(none)", style="dim"),
+                          Static(from_ansi(_clip(yours)) if yours else Text("(none)", style="dim"),
                                  classes="code", id="your-output"))
         self.query_one("#reveal", Button).disabled = True
         record = getattr(self.app, "record_gold_seen", None)
@@ -353,7 +353,7 @@ class ScoreScreen(ModalScreen[str | None]):
 
     def action_choose(self, choice: str) -> None:
         if choice == "retry" and self.retry_refusal is not None:
-            self.notify(self.retry_refusal, title="No retry", severity="warning")
+            self.notify(self.retry_refusal, title="No retry", severity="warning", markup=False)
             return
         self.dismiss(choice)
 

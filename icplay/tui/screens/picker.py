@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from icplay.session import IN_PROGRESS, SOLVED, SUBMITTED, Progress, TaskStatus, attempts_line, format_duration
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings
+from icplay.tui.shown import safe, shown
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.panels import StatusBar
 
@@ -77,8 +78,8 @@ class PickerScreen(Screen):
         sets = self.query_one("#sets", OptionList)
         choices = self.playground.catalog.sets()
         for entry in choices:
-            label = Text(entry.name, style="bold")
-            label.append(f"  {entry.env}", style="dim")
+            label = shown(entry.name, style="bold")
+            label.append(f"  {safe(entry.env)}", style="dim")
             if not entry.available:
                 label.append("\n  not installed", style="red dim")
             elif entry.needs_image:
@@ -104,7 +105,7 @@ class PickerScreen(Screen):
         try:
             tasks = self.playground.catalog.tasks(name)
         except ValueError as exc:
-            self.notify(str(exc), title="Cannot load the task set", severity="error")
+            self.notify(safe(exc), title="Cannot load the task set", severity="error", markup=False)
             return
         if name != self.current_set:
             self.query_one("#tasks", DataTable).move_cursor(row=0)
@@ -112,7 +113,7 @@ class PickerScreen(Screen):
         self.tasks = tasks
         entry = next((e for e in self.playground.catalog.sets() if e.name == name), None)
         if entry is not None:
-            self.query_one("#tasks", DataTable).border_title = f"Tasks · {entry.description}"
+            self.query_one("#tasks", DataTable).border_title = shown(f"Tasks · {entry.description}")
         self.refresh_tasks()
 
     def refresh_tasks(self) -> None:
@@ -132,16 +133,16 @@ class PickerScreen(Screen):
             if len(status.attempts) > 1:
                 label = f"{label} ×{len(status.attempts)}"     # the attempts; the preview lists each
             worked = compact_duration(status.time_worked) if status.time_worked else ""
-            query = " ".join(task.query.split())
+            query = safe(" ".join(task.query.split()))
             if len(query) > query_width:
                 query = query[:query_width - 1] + "…"
-            table.add_row(task.id, task.hardness or "", Text(label, style=style), worked, query,
+            table.add_row(shown(task.id), shown(task.hardness or ""), Text(label, style=style), worked, Text(query),
                           key=task.key)
         if self.tasks:
             table.move_cursor(row=min(keep, len(self.tasks) - 1))
-        table.border_subtitle = f"{len(self.tasks)} tasks"
-        self.query_one(StatusBar).show(f"icplay · session {self.playground.session.name}",
-                                       [f"{self.current_set}: {progress.parts()[0]}", *progress.parts()[1:]])
+        table.border_subtitle = Text(f"{len(self.tasks)} tasks")
+        self.query_one(StatusBar).show(safe(f"icplay · session {self.playground.session.name}"),
+                                       [safe(f"{self.current_set}: {progress.parts()[0]}"), *progress.parts()[1:]])
         self._preview()
 
     def _query_width(self) -> int:
@@ -164,16 +165,16 @@ class PickerScreen(Screen):
             preview.update("")
             return
         task = self.tasks[min(table.cursor_row, len(self.tasks) - 1)]
-        head = Text(f"{task.key}", style="bold")
+        head = shown(task.key, style="bold")
         if task.hardness:
-            head.append(f" · {task.hardness}")
+            head.append(f" · {safe(task.hardness)}")
         if task.db:
-            head.append(f" · database {task.db}")
+            head.append(f" · database {safe(task.db)}")
         head.append("\n")
         attempts = self._progress.by_task.get(task.key, TaskStatus()).attempts if self._progress else []
         if len(attempts) > 1:
             head.append(f"{len(attempts)} attempts: {attempts_line(attempts)}\n", style="dim")
-        head.append(task.query)
+        head.append(safe(task.query))
         preview.update(head)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

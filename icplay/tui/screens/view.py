@@ -29,6 +29,7 @@ from icplay.formats.summary import ANY_FLAG, EpisodeSummary, Filter, SORT_KEYS, 
 from icplay.session import Session
 from icplay.tui.app import PlayApp
 from icplay.tui.keys import KEYS, unknown_ids
+from icplay.tui.shown import safe
 from icplay.tui.screens.modals import HelpRows, HelpScreen, binding_help
 from icplay.tui.widgets.episodes import COLUMNS, EpisodeTable, date_text, summary_row
 from icplay.tui.widgets.footer import KeysFooter
@@ -123,7 +124,7 @@ def filter_text(parts: list[tuple[str, str]]) -> Text:
     text = Text()
     for key, value in parts:
         text.append(f"{key} ", style="dim")
-        text.append(value, style="bold" if value != "any" else "")
+        text.append(safe(value), style="bold" if value != "any" else "")
         text.append("  ")
     return text
 
@@ -250,7 +251,7 @@ class ViewScreen(Screen):
         if message.generation != self._generation:
             return
         self.reading = False
-        self.notify(message.error, title="Cannot read the episodes", severity="error")
+        self.notify(safe(message.error), title="Cannot read the episodes", severity="error", markup=False)
         self.show_filters()
         self.show_preview()
 
@@ -308,7 +309,7 @@ class ViewScreen(Screen):
         text.append(f"{self.sort} {'↓' if self.descending else '↑'}", style="bold")
         if self.family_of:
             text.append("  family of ", style="dim")
-            text.append(self.family_of, style="bold magenta")
+            text.append(safe(self.family_of), style="bold magenta")
         self.query_one("#filters", Static).update(text)
         shown = f"{len(self.shown):,} of {len(self.all):,} episodes" + (" (reading…)" if self.reading else "")
         marked = "1 marked (c compares)" if self.marked else "Space marks one to compare"
@@ -322,14 +323,14 @@ class ViewScreen(Screen):
                                 ("reading the episodes…" if self.reading else "no saved episodes here"), style="dim"))
             return
         text = Text()
-        text.append(f"{s.set}/{s.task}", style="bold")
-        text.append(f" · {s.status} · {s.source} · episode {s.id}\n", style="dim")
-        text.append(s.query.strip().splitlines()[0][:300] if s.query.strip() else "", style="")
+        text.append(safe(f"{s.set}/{s.task}"), style="bold")
+        text.append(safe(f" · {s.status} · {s.source} · episode {s.id}") + "\n", style="dim")
+        text.append(safe(s.query.strip().splitlines()[0][:300]) if s.query.strip() else "", style="")
         fam = family(self.all, s.id) if (s.forked_from or any(
             x.forked_from and x.forked_from.get("id") == s.id for x in self.all)) else []
         if fam:
             text.append("\nfamily: ", style="magenta")
-            text.append(family_line(fam, s.id))
+            text.append(safe(family_line(fam, s.id)))
         preview.update(text)
 
     def on_episode_table_moved(self, message: EpisodeTable.Moved) -> None:
@@ -412,8 +413,8 @@ class ViewScreen(Screen):
             self.notify("Move to a second episode to compare with the marked one.", severity="warning")
             return
         if (marked.set, marked.task) != (current.set, current.task):
-            self.notify(f"Compare two episodes of the same task: the marked one is {marked.set}/{marked.task}, "
-                        f"this one {current.set}/{current.task}.", severity="warning")
+            self.notify(safe(f"Compare two episodes of the same task: the marked one is {marked.set}/{marked.task}, "
+                             f"this one {current.set}/{current.task}."), severity="warning", markup=False)
             return
         self.app.push_screen(CompareScreen(marked, current))
 

@@ -34,13 +34,13 @@ from icplay.review.labels import LABEL_PROMPT, LabelError, label_saved_turn
 from icplay.review.reexecute import Reexecution, TurnCheck, reexecute
 from icplay.scan.flags import Flag
 from icplay.scan.registry import flags_of
-from icplay.store import printable
 from icplay.tui.widgets.episodes import action_text, date_text, reward_curve, reward_text
 from icplay.tui.app import PlayApp
 from icplay.tui.widgets.footer import KeysFooter
 from icplay.tui.widgets.output import OutputPane
 from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
+from icplay.tui.shown import safe, shown
 from icplay.tui.widgets.results import ResultsTable
 from icplay.languages import names
 from icplay.tui.screens.modals import CommentScreen
@@ -62,16 +62,16 @@ def turn_notes(turn: Turn) -> Text:
     notes = Text()
     if turn.thought:
         notes.append("Thought ", style="bold")
-        notes.append(turn.thought.strip(), style="italic")
+        notes.append(safe(turn.thought.strip()), style="italic")
     if turn.comment:
         notes.append("\n" if notes else "")
         notes.append("Comment ", style="bold")
-        notes.append(turn.comment.strip())
+        notes.append(safe(turn.comment.strip()))
     if turn.label:
         mark = turn.label
         notes.append("\n" if notes else "")
         notes.append(f"Label {mark['label']}", style="bold " + {"good": "green", "bad": "red"}.get(mark["label"], ""))
-        notes.append(f" ({mark.get('author') or 'no annotator'})" + (f": {mark['note']}" if mark.get("note") else ""))
+        notes.append(safe(f" ({mark.get('author') or 'no annotator'})" + (f": {mark['note']}" if mark.get("note") else "")))
     return notes
 
 
@@ -96,7 +96,7 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
     turn = turns[position]
     status, style = turn_status(turn)
     text = turn_position(turns, position)
-    text.append(f" · {turn.author}")
+    text.append(f" · {safe(turn.author)}")
     if turn.info.get("rejected"):
         text.append(" · rejected", style="magenta")
     if status:
@@ -136,7 +136,7 @@ def solved_text(traj: Trajectory) -> Text:
                 style="green" if strict else ("dim" if strict is None else "yellow"))
     text.append("\n")
     for reason in traj.strict_reasons:
-        text.append(f"  {printable(reason)[:200]}\n", style="yellow")
+        text.append(f"  {safe(reason)[:200]}\n", style="yellow")
     return text
 
 
@@ -149,7 +149,7 @@ def call_text(traj: Trajectory, turn: Turn) -> Text:
     text = Text()
     if turn.reasoning:
         text.append("Reasoning\n", style="bold")
-        text.append(turn.reasoning.strip(), style=REASONING_STYLE)
+        text.append(safe(turn.reasoning.strip()), style=REASONING_STYLE)
     rows = call_lines(turn)
     if rows:
         text.append("\n\n" if text else "")
@@ -157,7 +157,7 @@ def call_text(traj: Trajectory, turn: Turn) -> Text:
         width = max(len(label) for label, _ in rows)
         for label, value in rows:
             text.append(f"  {label:<{width}}  ", style="dim")
-            text.append(value + "\n", style="bold yellow" if "truncated" in value else "")
+            text.append(safe(value) + "\n", style="bold yellow" if "truncated" in value else "")
         added = new_messages(turn)
         total = len(sent_messages(traj, turn.index))
         text.append(f"Prompt · {total} messages sent, {len(added)} new since the previous call\n", style="bold")
@@ -165,8 +165,8 @@ def call_text(traj: Trajectory, turn: Turn) -> Text:
             content = str(message.get("content") or "")
             if len(content) > MESSAGE_CHARS:
                 content = content[:MESSAGE_CHARS] + f" … ({len(content) - MESSAGE_CHARS:,} more characters)"
-            text.append(f"  {message.get('role', '?')}: ", style="cyan")
-            text.append(printable(content) + "\n")
+            text.append(safe(f"  {message.get('role', '?')}: "), style="cyan")
+            text.append(safe(content) + "\n")
     return text
 
 
@@ -180,7 +180,7 @@ def check_text(check: TurnCheck | None, running: bool) -> Text:
     text = Text()
     text.append(f"re-executed: ✗ differs — {', '.join(check.what())}", style="bold red")
     for line in check.diff().splitlines():
-        text.append("\n" + printable(line), style="red" if line.startswith("-") else
+        text.append("\n" + safe(line), style="red" if line.startswith("-") else
                     "green" if line.startswith("+") else "dim")
     return text
 
@@ -194,13 +194,13 @@ def final_text(traj: Trajectory) -> Text:
         text.append("negative: the right rows in the wrong order (Kendall's tau-b)\n", style="yellow")
     for key, value in (traj.breakdown or {}).items():
         if isinstance(value, (int, float, str, bool)) and len(str(value)) < 40:
-            text.append(f"  {key}: {value}\n", style="dim")
+            text.append(safe(f"  {key}: {value}") + "\n", style="dim")
     gold = str(traj.task.get("gold") or "")
     if gold:
         text.append("Gold\n", style="bold")
-        text.append(gold.strip()[:600] + "\n", style="italic")
+        text.append(safe(gold.strip()[:600]) + "\n", style="italic")
     if traj.gold_output:
-        text.append(printable(traj.gold_output.strip()[:400]), style="dim")
+        text.append(safe(traj.gold_output.strip()[:400]), style="dim")
     return text
 
 
@@ -268,8 +268,8 @@ class EpisodeScreen(Screen):
         yield StatusBar(id="status")
         with Horizontal(id="body"):
             with Vertical(id="main"):
-                query = QueryPanel(Text(str(traj.task.get("query") or "")), id="query")
-                query.border_title = f"Task {traj.task_key} · {self.summary.who or traj.policy.get('kind', '')}"
+                query = QueryPanel(shown(traj.task.get("query") or ""), id="query")
+                query.border_title = shown(f"Task {traj.task_key} · {self.summary.who or traj.policy.get('kind', '')}")
                 yield query
                 yield Static(id="turn-head")
                 with VerticalScroll(id="turn-text"):
@@ -337,7 +337,8 @@ class EpisodeScreen(Screen):
     def show_turn(self) -> None:
         traj = self.trajectory
         turns = traj.turns
-        self.query_one(StatusBar).show(f"icplay view · {traj.task_key}", self._status_parts(), keep=2)
+        self.query_one(StatusBar).show(safe(f"icplay view · {traj.task_key}"), [safe(p) for p in self._status_parts()],
+                                       keep=2)
         self.query_one("#curve", Static).update(Text("reward by turn  ", style="dim") +
                                                 reward_curve([t.reward for t in turns], self.index))
         if not turns:
@@ -382,10 +383,10 @@ class EpisodeScreen(Screen):
             grid.clear()
             grid.display = False
             error = turn.info.get("error")
-            note.update(Text(observation or "(no output)", style="red" if error else ""))
+            note.update(shown(observation or "(no output)", style="red" if error else ""))
 
     def _show_observation(self, turn: Turn) -> None:
-        observation = printable(turn.observation or "")
+        observation = safe(turn.observation or "")
         if len(observation) > OBSERVATION_LIMIT:
             observation = observation[:OBSERVATION_LIMIT] + f"\n… ({len(turn.observation) - OBSERVATION_LIMIT:,} more)"
         if self.trajectory.env == "sql":
@@ -433,7 +434,7 @@ class EpisodeScreen(Screen):
             return
 
         if traj.env not in names():
-            self.notify(f"No environment {traj.env!r} here to re-execute it on.", severity="warning")
+            self.notify(safe(f"No environment {traj.env!r} here to re-execute it on."), severity="warning", markup=False)
             return
         self.reexecuting = True
         self.checks.clear()
@@ -471,7 +472,7 @@ class EpisodeScreen(Screen):
             return
         self.reexecuting = False
         if message.error:
-            self.notify(message.error, title="Re-execution failed", severity="error")
+            self.notify(safe(message.error), title="Re-execution failed", severity="error", markup=False)
             self.show_turn()
             return
         result = self.reexecution = message.result
@@ -481,10 +482,10 @@ class EpisodeScreen(Screen):
                 self.index = diverged[0]
                 turns = ", ".join(str(i + 1) for i in diverged)
                 self.notify(f"Turns {turns} differ from the recording" +
-                            (" (and the final reward)" if result.final_differs else ""), severity="warning")
+                            (" (and the final reward)" if result.final_differs else ""), severity="warning", markup=False)
             elif result.final_differs:
                 self.notify(f"The final reward differs: recorded {reward_text(result.recorded_final)}, "
-                            f"now {reward_text(result.final)}", severity="warning")
+                            f"now {reward_text(result.final)}", severity="warning", markup=False)
             else:
                 self.notify("Reproduced: every turn matches the recording.")
         self.show_turn()
@@ -497,7 +498,8 @@ class EpisodeScreen(Screen):
     def action_compare(self) -> None:
         others = self.same_task
         if not others:
-            self.notify(f"No other episode of {self.trajectory.task_key} to compare with.", severity="warning")
+            self.notify(safe(f"No other episode of {self.trajectory.task_key} to compare with."), severity="warning",
+                        markup=False)
             return
 
         def chosen(other: EpisodeSummary | None) -> None:
@@ -553,16 +555,16 @@ class ChooseEpisode(ModalScreen):
     @staticmethod
     def line(s: EpisodeSummary) -> Text:
         text = Text()
-        text.append(f"{s.who or s.kind:<24.24} ", style="bold")
+        text.append(safe(f"{s.who or s.kind:<24.24} "), style="bold")
         text.append(f"{s.mix_text:<12} {s.turns:>3} turns  final {reward_text(s.final):>5}  "
                     f"solved {strict_mark(s.solved)} strict {strict_mark(s.strict)}  ")
-        text.append(f"{date_text(s.date)}  {s.source}", style="dim")
+        text.append(safe(f"{date_text(s.date)}  {s.source}"), style="dim")
         return text
 
     def compose(self) -> ComposeResult:
         with Vertical(id="choose"):
-            yield Static(Text.assemble(("Compare with ", "bold"), f"{self.this.who or self.this.kind} · "
-                                       f"{self.this.set}/{self.this.task} — Enter picks, Escape goes back"))
+            yield Static(Text.assemble(("Compare with ", "bold"), safe(f"{self.this.who or self.this.kind} · "
+                                       f"{self.this.set}/{self.this.task}") + " — Enter picks, Escape goes back"))
             yield OptionList(*[Option(self.line(s)) for s in self.others], id="choose-list")
 
     def on_mount(self) -> None:
@@ -624,13 +626,13 @@ def compared_turn(turn: Turn, language: str) -> Text:
         text.append("(rejected) ", style="magenta")
         text.append_text(highlighted(turn.proposed or "", language))
         if turn.comment:
-            text.append(f"\n“{turn.comment}”", style="italic")
+            text.append(safe(f"\n“{turn.comment}”"), style="italic")
         return text
     text.append_text(action_text(turn.proposed, turn.action, language))
     call = call_brief(turn)
     if call:
-        text.append("\n" + call, style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
-    observation = printable(turn.observation or "").strip().splitlines()
+        text.append("\n" + safe(call), style="yellow" if turn.info.get("reply_truncated") else "dim cyan")
+    observation = safe(turn.observation or "").strip().splitlines()
     if observation:
         text.append("\n")
         text.append(observation_start(observation), style="dim")
@@ -672,9 +674,9 @@ def differences_text(rows: list[tuple[str, str, str]]) -> Text:
     width = max(len(what) for what, _, _ in rows)
     for what, a, b in rows:
         text.append(f"  {what:<{width}}  ", style="dim")
-        text.append(a, style="cyan")
+        text.append(safe(a), style="cyan")
         text.append("  vs  ", style="dim")
-        text.append(b + "\n", style="yellow")
+        text.append(safe(b) + "\n", style="yellow")
     return text
 
 
@@ -704,9 +706,9 @@ class CompareScreen(Screen):
     @staticmethod
     def head(s: EpisodeSummary, traj: Trajectory) -> Text:
         text = Text()
-        text.append(s.who or traj.policy.get("kind", ""), style="bold")
+        text.append(safe(s.who or traj.policy.get("kind", "")), style="bold")
         text.append(f"  {s.mix_text}  final {reward_text(traj.reward)}  best {reward_text(traj.best_reward)}")
-        text.append(f"\n{s.source} · {traj.id}", style="dim")
+        text.append(safe(f"\n{s.source} · {traj.id}"), style="dim")
         text.append(f"  solved {strict_mark(traj.solved)} strict {strict_mark(traj.strictly_solved)}  ")
         text.append_text(reward_curve([t.reward for t in traj.turns]))
         return text
@@ -725,8 +727,8 @@ class CompareScreen(Screen):
     def compose(self) -> ComposeResult:
         left, right = self.left, self.right
         yield StatusBar(id="status")
-        query = QueryPanel(Text(str(left.task.get("query") or "")), id="query")
-        query.border_title = f"Task {left.task_key}"
+        query = QueryPanel(shown(left.task.get("query") or ""), id="query")
+        query.border_title = shown(f"Task {left.task_key}")
         yield query
         with Horizontal(id="compare-head"):
             yield Static(self.head(self.summaries[0], left), classes="half")
@@ -746,7 +748,7 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         left, right = self.left, self.right
         same = sum(1 for a, b in zip(aligned(left.turns), aligned(right.turns)) if a[-1].action == b[-1].action)
-        self.query_one(StatusBar).show(f"icplay view · compare {left.task_key}",
+        self.query_one(StatusBar).show(safe(f"icplay view · compare {left.task_key}"),
                                        [f"{left.turns_taken} vs {right.turns_taken} turns",
                                         f"{same} same actions", "Escape back"])
 

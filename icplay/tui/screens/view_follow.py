@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 
 from icplay.formats.summary import summarize
 from icplay.store import TrajectoryFileError, load_trajectory
+from icplay.tui.shown import shown
 from icplay.tui.screens.view import ViewApp
 from icplay.tui.screens.view_episode import EpisodeScreen, final_text
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList
@@ -79,7 +79,7 @@ class FollowScreen(EpisodeScreen, inherit_bindings=False):
         self.summary = summarize(trajectory, str(self.path), source=self.path.parent.name)
         self.query_one(TurnList).set_turns(trajectory.turns)
         self.query_one("#final", Static).update(final_text(trajectory))
-        self.query_one(QueryPanel).update(Text(str(trajectory.task.get("query") or "")))
+        self.query_one(QueryPanel).update(shown(trajectory.task.get("query") or ""))
         if at_newest:
             self.index = max(0, len(trajectory.turns) - 1)
         self.show_turn()

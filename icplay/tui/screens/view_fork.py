@@ -18,6 +18,7 @@ from icplay.session import Session
 from icplay.tasks.model import Task
 from icplay.tasks.trusted import machine_task
 from icplay.frontend.config import AgentChoice, agent_choice
+from icplay.tui.shown import safe
 from icplay.tui.screens.live import LiveScreen
 
 if TYPE_CHECKING:   # the viewer's module opens these screens: its app's type only, for the checker
@@ -78,14 +79,14 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     try:
         task = machine_task(source.task, f"episode {source.id}")    # this machine's task, never the file's
         if task.env not in ("bash", "sql"):
-            screen.notify(f"Forks run Bash and SQL episodes, not {task.env}.", severity="warning")
+            screen.notify(safe(f"Forks run Bash and SQL episodes, not {task.env}."), severity="warning", markup=False)
             return
         app.fork_session.save(fork(source, k, None if agent else human_policy(source), task))
     except (ForkError, KeyError, ValueError, OSError) as exc:
-        screen.notify(str(exc), title="Cannot fork", severity="error")
+        screen.notify(safe(exc), title="Cannot fork", severity="error", markup=False)
         return
     who = "an agent" if agent else "you"
     screen.notify(f"Forked at turn {k}: {k} turn{'s' if k != 1 else ''} replay into a fresh sandbox, then {who} "
-                  f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6)
+                  f"go{'es' if agent else ''} on (saved in session {app.fork_session.name}).", timeout=6, markup=False)
     opened = ForkScreen(task, source, k, agent=choice or agent_for(source, app) if agent else None)
     app.push_screen(opened)

@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from icplay.tui.shown import safe, shown
 from icplay.tui.highlight import highlighted
 
 # state -> (label, style)
@@ -104,7 +105,7 @@ class AgentPanel(Vertical):
         self.truncated = False
         self.hint = ""
         self._dirty = False
-        self.border_title = "Agent" + (f" · {model}" if model else "")
+        self.border_title = shown("Agent" + (f" · {model}" if model else ""))
 
     def compose(self) -> ComposeResult:
         yield Static(id="agent-head")
@@ -204,7 +205,7 @@ class AgentPanel(Vertical):
 
     def set_hint(self, hint: str) -> None:
         self.hint = hint
-        self.query_one("#agent-hint", Static).update(Text(hint))
+        self.query_one("#agent-hint", Static).update(shown(hint))
 
     # -- drawing ---------------------------------------------------------------------------------
 
@@ -239,7 +240,7 @@ class AgentPanel(Vertical):
 
     def _failure_line(self, failure: str) -> Text:
         """The failure in red, with the countdown to the next attempt when one is coming."""
-        line = Text(failure, style="bold red")
+        line = shown(failure, style="bold red")
         if self.retry_at is not None:
             left = max(0.0, self.retry_at - time.monotonic())
             line.append(f" · retrying in {left:.0f}s", style="yellow")
@@ -249,13 +250,13 @@ class AgentPanel(Vertical):
         """The proposed action (the tool it calls first), and what a submit would score."""
         parts = []
         if self.tool:
-            parts.append(Text(f"⚙ tool call: {self.tool}", style="bold cyan"))
+            parts.append(shown(f"⚙ tool call: {self.tool}", style="bold cyan"))
         if action.strip() == "submit":
             parts.append(Text("▶ submit", style="bold magenta"))
         else:
             parts.append(highlighted(action or " ", self.language))
         if self.scored:
-            parts.append(Text("\n".join(self.scored), style="yellow"))
+            parts.append(shown("\n".join(self.scored), style="yellow"))
         return parts
 
     def body(self):
@@ -268,7 +269,7 @@ class AgentPanel(Vertical):
             parts.append(Text(TRUNCATED_LINE, style="bold yellow"))
         thought = thought_text(self.thought)
         if thought:
-            parts.append(Text(thought, style="italic"))
+            parts.append(shown(thought, style="italic"))
         if self.action is not None:
             parts.extend(self._action_parts(self.action))
         if not parts:
@@ -284,12 +285,12 @@ class AgentPanel(Vertical):
         words = len(text.split())
         if self.reasoning_open:
             out = Text(f"▾ reasoning · {words} words (Alt+R folds)\n", style=REASONING_HEAD)
-            out.append(text, style=REASONING_STYLE)
+            out.append(safe(text), style=REASONING_STYLE)
             return out
         if self.action is None and not self.failure and not self.stream.strip():
             tail = "\n".join(text.splitlines()[-REASONING_TAIL_LINES:])[-REASONING_TAIL_CHARS:]
             out = Text(f"▾ thinking · {words} words (Alt+R shows all)\n", style=REASONING_HEAD)
-            out.append(tail, style=REASONING_STYLE)
+            out.append(safe(tail), style=REASONING_STYLE)
             return out
         return Text(f"▸ reasoning · {words} words (Alt+R shows)", style=REASONING_HEAD)
 

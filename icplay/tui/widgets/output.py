@@ -29,6 +29,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 
+from icplay.tui.shown import ansi_safe, safe, shown
+
 FLUSH_EVERY = 0.05
 MAX_WRITE = 200_000
 MAX_PENDING = 400_000
@@ -45,13 +47,14 @@ def strip_ansi(text: str) -> str:
 
 def clean_line(line: str) -> str:
     """What a terminal would leave of a line: the text after the last carriage return
-    (progress bars), tabs expanded."""
+    (progress bars), tabs expanded; control and bidirectional characters as escapes (colour
+    sequences are parsed when the line is drawn)."""
     if "\r" in line:
         parts = [p for p in line.split("\r") if p]
         line = parts[-1] if parts else ""
     if "\t" in line:
         line = line.expandtabs(8)
-    return line
+    return ansi_safe(line)
 
 
 class OutputFeed:
@@ -173,13 +176,13 @@ class OutputPane(ScrollView, can_focus=True):
 
     def write_command(self, prompt: str, action: str) -> None:
         line = Text()
-        line.append(prompt, style="bold green")
+        line.append(safe(prompt), style="bold green")
         line.append(" ")
-        line.append(action, style="bold")
+        line.append(safe(action), style="bold")
         self.write(line)
 
     def write_note(self, text: str, style: str = "yellow") -> None:
-        self.write(Text(text, style=style))
+        self.write(shown(text, style=style))
 
     def clear(self) -> None:
         self._first_id += len(self._lines)

@@ -181,7 +181,7 @@ class TurnList(OptionList):
         numbers = taken_numbers(turns)
         self.taken = sum(1 for n in numbers if n is not None)
         self.add_options([Option(self.render_turn(t, n), id=str(t.index)) for t, n in zip(turns, numbers)])
-        self.border_subtitle = f"{self.taken}"
+        self.border_subtitle = Text(f"{self.taken}")
         if turns:
             self.highlighted = len(turns) - 1
 
@@ -189,7 +189,7 @@ class TurnList(OptionList):
         if turn.counts:
             self.taken += 1
         self.add_option(Option(self.render_turn(turn, self.taken if turn.counts else None), id=str(turn.index)))
-        self.border_subtitle = f"{self.taken}"
+        self.border_subtitle = Text(f"{self.taken}")
         self.highlighted = self.option_count - 1
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -12,6 +12,7 @@ from textual.widgets import Label, Static, Tree
 
 from icplay.envs.base import HAS_CWD, HAS_SCHEMA, capabilities_of, observation_parts
 from icplay.episode import Turn
+from icplay.tui.shown import safe, shown
 from icplay.tui.keys import bindings
 from icplay.tui.sqltext import offset_of, statement_at
 from icplay.tui.widgets.code_area import CodeArea
@@ -95,7 +96,7 @@ class BashPane(WorkPane):
         output.border_title = "Shell"
         yield output
         with Horizontal(id="prompt-row"):
-            yield Label(self.prompt_text(), id="prompt")
+            yield Label(Text(self.prompt_text()), id="prompt")
             command = CommandInput(self.history, id="command", placeholder="type a command · Enter runs it")
             if self.frozen:
                 command.cursor_blink = False     # snapshots: the cursor is always drawn
@@ -111,7 +112,8 @@ class BashPane(WorkPane):
         return self.query_one(CommandInput)
 
     def prompt_text(self) -> str:
-        return f"{self.cwd}$"
+        """The prompt: the shell's folder (the solver names it: shown as text, escapes and all)."""
+        return f"{safe(self.cwd)}$"
 
     def focus_input(self) -> None:
         self.command.focus()
@@ -134,7 +136,7 @@ class BashPane(WorkPane):
         cwd = env.cwd if HAS_CWD in capabilities_of(env) else None
         if cwd:
             self.cwd = cwd
-            self.query_one("#prompt", Label).update(self.prompt_text())
+            self.query_one("#prompt", Label).update(Text(self.prompt_text()))
 
     def on_command_input_run(self, message: CommandInput.Run) -> None:
         message.stop()
@@ -159,7 +161,7 @@ class BashPane(WorkPane):
         cwd = (turn.info or {}).get("cwd")
         if cwd:
             self.cwd = cwd
-            self.query_one("#prompt", Label).update(self.prompt_text())
+            self.query_one("#prompt", Label).update(Text(self.prompt_text()))
         verdict = ("exit 0", "green") if turn.exit_code == 0 else (f"exit {turn.exit_code}", "red")
         self.set_status(turn_status(turn, verdict, self.frozen))
 
@@ -213,9 +215,9 @@ def column_label(column: Any) -> Text:
     tree lists it: its name, then its type dimmed."""
     cname = getattr(column, "name", None) or (column.get("name") if isinstance(column, dict) else column)
     ctype = getattr(column, "type", None) or (column.get("type", "") if isinstance(column, dict) else "")
-    label = Text(str(cname))
+    label = shown(cname)
     if ctype:
-        label.append(f" {ctype}", style="dim")
+        label.append(f" {safe(ctype)}", style="dim")
     return label
 
 
@@ -237,7 +239,7 @@ class SchemaTree(Tree):
             columns = getattr(table, "columns", None)
             if columns is None and isinstance(table, dict):
                 columns = table.get("columns", [])
-            node = self.root.add(Text(str(name), style="bold"), expand=False)
+            node = self.root.add(shown(name, style="bold"), expand=False)
             for column in columns or []:
                 node.add_leaf(column_label(column))
         self.root.expand()
@@ -380,7 +382,7 @@ class SqlPane(WorkPane):
         error = info.get("error")
         if error or turn.observation.startswith("Error executing query"):
             self.results.clear()
-            status.update(Text(observation_parts(turn.observation, info)[0].strip() or str(error)))
+            status.update(shown(observation_parts(turn.observation, info)[0].strip() or str(error)))
             status.add_class("error")
             return
         status.remove_class("error")
@@ -405,5 +407,5 @@ class SqlPane(WorkPane):
             text.append(f" · {short_duration(turn.duration)}", style="dim")
         for note in observation_parts(turn.observation, info)[1]:
             if "truncated" not in note:
-                text.append(f"\n[{note}]", style="yellow")
+                text.append(safe(f"\n[{note}]"), style="yellow")
         return text

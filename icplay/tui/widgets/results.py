@@ -21,6 +21,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from icplay.tui.shown import safe
+
 SAMPLE = 2000
 MAX_COL = 40
 SEP = " │ "
@@ -33,8 +35,9 @@ def cell_text(value: Any) -> str:
         return repr(value)
     if isinstance(value, (bytes, bytearray)):
         return "0x" + bytes(value[:32]).hex() + ("…" if len(value) > 32 else "")
-    text = str(value)
-    return text.replace("\n", "⏎").replace("\t", " ")
+    # a value is the solver's (its tables, its rows): control and bidirectional characters
+    # as escapes, or the terminal would act on them
+    return safe(str(value).replace("\n", "⏎").replace("\t", " "))
 
 
 def fit(text: str, width: int, right: bool = False) -> str:

@@ -1,0 +1,60 @@
+"""What the Docker sandbox's pid 1 (the warden) knows of the shells it must spare, and how
+it learns it: from icplay, on its attached stdin, never from a file of the container.
+
+The solver is root in its container and can write every writable file: a pid file the
+warden read let a process of the solver's name itself a shell (the stops spared it), and a
+FIFO in its place hung the warden.
+
+So icplay writes ``shell|control PID NONCE`` to pid 1 when each shell starts, before any
+action is sent to it; the warden reads the process's start time then, keeps both in its
+memory and answers NONCE on its stdout; a stop spares a registered pid only while a
+process with that pid and start time lives. On icplay's images pid 1's stdin and stdout
+cannot be opened from an action (``/proc/1/fd``: the session's shell has one capability
+fewer; tests/hostile/test_sandbox_steering.py). Builtins only: no pid is taken, and it
+works under a fork bomb.
+
+Used by the warden of icplay's images (docker.py). A faithful container's warden
+(faithful.py) spares every process whose parent is outside the container instead; its
+action has pid 1's capabilities by design, so it could write pid 1's stdin and read its
+memory anyway (docs/security.md, "What is NOT contained").
+"""
+
+from __future__ import annotations
+
+# __w_alive PID [START]: whether PID lives (with that start time, field 22 of its stat);
+# its start time in __w_t
+ALIVE = (
+    '__w_alive() { local pid=$1 want=$2 line rest; __w_t=; [[ $pid =~ ^[0-9]+$ ]] || return 1; '
+    'read -r line < /proc/$pid/stat 2>/dev/null || return 1; rest=${line##*) }; set -f; set -- $rest; set +f; '
+    '__w_t=${20}; [ -z "$want" ] || [ "$__w_t" = "$want" ]; }\n'
+)
+
+
+def registered(role: str, into: str) -> str:
+    """Bash that sets ``into`` to the registered ``role``'s pid (empty unless that process
+    still lives). A trap may come while the loop registers a shell: it leaves __w_t as it was."""
+    return (f'__w_was=$__w_t; {into}=; __w_alive "$__w_{role}" "$__w_{role}_t" && {into}=$__w_{role}; '
+            '__w_t=$__w_was; ')
+
+
+def registration_loop(when_icplay_is_gone: str) -> str:
+    """The warden's last lines: it reads icplay's lines and answers each with its NONCE once it
+    holds the pid; a read cut by a trapped signal is read again. (No ``IFS=`` before that
+    read: it would hold in the traps, which run while the read waits, and split their reads.)
+    At the end of its stdin (icplay is gone), ``when_icplay_is_gone`` runs."""
+    return (
+        "__w_shell=; __w_shell_t=; __w_control=; __w_control_t=\n"
+        "while :; do what=; pid=; nonce=; read -r what pid nonce; rc=$?\n"
+        "  if [ $rc -gt 128 ]; then continue; elif [ $rc -ne 0 ]; then break; fi\n"
+        "  __w_alive \"$pid\" || __w_t=-\n"
+        "  case $what in shell) __w_shell=$pid __w_shell_t=$__w_t;; control) __w_control=$pid __w_control_t=$__w_t;; "
+        "*) continue;; esac\n"
+        "  printf '\\036%s\\036\\n' \"$nonce\"\n"
+        "done\n"
+        f"{when_icplay_is_gone}\n"
+    )
+
+
+def registration(role: str, pid: int, nonce: str) -> tuple[bytes, bytes]:
+    """(the line icplay writes to the warden, the answer it waits for)."""
+    return f"{role} {int(pid)} {nonce}\n".encode(), b"\x1e" + nonce.encode() + b"\x1e\n"

@@ -862,12 +862,12 @@ class LiveScreen(Screen[None]):
             try:
                 label, note = parse_label(words)
             except LabelError as exc:
-                self.notify(str(exc), severity="warning")
+                self.notify(safe(exc), severity="warning", markup=False)
                 return
             turn = driver.trajectory.turns[number - 1]
             label_turn(turn, label, note, driver.episode.annotator or driver.trajectory.annotator)
             driver.episode.save()
-            self.notify(f"Turn {number} labelled {label}.")
+            self.notify(f"Turn {number} labelled {label}.", markup=False)
 
         self.app.push_screen(CommentScreen(f"Label turn {number}: {LABEL_PROMPT}", "good"), answered)
 

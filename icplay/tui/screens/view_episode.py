@@ -522,7 +522,7 @@ class EpisodeScreen(Screen):
             try:
                 self.trajectory = label_saved_turn(self.summary.ref, index, words, getattr(self.app, "annotator", None))
             except (LabelError, OSError, ValueError) as exc:
-                self.notify(str(exc), severity="warning")
+                self.notify(safe(exc), severity="warning", markup=False)
                 return
             self.query_one(TurnList).set_turns(self.trajectory.turns)
             self.show_turn()

@@ -89,9 +89,13 @@ if [ ! -d ../shared ]; then
     echo "note: ../shared is not beside this checkout; tests that need it will skip"
 fi
 
-step "tests: .venv/bin/python -m pytest -q -rs"
+# Four workers on two cores: most tests wait on Docker, bubblewrap, MariaDB or a subprocess rather than
+# compute, so two per core keep both busy (docs/architecture.md#tests says what keeps tests independent).
+# --durations lists the slowest tests, the figures each round's note justifies.
+WORKERS=${PYTEST_WORKERS:-4}
+step "tests: .venv/bin/python -m pytest -q -rs -n $WORKERS --durations=25"
 status=0
-.venv/bin/python -m pytest -q -rs || status=$?
+.venv/bin/python -m pytest -q -rs -n "$WORKERS" --durations=25 || status=$?
 if [ "$status" -eq 5 ]; then
     echo "FAIL: pytest collected no tests" >&2
     exit 1

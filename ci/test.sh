@@ -27,13 +27,30 @@ else
     bash ci/provision-docker.sh
 fi
 
+# Installs with uv, which resolves and installs the ~180 packages several times faster than pip. uv
+# does not read pip's configuration, so pip's find-links (where this machine keeps its CPU build of
+# torch) are passed on; without them uv would take PyPI's CUDA build. pip is the fallback where uv
+# cannot be had (the line says so).
+FIND_LINKS=()
+for folder in $("$PYTHON" -m pip config get global.find-links 2>/dev/null || true) ${PIP_FIND_LINKS:-}; do
+    FIND_LINKS+=(--find-links "$folder")
+done
+install() {   # install VENV_PYTHON REQUIREMENT...
+    local python=$1; shift
+    if "$python" -m pip install -q uv && "$python" -m uv pip install -q --python "$python" "${FIND_LINKS[@]}" "$@"; then
+        return 0
+    fi
+    echo "note: uv could not install $*; pip instead" >&2
+    "$python" -m pip install -q "$@"
+}
+
 step "python: .venv with icplay[dev,serve-test,trl]"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 # serve-test: torch (CPU, 2.13.0: this machine's local wheel) and transformers[serving], for the test
 # against a real `transformers serve`; trl: the TRL door's GRPO test (tests/test_trl_grpo.py) on CPU.
-.venv/bin/python -m pip install -q -e '.[dev,serve-test,trl]'
+install .venv/bin/python -e '.[dev,serve-test,trl]'
 .venv/bin/python --version
 
 step "harbor: .venv-harbor (Python 3.12) with the harbor package, for tests/test_harbor_export.py's lint"
@@ -54,7 +71,7 @@ python_312() {
 }
 HARBOR_PYTHON=$(python_312)
 if [ ! -x .venv-harbor/bin/harbor ]; then
-    if [ -z "$HARBOR_PYTHON" ] || ! { "$HARBOR_PYTHON" -m venv .venv-harbor && .venv-harbor/bin/python -m pip install -q harbor; }; then
+    if [ -z "$HARBOR_PYTHON" ] || ! { "$HARBOR_PYTHON" -m venv .venv-harbor && install .venv-harbor/bin/python harbor; }; then
         echo "FAIL: could not install the harbor package in .venv-harbor (HARBOR_PYTHON=${HARBOR_PYTHON:-none})" >&2
         if [ "$CI" = true ]; then exit 1; fi
     fi
@@ -72,9 +89,13 @@ if [ ! -d ../shared ]; then
     echo "note: ../shared is not beside this checkout; tests that need it will skip"
 fi
 
-step "tests: .venv/bin/python -m pytest -q -rs"
+# Four workers on two cores: most tests wait on Docker, bubblewrap, MariaDB or a subprocess rather than
+# compute, so two per core keep both busy (docs/architecture.md#tests says what keeps tests independent).
+# --durations lists the slowest tests, the figures each round's note justifies.
+WORKERS=${PYTEST_WORKERS:-4}
+step "tests: .venv/bin/python -m pytest -q -rs -n $WORKERS --durations=25"
 status=0
-.venv/bin/python -m pytest -q -rs || status=$?
+.venv/bin/python -m pytest -q -rs -n "$WORKERS" --durations=25 || status=$?
 if [ "$status" -eq 5 ]; then
     echo "FAIL: pytest collected no tests" >&2
     exit 1

@@ -93,3 +93,14 @@ def test_every_module_is_in_a_layer():
         if not inside and not holder:
             unplaced.append(module)
     assert unplaced == [], f"modules in no layer of pyproject's [tool.importlinter]: {unplaced}"
+
+
+def test_the_architecture_page_names_every_room():
+    """docs/architecture.md gives each top-level package and module of icplay its paragraph:
+    a room added without one is a room a newcomer cannot find."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rooms = sorted({path.relative_to(ROOT / "icplay").parts[0].removesuffix(".py")
+                    for path in (ROOT / "icplay").glob("*") if path.suffix == ".py" or (path / "__init__.py").exists()}
+                   - {"__init__", "__main__"})
+    unnamed = [room for room in rooms if f"**{room}**" not in page]
+    assert unnamed == [], f"docs/architecture.md does not name these rooms of icplay: {unnamed}"

@@ -28,14 +28,15 @@ from icplay.study.queue import Queue
 from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, NO_ANNOTATOR_NOTE, AgentChoice, Config, agent_choice,
+from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, AgentChoice, Config, agent_choice,
                                     remember_agent)
 from icplay.tui.keys import KEYS, bindings, unknown_ids
-from icplay.tui.screens.modals import HelpScreen
+from icplay.tui.screens.modals import HelpScreen, TaskScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.widgets.command import History
+from icplay.tui.widgets.panels import QueryPanel
 from icplay.store import StoreError
 from icplay.study.model import StudyFileError
 from icplay.study.queue import resolve
@@ -106,6 +107,11 @@ def default_env_factory(kind: str, sandbox: str | None, image: str | None,
 
 # the input widget of each pane's key scope (``LanguageSpec.keys_scope``)
 INPUT_WIDGETS = {"bash": "#command", "sql": "#editor", "python": "#editor"}
+
+
+# the app's notice when no annotator is set: short enough for a 40-column toast, and not markup
+# (``[human]`` is config.toml's table, which markup would swallow)
+ANNOTATOR_TOAST = "Episodes record none. Name yourself: --annotator NAME, $ICPLAY_ANNOTATOR or config.toml [human]."
 
 
 class PlayApp(App):
@@ -183,7 +189,7 @@ class PlayApp(App):
 
     def say_annotator(self) -> None:
         if self.annotator_note:
-            self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8)
+            self.notify(ANNOTATOR_TOAST, title="No annotator set", severity="warning", timeout=8, markup=False)
 
     def sessions(self) -> list[Session]:
         """The sessions this app has opened (the baseline's, the watched agents', the forks')."""
@@ -335,6 +341,17 @@ class PlayApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def action_show_task(self) -> None:
+        """The whole task of the screen's task panel, in a modal that scrolls."""
+        panels = self.screen.query(QueryPanel)
+        if panels and not isinstance(self.screen, TaskScreen):
+            panel = panels.first()
+            self.push_screen(TaskScreen(str(panel.border_title or "Task"), panel.text))
+
+    def on_query_panel_show_whole(self, message: QueryPanel.ShowWhole) -> None:
+        message.stop()
+        self.action_show_task()
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME

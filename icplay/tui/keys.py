@@ -34,6 +34,8 @@ KEYS: list[Key] = [
     Key("app.help", "f1", "help", "Help", "Show the keys and how the playground works", "app"),
     Key("app.theme", "ctrl+t", "toggle_theme", "Theme", "Switch between the light and the dark theme", "app",
         show=False),
+    Key("app.task", "alt+t", "show_task", "Task", "Show the whole task text (a small panel may show only its start)",
+        "app", show=False),
     Key("app.quit", "ctrl+q", "quit", "Quit", "Quit (the task's turns and time are saved; it resumes next time)",
         "app", priority=True),
     # task picker

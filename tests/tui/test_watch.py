@@ -148,6 +148,25 @@ async def test_take_over_then_hand_back_shows_the_human_turn_in_the_next_request
     assert saved.status == "stopped" and [t.author for t in saved.turns] == ["human"]
 
 
+async def test_taking_over_clears_the_agents_scored_proposal_from_the_panel(watch_app, server):
+    """The agent's submit, with what it would score, is on offer; after F7 it is not, so the
+    panel stops showing it (it showed the stale submit and its score until the next proposal)."""
+    fake = server([fenced("SELECT name FROM customers"), "submit"], streaming=True)
+    app = watch_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_request(pilot, "proposal")
+        await pilot.press("ctrl+y")
+        await wait_request(pilot, "submit")
+        panel = watch(app).panel
+        assert panel.action == "submit" and panel.scored
+        assert "submit" in panel.body().renderables[-2].plain
+        await pilot.press("f7")                                              # take over
+        await wait_request(pilot, "action")
+        assert (panel.action, panel.scored) == (None, [])
+        shown = "\n".join(r.plain for r in panel.body().renderables)
+        assert "submit" not in shown and "you have the turn" in shown
+
+
 async def test_switching_mode_while_the_model_thinks(watch_app, server):
     first, second = threading.Event(), threading.Event()
     fake = server([Reply(fenced("SELECT name FROM customers"), hold=first),

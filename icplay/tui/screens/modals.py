@@ -120,6 +120,26 @@ class HelpScreen(ModalScreen[None]):
             yield Static("[dim]Escape closes[/dim]", classes="hint")
 
 
+class TaskScreen(ModalScreen[None]):
+    """The whole task text, scrolling (the task panel of a small terminal shows only its start)."""
+
+    BINDINGS = [Binding("escape,q,enter", "dismiss", "Close", show=False)]
+
+    def __init__(self, title: str, text: Text) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog task"):
+            yield Static(Text(self.title_text, style="bold"), classes="title")
+            with VerticalScroll(id="task-body"):
+                yield Static(self.text)
+            yield Static("[dim]Escape closes · ↑↓ scroll[/dim]", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#task-body").focus()
+
+
 class TurnScreen(ModalScreen[None]):
     """One turn in full: the action, the observation, the facts. Read-only."""
 

@@ -154,6 +154,7 @@ class PlayApp(App):
                         else Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator))
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
+        self.only_task: str | None = None    # icplay watch --task ID: that task only, no next one
         self.watch_agent = watch             # icplay watch: the task opens on the watch screen (not `watch`: Textual's method)
         self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
         self.watch_limits = watch_limits
@@ -312,6 +313,10 @@ class PlayApp(App):
         In a study: the queue's next task."""
         if self.queue is not None:
             self.open_from_queue()
+            return
+        if self.only_task is not None:
+            self.notify(f"Started with --task {self.only_task}: that task only. Ctrl+B lists the others, "
+                        "Ctrl+Q quits.", title="No next task", timeout=8, markup=False)
             return
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]
         progress = (session or self.session).progress(tasks)

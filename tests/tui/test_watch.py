@@ -314,3 +314,16 @@ async def test_a_rate_limit_shows_its_countdown_and_a_reply_without_action_can_b
         await wait_for(pilot, lambda: len(turns(app)) == 1, 20, "the edited turn")
         assert turns(app)[0].action == "SELECT name FROM customers" and turns(app)[0].author == "agent-edited-by-human"
         await wait_request(pilot, "proposal")
+
+
+async def test_watch_with_task_watches_that_task_only(watch_app, home):
+    """``icplay watch --task s2`` (``only_task``): after its episode, Next opens no other task."""
+    app = watch_app(mode="auto", task="s2")
+    app.only_task = "s2"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
+                       "the gold episode")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: any(n.title == "No next task" for n in app._notifications), 10, "the notice")
+        assert watch(app).task_record.id == "s2"
+        assert [s.task_record.id for s in app.screen_stack if isinstance(s, LiveScreen)] == ["s2"]

@@ -19,7 +19,7 @@ class Key:
     action: str
     description: str
     help: str
-    scope: str                  # app | picker | play | watch | bash | sql | python | modal
+    scope: str                  # app | picker | play | fork | watch | bash | sql | python | modal
     show: bool = True
     priority: bool = False
     palette: bool = True        # offered in the command palette
@@ -62,6 +62,9 @@ KEYS: list[Key] = [
         "play"),
     Key("play.picker", "ctrl+b", "back_to_picker", "Tasks", "Back to the task list (work is saved)", "play",
         show=False),
+    # a fork opened from the viewer (icplay view): the play keys above, and the way back shown
+    Key("fork.back", "ctrl+b", "back_to_picker", "Episodes", "Back to the episode list (the fork stays saved)",
+        "fork"),
     # watching an agent (the watch screen; the play keys above work there too)
     Key("watch.approve", "ctrl+y", "approve", "Approve",
         "Run the agent's proposal as it is (after a failure or an unparsable reply: ask the model again)",

@@ -23,7 +23,7 @@ from icplay.tui.keys import KEYS
 from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
-    "app": "Everywhere", "picker": "Task list", "play": "Working on a task",
+    "app": "Everywhere", "picker": "Task list", "play": "Working on a task", "fork": "A fork (icplay view)",
     "bash": "Bash command line", "sql": "SQL editor", "python": "Python editor", "watch": "Watching an agent (icplay watch)",
 }
 

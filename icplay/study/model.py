@@ -43,6 +43,7 @@ class StudyRules:
     strict: bool = False               # schema hidden (SQL) etc.
     per_turn_scoring: bool = True      # watch studies: the reward of each agent turn shown (protocol intercode)
     hide_model: bool = True            # watch studies: model identity hidden from the annotator
+    query_history: bool = True         # SQL: the queries run before recallable (Ctrl+Up, Ctrl+R) in the editor
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def rules_from_dict(data: dict[str, Any], path: Path) -> StudyRules:
                              f"(leave it out for no limit), not {limit}")
     return StudyRules(gold_reveal=flag("gold_reveal", False), retries=retries, time_limit_s=limit,
                       strict=flag("strict", False), per_turn_scoring=flag("per_turn_scoring", True),
-                      hide_model=flag("hide_model", True))
+                      hide_model=flag("hide_model", True), query_history=flag("query_history", True))
 
 
 def study_from_dict(data: dict[str, Any], path: Path) -> Study:
@@ -258,6 +259,7 @@ def study_toml(study: Study) -> str:
         f"strict = {_toml_value(rules.strict)}             # hide the schema (SQL)",
         f"per_turn_scoring = {_toml_value(rules.per_turn_scoring)}    # watch studies: show each agent turn's reward (protocol intercode)",
         f"hide_model = {_toml_value(rules.hide_model)}           # watch studies: do not show which model plays",
+        f"query_history = {_toml_value(rules.query_history)}        # SQL: the queries run before recallable in the editor",
         "",
         "[assignments]   # annotator -> tasks, in the order that annotator plays them",
     ]

@@ -198,15 +198,17 @@ class HistoryScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Close", show=False),
                 Binding("down", "move(1)", show=False), Binding("up", "move(-1)", show=False)]
 
-    def __init__(self, history: list[str], query: str = "") -> None:
+    def __init__(self, history: list[str], query: str = "", what: str = "command") -> None:
+        """``history`` newest first; ``what`` its items are called (a command, a query)."""
         super().__init__()
         self.history = history
         self.query_text = query
+        self.what = what
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog history"):
             yield Static("[b]Search history[/b]  [dim]type to filter · Enter takes it · Escape closes[/dim]")
-            yield Input(self.query_text, placeholder="part of a command", id="history-query")
+            yield Input(self.query_text, placeholder=f"part of a {self.what}", id="history-query")
             yield OptionList(id="history-list")
 
     def on_mount(self) -> None:
@@ -252,6 +254,27 @@ class HistoryScreen(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.dismiss(self._found[event.option_index])   # each option's id is its index too
+
+
+class SaveScreen(ModalScreen[str | None]):
+    """Where to save a result grid: a file name (its ending says the format: .md Markdown, else CSV)."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name_offered = name
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog confirm"):
+            yield Static("[b]Save the result grid[/b]", classes="title")
+            yield Input(self.name_offered, placeholder="file name: .csv, or .md for Markdown", id="save-name")
+            yield Static("[dim]Enter saves (a name ending in .md: Markdown, else CSV) · Escape cancels[/dim]",
+                         classes="hint")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
 
 
 class PauseScreen(ModalScreen[None]):

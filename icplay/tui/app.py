@@ -280,7 +280,7 @@ class PlayApp(App):
                               f"{format_duration(queue.time_worked)} worked")
             return
         try:
-            task = resolve(entry.ref, str(queue.study.path))
+            task = resolve(entry.ref, str(queue.study.path), queue.study.task_files)
         except StudyFileError as exc:
             self.notify(str(exc), severity="error", timeout=10)
             return

@@ -31,7 +31,7 @@ from icplay.tasks.registry import TaskSet, find_set, task_sets
 from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, AgentChoice, Config, agent_choice,
                                     remember_agent)
 from icplay.tui.keys import KEYS, bindings, unknown_ids
-from icplay.tui.screens.modals import HelpScreen, TaskScreen
+from icplay.tui.screens.modals import HelpScreen, QueueDoneScreen, TaskScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
@@ -155,6 +155,7 @@ class PlayApp(App):
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
         self.only_task: str | None = None    # icplay watch --task ID: that task only, no next one
+        self.done_message: str | None = None   # a study's queue is done: said on screen, and at exit
         self.watch_agent = watch             # icplay watch: the task opens on the watch screen (not `watch`: Textual's method)
         self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
         self.watch_limits = watch_limits
@@ -271,13 +272,17 @@ class PlayApp(App):
     # -- a study's queue ----------------------------------------------------------------------
     def open_from_queue(self, ref: str | None = None) -> None:
         """The queue's task ``ref`` (a ref or an id), else its next task not done; when every
-        task is done the app ends, saying so."""
+        task is done the app says so on screen (QueueDoneScreen) and, when quit, at exit."""
         assert self.queue is not None
         queue = self.queue.refresh()
         entry = queue.entry(ref) if ref is not None else queue.next_entry()
         if entry is None:
-            self.exit(message=f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
-                              f"{format_duration(queue.time_worked)} worked")
+            self.done_message = (f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
+                                 f"{format_duration(queue.time_worked)} worked")
+            if isinstance(self.screen, LiveScreen):
+                self.switch_screen(QueueDoneScreen(self.done_message))
+            else:
+                self.push_screen(QueueDoneScreen(self.done_message))
             return
         try:
             task = resolve(entry.ref, str(queue.study.path), queue.study.task_files)
@@ -346,6 +351,10 @@ class PlayApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        """Quit; after a study's queue is done, the terminal is told so too."""
+        self.exit(message=self.done_message)
 
     def action_show_task(self) -> None:
         """The whole task of the screen's task panel, in a modal that scrolls."""

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -275,6 +275,28 @@ class SaveScreen(ModalScreen[str | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.dismiss(event.value.strip() or None)
+
+
+class QueueDoneScreen(Screen[None]):
+    """A study's queue is done: said in the app (at a browser seat, the annotator's page is the
+    app; a message printed at exit went to the server's console and left her page blank)."""
+
+    BINDINGS = [Binding("enter,escape,q", "app.quit", "Quit", show=True)]
+    DEFAULT_CSS = """
+    QueueDoneScreen { align: center middle; }
+    QueueDoneScreen .done { width: 64; max-width: 100%; }
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog done"):
+            yield Static(Text("All done — thank you", style="bold green"), classes="title")
+            yield Static(Text(self.message + "."))
+            yield Static(Text("Your work is saved. You may close this page (or press Enter to quit).", style="dim"),
+                         classes="hint")
 
 
 class PauseScreen(ModalScreen[None]):

@@ -35,7 +35,7 @@ KEYS: list[Key] = [
     Key("app.theme", "ctrl+t", "toggle_theme", "Theme", "Switch between the light and the dark theme", "app",
         show=False),
     Key("app.task", "alt+t", "show_task", "Task", "Show the whole task text (a small panel may show only its start)",
-        "app", show=False),
+        "app", show=False, priority=True),   # before an editor, which would type the "t" a terminal sends with it
     Key("app.quit", "ctrl+q", "quit", "Quit", "Quit (the task's turns and time are saved; it resumes next time)",
         "app", priority=True),
     # task picker
@@ -121,12 +121,16 @@ KEYS: list[Key] = [
         "sql", show=False),
     Key("sql.search", "ctrl+r", "search_history", "History",
         "Search the queries run before, this episode's and earlier sessions' (a study may turn it off)", "sql"),
+    # (Alt keys are priority: a terminal sends the letter with them, which the editor would type)
     Key("sql.copy", "alt+c", "copy_result('csv')", "Copy result", "Copy the result grid to the clipboard as CSV",
-        "sql", show=False),
+        "sql", show=False,
+        priority=True),
     Key("sql.copy_markdown", "alt+m", "copy_result('markdown')", "Copy as Markdown",
-        "Copy the result grid to the clipboard as a Markdown table", "sql", show=False),
+        "Copy the result grid to the clipboard as a Markdown table", "sql", show=False,
+        priority=True),
     Key("sql.save", "alt+s", "save_result", "Save result",
-        "Save the result grid to a file: CSV, or a Markdown table for a name ending in .md", "sql", show=False),
+        "Save the result grid to a file: CSV, or a Markdown table for a name ending in .md", "sql", show=False,
+        priority=True),
     # the Python editor (Enter is handled by the editor itself, as for the Bash command line)
     Key("python.enter", "enter", "enter", "Enter", "Run a complete statement; in a block, a new line (an empty "
         "line runs the block)", "python", show=False, palette=False),

@@ -305,3 +305,24 @@ async def test_the_result_grid_is_copied_and_saved(make_app, shop_catalog, tmp_p
         app.screen.query_one("#save-name").value = str(blocked)
         await pilot.press("enter")
         await wait_for(pilot, lambda: any(n.title == "Not saved" for n in app._notifications), 5, "the refusal")
+
+
+async def test_alt_keys_as_a_terminal_sends_them_act_and_type_nothing(make_app, shop_catalog):
+    """A terminal sends Alt+C with its letter: the key copies the grid, the editor types no "c"
+    (and Alt+T shows the task rather than typing "t")."""
+    from textual import events
+
+    from icplay.tui.screens.modals import TaskScreen
+
+    app = sql_app(make_app, shop_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, "SELECT name FROM customers WHERE city = 'Paris'")
+        editor = play_screen(app).query_one("#editor")
+        before = editor.text
+        app.post_message(events.Key("alt+c", "c"))
+        await wait_for(pilot, lambda: app.clipboard == "name\nBob\n", 5, "the copy")
+        app.post_message(events.Key("alt+t", "t"))
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskScreen), 5, "the task dialog")
+        assert editor.text == before
+

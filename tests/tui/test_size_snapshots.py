@@ -54,6 +54,13 @@ async def one_query(pilot) -> None:
     await run_sql(pilot, "SELECT name, city FROM customers ORDER BY name")
 
 
+async def open_dialog(pilot, key: str, screen: type, what: str) -> None:
+    """Press ``key``, wait for its ``screen``, let it settle (the snapshot is of that dialog)."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, screen), 10, what)
+    await settled(pilot)
+
+
 # -- the playground ------------------------------------------------------------------------------
 
 @pytest.mark.usefixtures("bwrap_ready")
@@ -104,9 +111,7 @@ def test_play_ctf(snap_compare, size, frozen_app):
 def test_help(snap_compare, size, frozen_app, shop_catalog):
     async def work(pilot):
         await wait_ready(pilot)
-        await pilot.press("f1")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 10, "the help")
-        await settled(pilot)
+        await open_dialog(pilot, "f1", HelpScreen, "the help")
 
     assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=size, run_before=work)
 
@@ -114,9 +119,7 @@ def test_help(snap_compare, size, frozen_app, shop_catalog):
 def test_submit_confirmation(snap_compare, size, frozen_app, shop_catalog):
     async def work(pilot):
         await one_query(pilot)
-        await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), 10, "the confirmation")
-        await settled(pilot)
+        await open_dialog(pilot, "ctrl+s", ConfirmScreen, "the confirmation")
 
     assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=size, run_before=work)
 
@@ -189,9 +192,7 @@ def test_whole_task(snap_compare, size, frozen_app):
     """Alt+T: the longest Bash task whole, in a dialog that scrolls."""
     async def work(pilot):
         await wait_ready(pilot)
-        await pilot.press("alt+t")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TaskScreen), 10, "the task dialog")
-        await settled(pilot)
+        await open_dialog(pilot, "alt+t", TaskScreen, "the task dialog")
 
     assert snap_compare(frozen_app(env="bash", tasks="bash", task=LONGEST["bash"]), terminal_size=size,
                         run_before=work)
@@ -200,9 +201,7 @@ def test_whole_task(snap_compare, size, frozen_app):
 def test_sql_history_search(snap_compare, size, frozen_app, shop_catalog):
     async def work(pilot):
         await one_query(pilot)
-        await pilot.press("ctrl+r")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HistoryScreen), 10, "the history search")
-        await settled(pilot)
+        await open_dialog(pilot, "ctrl+r", HistoryScreen, "the history search")
 
     assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=size, run_before=work)
 
@@ -210,9 +209,7 @@ def test_sql_history_search(snap_compare, size, frozen_app, shop_catalog):
 def test_save_result(snap_compare, size, frozen_app, shop_catalog):
     async def work(pilot):
         await one_query(pilot)
-        await pilot.press("alt+s")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SaveScreen), 10, "the save dialog")
-        await settled(pilot)
+        await open_dialog(pilot, "alt+s", SaveScreen, "the save dialog")
 
     assert snap_compare(sql_app(frozen_app, shop_catalog), terminal_size=size, run_before=work)
 
@@ -245,9 +242,7 @@ def test_queue_done(snap_compare, size, frozen_app, home):
         await run_sql(pilot, "SELECT title FROM books WHERE genre = 'Poetry' ORDER BY title")
         await pilot.press("ctrl+s", "enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ScoreScreen), 30, "the score")
-        await pilot.press("n")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, QueueDoneScreen), 10, "the done screen")
-        await settled(pilot)
+        await open_dialog(pilot, "n", QueueDoneScreen, "the done screen")
 
     assert snap_compare(frozen_app(sandbox=None, annotator="ana", study=queue), terminal_size=size, run_before=work)
 
@@ -270,9 +265,7 @@ def test_view_browser(snap_compare, size, frozen_view):
 def test_view_help(snap_compare, size, frozen_view):
     async def work(pilot):
         await viewer_loaded(pilot)
-        await pilot.press("f1")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), 10, "the help")
-        await settled(pilot)
+        await open_dialog(pilot, "f1", HelpScreen, "the help")
 
     assert snap_compare(frozen_view(), terminal_size=size, run_before=work)
 

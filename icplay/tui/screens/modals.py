@@ -28,6 +28,14 @@ SCOPE_TITLES = {
 }
 
 
+def steady_cursor(field: Input) -> Input:
+    """``field`` with its cursor not blinking in a frozen app (a snapshot's): a blink caught
+    between two frames made the same screen two snapshots."""
+    if getattr(field.app, "frozen", False):
+        field.cursor_blink = False
+    return field
+
+
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [Binding("escape,n", "dismiss(False)", "No", show=False),
                 Binding("y", "dismiss(True)", "Yes", show=False)]
@@ -213,7 +221,7 @@ class HistoryScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         self._fill(self.query_text)
-        self.query_one(Input).focus()
+        steady_cursor(self.query_one(Input)).focus()
 
     def _matches(self, text: str) -> list[str]:
         seen: set[str] = set()
@@ -271,6 +279,9 @@ class SaveScreen(ModalScreen[str | None]):
             yield Input(self.name_offered, placeholder="file name: .csv, or .md for Markdown", id="save-name")
             yield Static("[dim]Enter saves (a name ending in .md: Markdown, else CSV) · Escape cancels[/dim]",
                          classes="hint")
+
+    def on_mount(self) -> None:
+        steady_cursor(self.query_one(Input))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

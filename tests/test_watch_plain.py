@@ -413,3 +413,20 @@ def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
     assert "agent: Thought: list the poetry\n```sql\nSELECT title" in text     # the reply, as it streamed
     assert sum(1 for piece in shown if piece and piece in reply) > 5            # in many pieces
     assert "agent thinks:" not in text and "agent proposes: SELECT title FROM books WHERE genre" in text
+
+
+def test_task_means_that_task_only_in_play_plain_and_watch_plain(tmp_path):
+    """``--task ID`` plays or watches that task and stops: the rest of the set is not gone on to
+    (it was: the next task opened after the submit)."""
+    def icplay(*argv, script=""):
+        done = subprocess.run([sys.executable, "-m", "icplay.cli", *argv], cwd=ROOT, input=script, text=True,
+                              env={**os.environ, "ICPLAY_HOME": str(tmp_path)}, capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = icplay("play", "sql", "--plain", "--task", "bookshop-02", script=f"{GOLD};\nsubmit\n")
+    assert "=== task sql/bookshop-02" in out and "reward:" in out
+    assert "=== task sql/bookshop-03" not in out
+    out = icplay("watch", "sql", "--plain", "--policy", "gold", "--mode", "auto", "--task", "bookshop-02")
+    assert "=== task sql/bookshop-02" in out and "reward: 1.00" in out
+    assert out.count("=== task") == 1, out

@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("env", nargs="?", choices=names(), help=f"{', '.join(names())} (default: pick in the app)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV); harbor:PATH "
                    "for a Harbor task folder or a folder of them")
-    p.add_argument("--task", help="start at this task id")
+    p.add_argument("--task", help="open this task id (--plain: this task only, then stop)")
     add_sandbox_argument(p)
     p.add_argument("--image", help="Docker image to run the tasks on (e.g. InterCode's, for nl2bash sets)")
     p.add_argument("--compat", choices=["intercode"], default=None,
@@ -100,6 +100,8 @@ def run(args) -> int:
     session = open_session(args.session or "plain", args.out, cli_annotator(args))
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
+    else:
+        tasks = tasks[:1]               # --task: that task only
     env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr),
                    **({"compat": args.compat} if args.compat else {}))
     try:

@@ -78,13 +78,29 @@ def run_tokens(args) -> int:
     return 0
 
 
+def extra_install(extra: str) -> str:
+    """The command that installs an extra's packages into this environment, whatever installed
+    icplay (a local wheel or a checkout: ``pip install 'icplay[serve]'`` asks a package index
+    for icplay itself, and fails where icplay is not on one)."""
+    import importlib.metadata
+    import shlex
+
+    marker = f'extra == "{extra}"'
+    try:
+        wanted = [r.split(";")[0].strip() for r in importlib.metadata.requires("icplay") or [] if marker in r]
+    except importlib.metadata.PackageNotFoundError:
+        wanted = []
+    packages = " ".join(shlex.quote(r) for r in wanted) or f"'icplay[{extra}]'"
+    return f"{shlex.quote(sys.executable)} -m pip install {packages}"
+
+
 def run(args) -> int:
     if not args.study:
         raise UserError("icplay serve: name the study: --study NAME")
     try:
         from icplay.seat.server import SeatServer, serve
     except ImportError as exc:
-        raise UserError(f"icplay serve needs textual-serve ({exc.name} is missing): pip install 'icplay[serve]'") \
+        raise UserError(f"icplay serve needs its 'serve' extra ({exc.name} is missing): {extra_install('serve')}") \
             from None
     from icplay.seat.study import episodes_of, seat_commands
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from icplay.commands import study_report
+from icplay.languages import names
 from icplay.process import UserError
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -38,7 +39,10 @@ def _add_new(sub) -> None:
     p = sub.add_parser("new", help="write a study file: tasks, annotators, K annotators per task, the rules")
     p.add_argument("name", help="the study's name (its folder: ~/.icplay/studies/NAME)")
     p.add_argument("--tasks", nargs="+", required=True, metavar="SET",
-                   help="task sets (every task of each) or single tasks SET/ID")
+                   help="task sets (every task of each), single tasks SET/ID, or your own task files (JSON or "
+                        "JSONL; their environment from --env or from the records' env field)")
+    p.add_argument("--env", choices=names(), default=None,
+                   help="the environment of the task files in --tasks (default: the env their records name)")
     p.add_argument("--sample", type=int, default=None, metavar="N", help="take N of those tasks at random (seeded)")
     p.add_argument("--annotators", required=True, help="the annotators, comma-separated: a,b,c")
     p.add_argument("--per-task", type=int, required=True, metavar="K", help="annotators per task")
@@ -48,6 +52,8 @@ def _add_new(sub) -> None:
                    help="off: a submitted task is final; counted: retries allowed, every attempt kept and counted")
     p.add_argument("--time-limit", type=int, default=None, metavar="SECONDS", help="worked time per task")
     p.add_argument("--strict", action="store_true", help="strict mode: the schema is hidden (SQL)")
+    p.add_argument("--no-query-history", action="store_true",
+                   help="SQL: the editor does not recall the queries run before (Ctrl+Up, Ctrl+R)")
     p.add_argument("--hide-turn-scores", action="store_true",
                    help="watch studies: hide the reward an agent's turn gets before the submit (--agent-protocol "
                         "intercode scores every turn); a human's play has none")
@@ -89,24 +95,51 @@ def register(sub) -> None:
         add(steps)
 
 
-def study_tasks(items: list[str]) -> list[str]:
-    """The task refs ``--tasks`` names: every task of a set, or one ``SET/ID``, in order, once each."""
+def study_tasks(items: list[str], env: str | None = None,
+                task_files: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """The task refs ``--tasks`` names: every task of a set or of a task file, or one ``SET/ID``,
+    in order, once each. A task file's set (its name, path and environment: ``env``, else the
+    one its records name) is added to ``task_files``, for the study to find its tasks again."""
     from icplay.study.model import StudyFileError
     from icplay.study.queue import resolve
     from icplay.tasks.model import TaskFileError
-    from icplay.tasks.registry import find_set
+    from icplay.tasks.registry import find_set, task_sets
 
     refs: list[str] = []
     for item in items:
-        if "/" in item and not Path(item).exists():
-            found = [resolve(item, "--tasks").key]
+        path = Path(item)
+        if "/" in item and not path.exists():
+            found = [resolve(item, "--tasks", task_files).key]
         else:
             try:
-                found = [t.key for t in find_set(item).load()]
+                if path.is_file():
+                    task_set = find_set(item, env or env_of_file(path))
+                    if any(s.name == task_set.name for s in task_sets()):
+                        raise TaskFileError(path, f"its name {task_set.name!r} is a known set's: rename the file, "
+                                            "so that the study's refs name one set")
+                    if task_files is not None:
+                        task_files[task_set.name] = {"path": str(path.resolve()), "env": task_set.env}
+                else:
+                    task_set = find_set(item, env)
+                found = [t.key for t in task_set.load()]
             except TaskFileError as exc:
                 raise StudyFileError(f"--tasks: {exc}") from None
         refs += [r for r in found if r not in refs]
     return refs
+
+
+def env_of_file(path: Path) -> str:
+    """The environment every record of a task file names (its ``env`` field); else one sentence
+    saying to give it with --env."""
+    from icplay.tasks.loaders import read_records
+    from icplay.tasks.model import TaskFileError
+
+    records = read_records(path)
+    envs = {r.get("env") for r in records if isinstance(r, dict)} if isinstance(records, list) else set()
+    if len(envs) == 1 and None not in envs and isinstance(next(iter(envs)), str):
+        return str(next(iter(envs)))
+    said = "its records name no environment" if envs <= {None} else "its records name several environments"
+    raise TaskFileError(path, f"{said}: give it with --env ({', '.join(names())})")
 
 
 def run_new(args) -> int:
@@ -124,7 +157,8 @@ def run_new(args) -> int:
         annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
         for who in annotators:
             check_name(who, "annotator name", "--annotators")
-        refs = study_tasks(args.tasks)
+        task_files: dict[str, dict[str, str]] = {}
+        refs = study_tasks(args.tasks, args.env, task_files)
         if args.sample is not None:
             if not 1 <= args.sample <= len(refs):
                 raise UserError(f"--sample: {args.sample} of {len(refs)} tasks (give 1 to {len(refs)})")
@@ -133,10 +167,11 @@ def run_new(args) -> int:
             raise UserError("--time-limit: give a positive number of seconds")
         rules = StudyRules(gold_reveal=args.gold_reveal, retries=args.retries, time_limit_s=args.time_limit,
                            strict=args.strict, per_turn_scoring=not args.hide_turn_scores,
-                           hide_model=not args.show_model)
+                           hide_model=not args.show_model, query_history=not args.no_query_history)
         created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         study = Study(name, tuple(refs), tuple(annotators), args.per_task, args.seed,
-                      assign(refs, annotators, args.per_task, args.seed), rules, created, agent=study_agent(args))
+                      assign(refs, annotators, args.per_task, args.seed), rules, created, agent=study_agent(args),
+                      task_files={n: f for n, f in task_files.items() if any(r.startswith(n + "/") for r in refs)})
         saved = save_study(study)
     sizes = ", ".join(f"{who} {len(study.assigned_to(who))}" for who in annotators)
     print(f"wrote {saved}: {len(refs)} tasks × {args.per_task} annotators each ({sizes})")

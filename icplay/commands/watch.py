@@ -48,7 +48,8 @@ def register(sub) -> None:
     p.add_argument("env", nargs="?", choices=names(),
                    help=", ".join(names()) + " (default: what --tasks implies, e.g. harbor:PATH)")
     p.add_argument("--tasks", help="task set name or task file (default: the bundled set of ENV)")
-    p.add_argument("--task", help="start at this task id (default: the first the session has not submitted)")
+    p.add_argument("--task", help="this task id only, then stop (default: every task, from the first the session "
+                   "has not submitted)")
     p.add_argument("--policy", default=None, metavar="llm|gold|replay:FILE",
                    help="who proposes: an LLM (default when --model is set), the gold solution, or a replay "
                         "of recorded episodes (an icplay trajectory file/folder or an InterCode results file)")
@@ -156,7 +157,7 @@ def run(args) -> int:
         keys = [t.key for t in covered]
         if start.key not in keys:
             raise UserError(f"{args.policy} holds no episode of task {args.task}")
-        tasks = covered[keys.index(start.key):]
+        tasks = covered[keys.index(start.key):][:1]      # that task only
     playable = len(covered)
     if not args.plain:
         from icplay.tui.launch import run_watch

@@ -74,7 +74,7 @@ def check_agent(agent: AgentChoice, queue: Queue, first: str | None) -> None:
     entry = queue.entry(first) if first is not None else queue.next_entry()
     if entry is None:
         return
-    policy, _ = _policy(agent, resolve(entry.ref, str(queue.study.path)))
+    policy, _ = _policy(agent, resolve(entry.ref, str(queue.study.path), queue.study.task_files))
     client = getattr(getattr(policy, "model", None), "client", None)
     if callable(client):
         try:

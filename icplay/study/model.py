@@ -43,6 +43,7 @@ class StudyRules:
     strict: bool = False               # schema hidden (SQL) etc.
     per_turn_scoring: bool = True      # watch studies: the reward of each agent turn shown (protocol intercode)
     hide_model: bool = True            # watch studies: model identity hidden from the annotator
+    query_history: bool = True         # SQL: the queries run before recallable (Ctrl+Up, Ctrl+R) in the editor
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Study:
     created: str = ""                  # ISO time
     path: Path | None = field(default=None, compare=False)   # the file it was read from, if any
     agent: dict[str, str] = field(default_factory=dict)     # watch studies: the agent every annotator supervises
+    # tasks from a lead's own files: set name -> {"path": the file, "env": its environment}
+    task_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def assigned_to(self, annotator: str) -> tuple[str, ...]:
         return self.assignments.get(annotator, ())
@@ -159,7 +162,7 @@ def rules_from_dict(data: dict[str, Any], path: Path) -> StudyRules:
                              f"(leave it out for no limit), not {limit}")
     return StudyRules(gold_reveal=flag("gold_reveal", False), retries=retries, time_limit_s=limit,
                       strict=flag("strict", False), per_turn_scoring=flag("per_turn_scoring", True),
-                      hide_model=flag("hide_model", True))
+                      hide_model=flag("hide_model", True), query_history=flag("query_history", True))
 
 
 def study_from_dict(data: dict[str, Any], path: Path) -> Study:
@@ -186,10 +189,30 @@ def study_from_dict(data: dict[str, Any], path: Path) -> Study:
         if key not in _TOP_FIELDS:
             raise StudyFileError(f"{path}: field '{key}' is unknown (one of: {', '.join(_TOP_FIELDS)})")
     agent = agent_from_dict(_field(data, "agent", (dict,), path, "a table", {}), path)
-    return Study(name, tasks, annotators, per_task, seed, assignments, rules, created, path, agent)
+    task_files = task_files_from_dict(_field(data, "task_files", (dict,), path, "a table", {}), path)
+    return Study(name, tasks, annotators, per_task, seed, assignments, rules, created, path, agent, task_files)
 
 
-_TOP_FIELDS = ("name", "created", "seed", "per_task", "annotators", "tasks", "rules", "assignments", "agent")
+_TOP_FIELDS = ("name", "created", "seed", "per_task", "annotators", "tasks", "rules", "assignments", "agent",
+               "task_files")
+TASK_FILE_FIELDS = ("path", "env")
+
+
+def task_files_from_dict(data: dict[str, Any], path: Path) -> dict[str, dict[str, str]]:
+    """The ``[task_files]`` table: each set name a table of a path and an environment, both text."""
+    out: dict[str, dict[str, str]] = {}
+    for set_name, entry in data.items():
+        where = f"{path}: field 'task_files.{set_name}"
+        if not isinstance(entry, dict):
+            raise StudyFileError(f"{where}' must be a table {{ path = \"FILE\", env = \"ENV\" }}")
+        for key in TASK_FILE_FIELDS:
+            if type(entry.get(key)) is not str or not entry[key]:
+                raise StudyFileError(f"{where}.{key}' must be non-empty text, not {entry.get(key)!r}")
+        unknown = set(entry) - set(TASK_FILE_FIELDS)
+        if unknown:
+            raise StudyFileError(f"{where}.{sorted(unknown)[0]}' is unknown (one of: {', '.join(TASK_FILE_FIELDS)})")
+        out[str(set_name)] = {key: entry[key] for key in TASK_FILE_FIELDS}
+    return out
 
 
 def agent_from_dict(data: dict[str, Any], path: Path) -> dict[str, str]:
@@ -258,11 +281,17 @@ def study_toml(study: Study) -> str:
         f"strict = {_toml_value(rules.strict)}             # hide the schema (SQL)",
         f"per_turn_scoring = {_toml_value(rules.per_turn_scoring)}    # watch studies: show each agent turn's reward (protocol intercode)",
         f"hide_model = {_toml_value(rules.hide_model)}           # watch studies: do not show which model plays",
+        f"query_history = {_toml_value(rules.query_history)}        # SQL: the queries run before recallable in the editor",
         "",
         "[assignments]   # annotator -> tasks, in the order that annotator plays them",
     ]
     lines += [f"{_toml_value(who) if not _NAME.fullmatch(who) else who} = {_toml_value(study.assigned_to(who))}"
               for who in study.annotators]
+    if study.task_files:
+        lines += ["", "[task_files]   # the sets that are a lead's own files: the file and its environment"]
+        lines += [f"{_toml_value(name) if not _NAME.fullmatch(name) else name} = {{ path = "
+                  f"{_toml_value(entry['path'])}, env = {_toml_value(entry['env'])} }}"
+                  for name, entry in study.task_files.items()]
     if study.agent:
         lines += ["", "[agent]   # watch studies: the agent every annotator supervises (icplay watch --study)"]
         lines += [f"{key} = {_toml_value(study.agent[key])}" for key in AGENT_FIELDS if key in study.agent]

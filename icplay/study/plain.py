@@ -95,7 +95,8 @@ class StudyPlain:
                                f"{len(self.queue.entries)} tasks, {format_duration(self.queue.time_worked)} worked")
                     return 0
                 if entry.state == DONE:
-                    refusal = self.queue.start_again(resolve(entry.ref, str(self.queue.study.path)))
+                    study = self.queue.study
+                    refusal = self.queue.start_again(resolve(entry.ref, str(study.path), study.task_files))
                     if refusal is not None:
                         print(f"icplay: {entry.ref}: {refusal}", file=sys.stderr)
                         return 1
@@ -118,7 +119,7 @@ class StudyPlain:
 
     def _play(self, entry: Entry) -> Trajectory | None:
         """One attempt at ``entry``'s task; the trajectory, or None when the human quit."""
-        task = resolve(entry.ref, str(self.queue.study.path))
+        task = resolve(entry.ref, str(self.queue.study.path), self.queue.study.task_files)
         n, total = self.queue.position(entry.ref), len(self.queue.entries)
         self.write(display(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
                            + (f" [{task.hardness}]" if task.hardness else "") + " ==="))

@@ -129,11 +129,14 @@ class Queue:
                        annotator=self.annotator, study=self.study.name)
 
 
-def resolve(ref: str, where: str = "") -> Task:
-    """The task a ref ``SET/ID`` names, from the set of that name; ``StudyFileError`` if none."""
+def resolve(ref: str, where: str = "", task_files: dict[str, dict[str, str]] | None = None) -> Task:
+    """The task a ref ``SET/ID`` names, from the set of that name (one of the study's
+    ``task_files`` first: a lead's own file, with its environment); ``StudyFileError`` if none."""
     set_name, _, task_id = ref.partition("/")
+    own = (task_files or {}).get(set_name)
     try:
-        for task in find_set(set_name).load():
+        task_set = find_set(own["path"], own["env"]) if own is not None else find_set(set_name)
+        for task in task_set.load():
             if task.id == task_id:
                 return task
     except TaskFileError as exc:

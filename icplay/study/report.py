@@ -254,7 +254,7 @@ def rules_note(rules: dict[str, Any]) -> str:
     parts = [f"gold reveal {'on' if rules.get('gold_reveal') else 'off'}", f"retries {rules.get('retries', 'off')}",
              f"time limit {limit // 60} min" if isinstance(limit, int) else "no time limit",
              "strict mode" if rules.get("strict") else "", "" if rules.get("per_turn_scoring", True) else
-             "per-turn scores hidden"]
+             "per-turn scores hidden", "" if rules.get("query_history", True) else "no query history"]
     return "rules: " + ", ".join(p for p in parts if p)
 
 

@@ -2,7 +2,8 @@
 
 ``PlayRules`` answers the questions a front end has while a human plays: may the gold be
 shown now, may this task be tried again (and as which attempt), how long is left, has the
-time run out, is the schema hidden, are per-turn scores shown. The Textual app
+time run out, is the schema hidden, may the SQL editor recall earlier queries, are per-turn
+scores shown. The Textual app
 (icplay/tui) and ``--plain`` (icplay/study/plain.py) both hold one and ask it; neither
 decides a rule itself. Outside a study ``FREE`` answers as icplay always has (everything
 allowed, no limit). A refusal is one sentence that names the study file and the rule, so
@@ -76,6 +77,11 @@ class PlayRules:
     @property
     def hide_schema(self) -> bool:
         return self.rules.strict
+
+    @property
+    def query_history(self) -> bool:
+        """May the SQL editor recall the queries run before (this episode's, earlier sessions')?"""
+        return self.rules.query_history
 
     @property
     def show_turn_scores(self) -> bool:

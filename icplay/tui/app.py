@@ -28,15 +28,16 @@ from icplay.study.queue import Queue
 from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import TaskSet, find_set, task_sets
-from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, NO_ANNOTATOR_NOTE, AgentChoice, Config, agent_choice,
+from icplay.frontend.config import (DARK_THEME, LIGHT_THEME, AgentChoice, Config, agent_choice,
                                     remember_agent)
 from icplay.tui.keys import KEYS, bindings, unknown_ids
-from icplay.tui.screens.modals import HelpScreen
+from icplay.tui.screens.modals import HelpScreen, QueueDoneScreen, TaskScreen
 from icplay.tui.screens.picker import PickerScreen
 from icplay.frontend.leases import EnvFactory, SandboxPool
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.shown import safe, shown
 from icplay.tui.widgets.command import History
+from icplay.tui.widgets.panels import QueryPanel
 from icplay.store import StoreError
 from icplay.study.model import StudyFileError
 from icplay.study.queue import resolve
@@ -109,6 +110,11 @@ def default_env_factory(kind: str, sandbox: str | None, image: str | None,
 INPUT_WIDGETS = {"bash": "#command", "sql": "#editor", "python": "#editor"}
 
 
+# the app's notice when no annotator is set: short enough for a 40-column toast, and not markup
+# (``[human]`` is config.toml's table, which markup would swallow)
+ANNOTATOR_TOAST = "Episodes record none. Name yourself: --annotator NAME, $ICPLAY_ANNOTATOR or config.toml [human]."
+
+
 class PlayApp(App):
     """The playground. See docs/tui.md for the keys, the layout and the files it writes."""
 
@@ -149,6 +155,8 @@ class PlayApp(App):
                         else Session(session or DEFAULT_SESSION, home=self.home, root=out, annotator=annotator))
         self.catalog = catalog or Catalog(env, tasks)
         self.start_task_id = task
+        self.only_task: str | None = None    # icplay watch --task ID: that task only, no next one
+        self.done_message: str | None = None   # a study's queue is done: said on screen, and at exit
         self.watch_agent = watch             # icplay watch: the task opens on the watch screen (not `watch`: Textual's method)
         self.watch_policy = watch_policy     # (policy, its description) built by icplay watch, or None
         self.watch_limits = watch_limits
@@ -185,8 +193,7 @@ class PlayApp(App):
 
     def say_annotator(self) -> None:
         if self.annotator_note:
-            self.notify(NO_ANNOTATOR_NOTE[0].upper() + NO_ANNOTATOR_NOTE[1:] + ".", severity="warning", timeout=8,
-                        markup=False)
+            self.notify(ANNOTATOR_TOAST, title="No annotator set", severity="warning", timeout=8, markup=False)
 
     def sessions(self) -> list[Session]:
         """The sessions this app has opened (the baseline's, the watched agents', the forks')."""
@@ -268,16 +275,20 @@ class PlayApp(App):
     # -- a study's queue ----------------------------------------------------------------------
     def open_from_queue(self, ref: str | None = None) -> None:
         """The queue's task ``ref`` (a ref or an id), else its next task not done; when every
-        task is done the app ends, saying so."""
+        task is done the app says so on screen (QueueDoneScreen) and, when quit, at exit."""
         assert self.queue is not None
         queue = self.queue.refresh()
         entry = queue.entry(ref) if ref is not None else queue.next_entry()
         if entry is None:
-            self.exit(message=shown(f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
-                                    f"{format_duration(queue.time_worked)} worked"))
+            self.done_message = (f"{queue.annotator}'s queue is done: {queue.done} of {len(queue.entries)} tasks, "
+                                 f"{format_duration(queue.time_worked)} worked")
+            if isinstance(self.screen, LiveScreen):
+                self.switch_screen(QueueDoneScreen(self.done_message))
+            else:
+                self.push_screen(QueueDoneScreen(self.done_message))
             return
         try:
-            task = resolve(entry.ref, str(queue.study.path))
+            task = resolve(entry.ref, str(queue.study.path), queue.study.task_files)
         except StudyFileError as exc:
             self.notify(safe(exc), severity="error", timeout=10, markup=False)
             return
@@ -311,6 +322,10 @@ class PlayApp(App):
         if self.queue is not None:
             self.open_from_queue()
             return
+        if self.only_task is not None:
+            self.notify(f"Started with --task {self.only_task}: that task only. Ctrl+B lists the others, "
+                        "Ctrl+Q quits.", title="No next task", timeout=8, markup=False)
+            return
         tasks = self.catalog.tasks(after.set) if after.set in {s.name for s in self.catalog.sets()} else [after]
         progress = (session or self.session).progress(tasks)
         keys = [t.key for t in tasks]
@@ -339,6 +354,21 @@ class PlayApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        """Quit; after a study's queue is done, the terminal is told so too."""
+        self.exit(message=shown(self.done_message) if self.done_message else None)
+
+    def action_show_task(self) -> None:
+        """The whole task of the screen's task panel, in a modal that scrolls."""
+        panels = self.screen.query(QueryPanel)
+        if panels and not isinstance(self.screen, TaskScreen):
+            panel = panels.first()
+            self.push_screen(TaskScreen(str(panel.border_title or "Task"), panel.text))
+
+    def on_query_panel_show_whole(self, message: QueryPanel.ShowWhole) -> None:
+        message.stop()
+        self.action_show_task()
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME

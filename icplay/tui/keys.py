@@ -19,7 +19,7 @@ class Key:
     action: str
     description: str
     help: str
-    scope: str                  # app | picker | play | watch | bash | sql | python | modal
+    scope: str                  # app | picker | play | fork | watch | bash | sql | python | modal
     show: bool = True
     priority: bool = False
     palette: bool = True        # offered in the command palette
@@ -34,6 +34,8 @@ KEYS: list[Key] = [
     Key("app.help", "f1", "help", "Help", "Show the keys and how the playground works", "app"),
     Key("app.theme", "ctrl+t", "toggle_theme", "Theme", "Switch between the light and the dark theme", "app",
         show=False),
+    Key("app.task", "alt+t", "show_task", "Task", "Show the whole task text (a small panel may show only its start)",
+        "app", show=False, priority=True),   # before an editor, which would type the "t" a terminal sends with it
     Key("app.quit", "ctrl+q", "quit", "Quit", "Quit (the task's turns and time are saved; it resumes next time)",
         "app", priority=True),
     # task picker
@@ -60,6 +62,9 @@ KEYS: list[Key] = [
         "play"),
     Key("play.picker", "ctrl+b", "back_to_picker", "Tasks", "Back to the task list (work is saved)", "play",
         show=False),
+    # a fork opened from the viewer (icplay view): the play keys above, and the way back shown
+    Key("fork.back", "ctrl+b", "back_to_picker", "Episodes", "Back to the episode list (the fork stays saved)",
+        "fork"),
     # watching an agent (the watch screen; the play keys above work there too)
     Key("watch.approve", "ctrl+y", "approve", "Approve",
         "Run the agent's proposal as it is (after a failure or an unparsable reply: ask the model again)",
@@ -110,6 +115,25 @@ KEYS: list[Key] = [
         priority=True),
     Key("sql.results", "ctrl+o", "focus_results", "Results",
         "Move to the results table (Escape moves on to the schema browser)", "sql", show=False, priority=True),
+    Key("sql.select_all", "ctrl+a", "select_all", "Select all", "Select all the SQL (Home goes to the line start)",
+        "sql", show=False),
+    Key("sql.earlier", "ctrl+up", "history(-1)", "Earlier query",
+        "Put the query run before in the editor: this episode's, then earlier sessions' (a study may turn it off)",
+        "sql", show=False),
+    Key("sql.later", "ctrl+down", "history(1)", "Later query", "Go back down the queries run, to what you typed",
+        "sql", show=False),
+    Key("sql.search", "ctrl+r", "search_history", "History",
+        "Search the queries run before, this episode's and earlier sessions' (a study may turn it off)", "sql"),
+    # (Alt keys are priority: a terminal sends the letter with them, which the editor would type)
+    Key("sql.copy", "alt+c", "copy_result('csv')", "Copy result", "Copy the result grid to the clipboard as CSV",
+        "sql", show=False,
+        priority=True),
+    Key("sql.copy_markdown", "alt+m", "copy_result('markdown')", "Copy as Markdown",
+        "Copy the result grid to the clipboard as a Markdown table", "sql", show=False,
+        priority=True),
+    Key("sql.save", "alt+s", "save_result", "Save result",
+        "Save the result grid to a file: CSV, or a Markdown table for a name ending in .md", "sql", show=False,
+        priority=True),
     # the Python editor (Enter is handled by the editor itself, as for the Bash command line)
     Key("python.enter", "enter", "enter", "Enter", "Run a complete statement; in a block, a new line (an empty "
         "line runs the block)", "python", show=False, palette=False),

@@ -130,7 +130,8 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
     ``icplay.episode.Policy``, built by icplay.commands.watch), ``policy_info`` describes it
     for the trajectory, ``tasks`` are the tasks it can play. Without a ``policy`` the screen
     builds one from the options, the last use and config.toml's ``[agent]``. Without
-    ``--task`` the first task the watch session has not submitted opens. The screen drives
+    ``--task`` the first task the watch session has not submitted opens; with it, that task only
+    (Ctrl+N offers no next one). The screen drives
     each episode with ``icplay.driver.Driver`` (docs/driver.md).
     """
     env = getattr(args, "env", None)
@@ -154,6 +155,7 @@ def run_watch(args, policy=None, policy_info: dict | None = None, tasks: list | 
                   watch_policy=None if policy is None else (policy, policy_info or {}),
                   watch_limits=Limits(max_turns=turns) if turns else None,
                   annotator=app_annotator(args, config), annotator_note=True)
+    app.only_task = None if getattr(args, "task", None) is None else str(task_id)   # --task: that one only
     try:
         app.run()
     finally:

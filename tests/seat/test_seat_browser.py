@@ -1,7 +1,8 @@
 """The browser seat end to end: ``icplay serve`` in its own process, a real headless Chromium
 (selenium) logging in with a token and playing a bundled SQL task to a score by typing into
 the terminal page (xterm.js), the trajectory carrying the token's annotator; a supervisor
-following it read-only; a wrong or missing token getting 401 and nothing else.
+following it read-only; her finished queue said in her page; a wrong or missing token getting
+401 and nothing else.
 
 The page draws the terminal on a canvas (WebGL), so what it shows is read from the bytes the
 app sends over the websocket: a script added before the page's own wraps ``WebSocket`` and
@@ -196,6 +197,12 @@ def test_an_annotator_plays_a_sql_task_in_the_browser_and_a_supervisor_follows(b
     assert saved["annotator"] == "ada" and saved["study"] == "pilot" and saved["reward"] == 1.0
     assert path.relative_to(Path(os.environ["ICPLAY_HOME"])).parts[:4] == ("studies", "pilot", "sessions", "ada")
     assert [t["action"] for t in saved["turns"]] == [POETRY] and saved["turns"][0]["author"] == "human"
+    press(browser, "n")                                              # her only task: the queue is done,
+    page.wait_for("queue is done: 1 of 1 tasks")                     # said in her page (it was blank)
+    page.wait_for("close this page")
+    browser.save_screenshot(str(tmp_path / "browser-seat-done.png"))
+    if os.environ.get("ICPLAY_SEAT_SCREENSHOT"):
+        shutil.copy(tmp_path / "browser-seat-done.png", Path(os.environ["ICPLAY_SEAT_SCREENSHOT"]).with_suffix(".done.png"))
 
     assert len(seat_apps("ada")) == 1
     browser.get(links["sam"])                                        # the supervisor: a list, then the episode

@@ -240,3 +240,29 @@ def test_listening_beyond_this_machine_without_tls_warns(monkeypatch, capsys, ho
     served.clear()
     assert main(["serve", "--study", "pilot", "--host", host, "--public-url", "https://seats.example.org/"]) == 0
     assert served[0][0] == "https://seats.example.org" and "without TLS" not in capsys.readouterr().err
+
+
+def test_without_textual_serve_serve_names_its_extra_and_a_pip_command_that_installs_it(monkeypatch):
+    """The hint installs the extra's own packages into this Python: it works for a local wheel
+    or a checkout (``pip install 'icplay[serve]'`` asks an index for icplay itself)."""
+    import builtins
+    import sys
+
+    from icplay.commands.serve import run
+    from icplay.process import UserError
+
+    real_import = builtins.__import__
+
+    def no_textual_serve(name, *args, **kwargs):
+        if name.startswith(("textual_serve", "icplay.seat.server")):
+            raise ModuleNotFoundError(f"No module named {name!r}", name="textual_serve")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "icplay.seat.server", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_textual_serve)
+    with pytest.raises(UserError) as said:
+        run(type("Args", (), {"study": "pilot"})())
+    message = str(said.value)
+    assert "'serve' extra" in message and "textual_serve is missing" in message
+    assert message.endswith(f"{sys.executable} -m pip install 'textual-serve>=1.1.3'"), message
+    assert "icplay[serve]" not in message

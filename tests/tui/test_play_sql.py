@@ -215,3 +215,114 @@ async def test_the_selection_runs_when_there_is_one(make_app, shop_catalog):
         await pilot.press("f5")
         await wait_for(pilot, lambda: turn_count(app) == 1 and play_state(app) == "ready", 20)
         assert play_screen(app).episode.trajectory.turns[0].action == "SELECT name FROM customers"
+
+
+# -- the SQL editor's history, select-all, and the result grid copied or saved ----------------------
+
+def sql_app(make_app, shop_catalog, **kwargs):
+    return make_app(**{"env": "sql", "catalog": shop_catalog(), "task": "s1", "sandbox": None, **kwargs})
+
+
+async def test_queries_run_before_are_recalled_and_searched(make_app, shop_catalog, home):
+    """Ctrl+Up/Down walk this episode's queries, then an earlier session's (the history file);
+    Ctrl+R searches them; the episode records that the human had the history."""
+    first = sql_app(make_app, shop_catalog, config=Config(history=True))
+    async with first.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, "SELECT city FROM customers")               # an earlier session's query
+    app = sql_app(make_app, shop_catalog, config=Config(history=True), task="s2")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, "SELECT name FROM customers")
+        await run_sql(pilot, "SELECT 1")
+        editor = play_screen(app).query_one("#editor")
+        editor.load_text("SELECT draft")
+        await pilot.press("ctrl+up")
+        assert editor.text == "SELECT 1"
+        await pilot.press("ctrl+up", "ctrl+up")
+        assert editor.text == "SELECT city FROM customers"                # from the earlier session
+        await pilot.press("ctrl+down", "ctrl+down", "ctrl+down")
+        assert editor.text == "SELECT draft"                             # back to what was typed
+        await pilot.press("ctrl+r")
+        from icplay.tui.screens.modals import HistoryScreen
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen), 5, "the history search")
+        await type_text(pilot, "city")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: editor.text == "SELECT city FROM customers", 5, "the query found")
+        assert play_screen(app).trajectory.policy["query_history"] is True
+
+
+async def test_a_study_without_query_history_recalls_nothing_and_says_so(make_app, shop_catalog):
+    from icplay.study.model import StudyRules
+    from icplay.study.rules import PlayRules
+
+    app = sql_app(make_app, shop_catalog)
+    app.rules = PlayRules(StudyRules(query_history=False), "s", "study.toml")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, "SELECT 1")
+        editor = play_screen(app).query_one("#editor")
+        editor.load_text("SELECT 2")
+        await pilot.press("ctrl+up")
+        assert editor.text == "SELECT 2"
+        assert any("query_history = false" in n.message for n in app._notifications)
+        policy = play_screen(app).trajectory.policy
+        assert (policy["query_history"], policy["schema_browser"]) == (False, True)
+
+
+async def test_ctrl_a_selects_all_the_sql(make_app, shop_catalog):
+    app = sql_app(make_app, shop_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        editor = play_screen(app).query_one("#editor")
+        editor.load_text("SELECT 1;\nSELECT 2;")
+        await pilot.press("ctrl+a")
+        assert editor.selected_text == "SELECT 1;\nSELECT 2;"
+
+
+async def test_the_result_grid_is_copied_and_saved(make_app, shop_catalog, tmp_path):
+    app = sql_app(make_app, shop_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("alt+c")                                       # no grid yet: said, nothing copied
+        assert any("No result grid" in n.message for n in app._notifications) and not app.clipboard
+        await run_sql(pilot, "SELECT name, city FROM customers WHERE city = 'London' ORDER BY name")
+        await pilot.press("alt+c")
+        assert app.clipboard == "name,city\nAda,London\nCy,London\n"
+        await pilot.press("ctrl+o", "alt+m")                             # from the results table too
+        assert app.clipboard.splitlines()[:3] == ["| name | city |", "|---|---|", "| Ada | London |"]
+        from icplay.tui.screens.modals import SaveScreen
+        for name, first in ((tmp_path / "out" / "london.md", "| name | city |"), (tmp_path / "london.csv", "name,city")):
+            await pilot.press("alt+s")
+            await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), 5, "the save dialog")
+            app.screen.query_one("#save-name").value = str(name)
+            await pilot.press("enter")
+            await wait_for(pilot, name.exists, 5, f"{name}")
+            assert name.read_text().splitlines()[0] == first
+        blocked = tmp_path / "london.csv" / "x.csv"                       # a file where a folder should be
+        await pilot.press("alt+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, SaveScreen), 5, "the save dialog")
+        app.screen.query_one("#save-name").value = str(blocked)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any(n.title == "Not saved" for n in app._notifications), 5, "the refusal")
+
+
+async def test_alt_keys_as_a_terminal_sends_them_act_and_type_nothing(make_app, shop_catalog):
+    """A terminal sends Alt+C with its letter: the key copies the grid, the editor types no "c"
+    (and Alt+T shows the task rather than typing "t")."""
+    from textual import events
+
+    from icplay.tui.screens.modals import TaskScreen
+
+    app = sql_app(make_app, shop_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, "SELECT name FROM customers WHERE city = 'Paris'")
+        editor = play_screen(app).query_one("#editor")
+        before = editor.text
+        app.post_message(events.Key("alt+c", "c"))
+        await wait_for(pilot, lambda: app.clipboard == "name\nBob\n", 5, "the copy")
+        app.post_message(events.Key("alt+t", "t"))
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskScreen), 5, "the task dialog")
+        assert editor.text == before
+

@@ -122,3 +122,27 @@ async def test_a_timed_out_task_asked_for_by_name_is_not_resumed(make_app, home)
         assert play_screen(again).task_record.key == mine[1]                # refused, her next task instead
         assert any("allows no retries" in n.message for n in again._notifications)
     again.close_envs()
+
+
+async def test_a_finished_queue_says_so_in_the_app_and_at_exit(make_app, home):
+    """Her last task submitted, Next shows that her queue is done, in the app (a browser seat's
+    page is the app: a message printed at exit only reached the server's console)."""
+    from icplay.tui.screens.modals import QueueDoneScreen
+
+    one = ("sql/bookshop-01",)
+    save_study(Study("solo", one, ("ana",), 1, 1, assign(one, ("ana",), 1, 1), StudyRules(), "2026-01-01"), home)
+    queue = Queue(load_study("solo", home), "ana", home)
+    app = make_app(sandbox=None, annotator="ana", study=queue)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await wait_ready(pilot)
+        await run_sql(pilot, gold_of(one[0]))
+        await pilot.press("ctrl+s", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreScreen), 30, "the score")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, QueueDoneScreen), 10, "the done screen")
+        shown = "\n".join(text_of(s) for s in app.screen.query("Static"))
+        assert "ana's queue is done: 1 of 1 tasks" in shown and "close this page" in shown
+        said = []
+        app.exit = lambda *a, message=None, **kw: said.append(message)      # what quitting prints
+        await pilot.press("enter")
+        assert said == [app.done_message] and said[0].startswith("ana's queue is done: 1 of 1 tasks")

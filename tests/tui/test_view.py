@@ -267,6 +267,8 @@ async def test_fork_from_turn_one_goes_on_in_the_play_screen(view_app, home):
         await run_command(pilot, "cat /testbed/fork_note.txt")
         turn = app.screen.episode.trajectory.turns[-1]
         assert turn.observation.strip() == "kept-by-fork"                          # turn 1's file is there
+        footer = {b.key: b.description for (_, b, enabled, _) in app.screen.active_bindings.values() if b.show}
+        assert footer["ctrl+b"] == "Episodes"                                       # the way back is shown
         await pilot.press("ctrl+b")                                                 # back to the browser
         screen = await loaded(pilot)
         assert len(screen.shown) == 2
@@ -417,3 +419,25 @@ def test_fork_command_line_mistakes_are_one_line(home, argv, says):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+async def test_the_date_column_is_whole_at_120_columns_with_a_long_model_name(view_app, home):
+    """A long model name and task id narrow their own columns; the date, last, is never cut."""
+    import json
+
+    from icplay.tui.widgets.episodes import date_text
+
+    paths = record_sql(home)
+    data = json.loads(paths["agent"].read_text())
+    data["policy"]["model"] = "an-open-weights-model-with-a-long-name-2025-preview-instruct"
+    paths["agent"].write_text(json.dumps(data))
+    app = view_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await loaded(pilot)
+        await pilot.pause()
+        table = screen.table
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        lines = [table.render_line(y).text for y in range(4)]
+        assert lines[0].rstrip().endswith("date")
+        for summary, line in zip(screen.shown, lines[1:]):
+            assert line.rstrip().endswith(date_text(summary.date)), line

@@ -148,6 +148,25 @@ async def test_take_over_then_hand_back_shows_the_human_turn_in_the_next_request
     assert saved.status == "stopped" and [t.author for t in saved.turns] == ["human"]
 
 
+async def test_taking_over_clears_the_agents_scored_proposal_from_the_panel(watch_app, server):
+    """The agent's submit, with what it would score, is on offer; after F7 it is not, so the
+    panel stops showing it (it showed the stale submit and its score until the next proposal)."""
+    fake = server([fenced("SELECT name FROM customers"), "submit"], streaming=True)
+    app = watch_app(fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_request(pilot, "proposal")
+        await pilot.press("ctrl+y")
+        await wait_request(pilot, "submit")
+        panel = watch(app).panel
+        assert panel.action == "submit" and panel.scored
+        assert "submit" in panel.body().renderables[-2].plain
+        await pilot.press("f7")                                              # take over
+        await wait_request(pilot, "action")
+        assert (panel.action, panel.scored) == (None, [])
+        shown = "\n".join(r.plain for r in panel.body().renderables)
+        assert "submit" not in shown and "you have the turn" in shown
+
+
 async def test_switching_mode_while_the_model_thinks(watch_app, server):
     first, second = threading.Event(), threading.Event()
     fake = server([Reply(fenced("SELECT name FROM customers"), hold=first),
@@ -295,3 +314,16 @@ async def test_a_rate_limit_shows_its_countdown_and_a_reply_without_action_can_b
         await wait_for(pilot, lambda: len(turns(app)) == 1, 20, "the edited turn")
         assert turns(app)[0].action == "SELECT name FROM customers" and turns(app)[0].author == "agent-edited-by-human"
         await wait_request(pilot, "proposal")
+
+
+async def test_watch_with_task_watches_that_task_only(watch_app, home):
+    """``icplay watch --task s2`` (``only_task``): after its episode, Next opens no other task."""
+    app = watch_app(mode="auto", task="s2")
+    app.only_task = "s2"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: watch(app).state == "submitted" and isinstance(app.screen, ScoreScreen), 30,
+                       "the gold episode")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: any(n.title == "No next task" for n in app._notifications), 10, "the notice")
+        assert watch(app).task_record.id == "s2"
+        assert [s.task_record.id for s in app.screen_stack if isinstance(s, LiveScreen)] == ["s2"]

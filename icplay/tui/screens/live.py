@@ -649,6 +649,8 @@ class LiveScreen(Screen[None]):
     def on_driver_mode(self, event: ModeChanged) -> None:
         if self.agent is not None:
             self.panel.set_mode(event.mode)
+            if event.mode == HUMAN_MODE:
+                self.panel.clear_proposal()
         self.refresh_bindings()
 
     def on_driver_turn(self, event: TurnRecorded) -> None:

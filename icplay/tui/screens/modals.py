@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -23,9 +23,17 @@ from icplay.tui.shown import from_ansi, safe, shown
 from icplay.tui.widgets.panels import first_line, short_duration, turn_status
 
 SCOPE_TITLES = {
-    "app": "Everywhere", "picker": "Task list", "play": "Working on a task",
+    "app": "Everywhere", "picker": "Task list", "play": "Working on a task", "fork": "A fork (icplay view)",
     "bash": "Bash command line", "sql": "SQL editor", "python": "Python editor", "watch": "Watching an agent (icplay watch)",
 }
+
+
+def steady_cursor(field: Input) -> Input:
+    """``field`` with its cursor not blinking in a frozen app (a snapshot's): a blink caught
+    between two frames made the same screen two snapshots."""
+    if getattr(field.app, "frozen", False):
+        field.cursor_blink = False
+    return field
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -120,6 +128,26 @@ class HelpScreen(ModalScreen[None]):
             yield Static("[dim]Escape closes[/dim]", classes="hint")
 
 
+class TaskScreen(ModalScreen[None]):
+    """The whole task text, scrolling (the task panel of a small terminal shows only its start)."""
+
+    BINDINGS = [Binding("escape,q,enter", "dismiss", "Close", show=False)]
+
+    def __init__(self, title: str, text: Text) -> None:
+        super().__init__()
+        self.title_text, self.text = title, text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog task"):
+            yield Static(Text(self.title_text, style="bold"), classes="title")
+            with VerticalScroll(id="task-body"):
+                yield Static(self.text)
+            yield Static("[dim]Escape closes · ↑↓ scroll[/dim]", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#task-body").focus()
+
+
 class TurnScreen(ModalScreen[None]):
     """One turn in full: the action, the observation, the facts. Read-only."""
 
@@ -178,20 +206,22 @@ class HistoryScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Close", show=False),
                 Binding("down", "move(1)", show=False), Binding("up", "move(-1)", show=False)]
 
-    def __init__(self, history: list[str], query: str = "") -> None:
+    def __init__(self, history: list[str], query: str = "", what: str = "command") -> None:
+        """``history`` newest first; ``what`` its items are called (a command, a query)."""
         super().__init__()
         self.history = history
         self.query_text = query
+        self.what = what
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog history"):
             yield Static("[b]Search history[/b]  [dim]type to filter · Enter takes it · Escape closes[/dim]")
-            yield Input(self.query_text, placeholder="part of a command", id="history-query")
+            yield Input(self.query_text, placeholder=f"part of a {self.what}", id="history-query")
             yield OptionList(id="history-list")
 
     def on_mount(self) -> None:
         self._fill(self.query_text)
-        self.query_one(Input).focus()
+        steady_cursor(self.query_one(Input)).focus()
 
     def _matches(self, text: str) -> list[str]:
         seen: set[str] = set()
@@ -232,6 +262,52 @@ class HistoryScreen(ModalScreen[str | None]):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.dismiss(self._found[event.option_index])   # each option's id is its index too
+
+
+class SaveScreen(ModalScreen[str | None]):
+    """Where to save a result grid: a file name (its ending says the format: .md Markdown, else CSV)."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", show=False)]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name_offered = name
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog confirm"):
+            yield Static("[b]Save the result grid[/b]", classes="title")
+            yield Input(self.name_offered, placeholder="file name: .csv, or .md for Markdown", id="save-name")
+            yield Static("[dim]Enter saves (a name ending in .md: Markdown, else CSV) · Escape cancels[/dim]",
+                         classes="hint")
+
+    def on_mount(self) -> None:
+        steady_cursor(self.query_one(Input))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+
+class QueueDoneScreen(Screen[None]):
+    """A study's queue is done: said in the app (at a browser seat, the annotator's page is the
+    app; a message printed at exit went to the server's console and left her page blank)."""
+
+    BINDINGS = [Binding("enter,escape,q", "app.quit", "Quit", show=True)]
+    DEFAULT_CSS = """
+    QueueDoneScreen { align: center middle; }
+    QueueDoneScreen .done { width: 64; max-width: 100%; }
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog done"):
+            yield Static(Text("All done — thank you", style="bold green"), classes="title")
+            yield Static(shown(self.message + "."))
+            yield Static(Text("Your work is saved. You may close this page (or press Enter to quit).", style="dim"),
+                         classes="hint")
 
 
 class PauseScreen(ModalScreen[None]):

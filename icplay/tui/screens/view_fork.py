@@ -10,7 +10,9 @@ takes the next turn.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual.binding import BindingType
 
 from icplay.episode import Trajectory
 from icplay.review.fork import ForkError, fork
@@ -19,6 +21,7 @@ from icplay.tasks.model import Task
 from icplay.tasks.trusted import machine_task
 from icplay.frontend.config import AgentChoice, agent_choice
 from icplay.tui.shown import safe
+from icplay.tui.keys import bindings
 from icplay.tui.screens.live import LiveScreen
 
 if TYPE_CHECKING:   # the viewer's module opens these screens: its app's type only, for the checker
@@ -31,6 +34,9 @@ class ForkScreen(LiveScreen):
     replayed, and you (or the agent) go on anew (the fork you leave stays saved, as a retried
     task's old attempt does; not the playground's retry, which would start the task from
     scratch outside the fork session)."""
+
+    # Ctrl+B (back to the list) shown in the footer: after a fork it is the way back
+    BINDINGS: ClassVar[list[BindingType]] = bindings("fork")
 
     def __init__(self, task: Task, source: Trajectory | None = None, k: int = 0,
                  agent: AgentChoice | None = None) -> None:

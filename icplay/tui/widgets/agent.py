@@ -138,6 +138,14 @@ class AgentPanel(Vertical):
         self.mode = mode
         self._draw_head()
 
+    def clear_proposal(self) -> None:
+        """The human took over: the agent's last proposal (and what its submit would have scored)
+        is no longer on offer, so it goes from the panel."""
+        self.stream, self.thought, self.action, self.tool, self.failure = "", "", None, None, None
+        self.scored, self.reasoning, self.truncated, self.retry_at = [], "", False, None
+        self.remove_class("-failed")
+        self._draw_body()
+
     def set_usage(self, tokens: int | None, cost: float | None) -> None:
         """``tokens`` None: the server reported no usage; ``cost`` None: calls were made that no price covers."""
         self.tokens, self.cost = tokens, cost
@@ -274,6 +282,8 @@ class AgentPanel(Vertical):
             parts.extend(self._action_parts(self.action))
         if not parts:
             waiting = {"thinking": "the model is writing…", "starting": "starting the sandbox…"}
+            if self.mode == "human" and self.state not in ("starting", "done"):
+                waiting[self.state] = "you have the turn · F7 hands it back to the agent"
             if self.state == "thinking" and self.tokens is None:
                 waiting["thinking"] = "the model is writing… (this server reports no token usage)"
             parts.append(Text(waiting.get(self.state, ""), style="dim"))

@@ -15,7 +15,7 @@ from icplay.episode import strict_mark
 from icplay.formats.summary import EpisodeSummary
 from icplay.session import format_duration
 from icplay.tui.highlight import highlighted
-from icplay.tui.widgets.results import ResultsTable, fitted_widths
+from icplay.tui.widgets.results import SEP, ResultsTable, fitted_widths
 
 # "solved": two marks side by side, InterCode's then the strict verdict's (✓ solved, ✗ not, – no
 # verdict): one column, so that the date still fits 120 columns
@@ -43,6 +43,27 @@ def summary_row(s: EpisodeSummary, marked: bool = False) -> tuple:
     flag = ("●" if marked else "") + ("⑂" if s.forked_from else "")
     return (flag, f"{s.set}/{s.task}", s.env, s.who, s.mix_text, s.turns, reward_text(s.best), reward_text(s.final),
             solved_marks(s), format_duration(s.time_worked) if s.time_worked else "", date_text(s.date))
+
+
+# the columns that give up width when the row is wider than the table (widest first, down to
+# FLEX_MIN), so that the short ones after them, the date last, stay whole
+FLEXIBLE = ("set/task", "who", "authors")
+FLEX_MIN = 10
+
+
+def fit_widths(columns: list[str], widths: list[int], room: int) -> list[int]:
+    """``widths`` narrowed so that the columns (and their separators, ``room`` counts them)
+    fit ``room``: the FLEXIBLE ones shrink, widest first; the others keep theirs."""
+    widths = list(widths)
+    over = sum(widths) - room
+    flexible = [i for i, c in enumerate(columns) if c in FLEXIBLE]
+    while over > 0 and flexible:
+        widest = max(flexible, key=lambda i: widths[i])
+        if widths[widest] <= FLEX_MIN:
+            break
+        widths[widest] -= 1
+        over -= 1
+    return widths
 
 
 class EpisodeTable(ResultsTable):
@@ -75,13 +96,28 @@ class EpisodeTable(ResultsTable):
         self.rows = rows
         count = len(rows)
         sample = rows if count <= 300 else [rows[int(i * count / 300)] for i in range(300)] + [rows[-1]]
-        self.widths = fitted_widths([max(1, len(c)) for c in self.columns], sample,
-                                    lambda value: len(value) if isinstance(value, str) else len(str(value)))
+        self.natural_widths = fitted_widths([max(1, len(c)) for c in self.columns], sample,
+                                            lambda value: len(value) if isinstance(value, str) else len(str(value)))
         self.numeric = [c == "turns" for c in self.columns]
         self._number_width = len(str(count)) if count else 1
-        self.virtual_size = Size(self._line_width(), count + 1)
+        self.fit_to_width()
         self.cursor_row = 0
         self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def fit_to_width(self) -> None:
+        """The long columns narrowed to the table's width (the date, last, was cut at 120 columns)."""
+        room = self.scrollable_content_region.width
+        natural = getattr(self, "natural_widths", [])
+        if room > 0 and natural:
+            room -= self._number_width + len(SEP) * len(natural)
+            self.widths = fit_widths(self.columns, natural, room)
+        else:
+            self.widths = list(natural)
+        self.virtual_size = Size(self._line_width(), len(self.rows) + 1)
+
+    def on_resize(self) -> None:
+        self.fit_to_width()
         self.refresh()
 
     def action_open(self) -> None:

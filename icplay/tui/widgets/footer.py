@@ -14,7 +14,13 @@ from textual.widgets import Footer
 
 
 class KeysFooter(Footer):
-    """Textual's Footer whose rebuilt keys are always laid out (see the module docstring)."""
+    """Textual's Footer whose rebuilt keys are always laid out (see the module docstring).
+    The palette key is moved one cell right: Textual docks it one cell short of the right edge,
+    and when the keys do not fit they run on under it, so that last cell showed a letter of one."""
+
+    DEFAULT_CSS = """
+    KeysFooter FooterKey.-command-palette { offset-x: 1; }
+    """
 
     async def recompose(self) -> None:
         await super().recompose()

@@ -126,9 +126,48 @@ class StatusBar(Static):
 
 
 class QueryPanel(Static):
+    """The task's text. When it is longer than the panel, the panel says so on its bottom edge
+    (``-more``: a short terminal draws that edge only then) and Alt+T (``app.task``) or a click
+    shows it whole: a cut task must never pass for the whole of it."""
+
     DEFAULT_CSS = """
     QueryPanel { height: auto; max-height: 10; border: round $primary; padding: 0 1; overflow-y: auto; }
     """
+    MORE = "more ↓ Alt+T or click: whole task"
+
+    class ShowWhole(Message):
+        """Asks the screen to show the whole task (``app.task``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.text: Text = args[0] if args and isinstance(args[0], Text) else Text("")
+
+    def update(self, content="", *, layout: bool = True) -> None:
+        if isinstance(content, Text):
+            self.text = content
+        super().update(content, layout=layout)
+        self.call_after_refresh(self.check_more)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.check_more)
+
+    def is_cut(self) -> bool:
+        """Is the text longer than the lines the panel has room for (at most its max-height)?"""
+        width = self.content_region.width
+        if width <= 0:
+            return False
+        lines = len(self.text.wrap(self.app.console, width))
+        max_height = self.styles.max_height
+        room = int(max_height.value) if max_height is not None and max_height.is_cells else lines
+        return lines > room - self.styles.gutter.height
+
+    def check_more(self) -> None:
+        cut = self.is_cut()
+        self.set_class(cut, "-more")
+        self.border_subtitle = self.MORE if cut else ""
+
+    def on_click(self) -> None:
+        self.post_message(self.ShowWhole())
 
 
 class TurnList(OptionList):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -12,8 +13,11 @@ from textual.widgets import Label, Static, Tree
 
 from icplay.envs.base import HAS_CWD, HAS_SCHEMA, capabilities_of, observation_parts
 from icplay.episode import Turn
+from icplay.study.rules import FREE
+from icplay.tui.gridtext import FORMATS, format_for
+from icplay.tui.keys import bindings, keys_for
+from icplay.tui.screens.modals import HistoryScreen, SaveScreen
 from icplay.tui.shown import safe, shown
-from icplay.tui.keys import bindings
 from icplay.tui.sqltext import offset_of, statement_at
 from icplay.tui.widgets.code_area import CodeArea
 from icplay.tui.widgets.command import CommandInput, History
@@ -167,7 +171,9 @@ class BashPane(WorkPane):
 
 
 class SqlEditor(CodeArea):
-    """The SQL editor: F5 / Ctrl+Enter / Ctrl+J runs the statement under the cursor."""
+    """The SQL editor: F5 / Ctrl+Enter / Ctrl+J runs the statement under the cursor; Ctrl+Up and
+    Ctrl+Down walk the queries run before (``query_history``, None when a study turns it off),
+    Ctrl+R searches them; the grid keys (copy, save) are the pane's."""
 
     BINDINGS = bindings("sql")
 
@@ -186,11 +192,53 @@ class SqlEditor(CodeArea):
         super().__init__(language="sql", soft_wrap=True, show_line_numbers=True, tab_behavior="indent",
                          **kwargs)
         self.busy = False
+        self.query_history: History | None = None
+        self._browse: int | None = None     # the history item shown (Ctrl+Up), None: what was typed
+        self._draft = ""
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "run" and self.read_only:
+        if action in ("run", "history") and self.read_only:
             return False
         return True
+
+    def action_history(self, step: int) -> None:
+        """The query run before (``step`` -1) or after (+1) the one shown; past the newest, the draft."""
+        history = self.query_history
+        if history is None:
+            self.notify("This study keeps no query history (rules.query_history = false).", severity="warning")
+            return
+        items = history.items
+        if self._browse is None:
+            if step > 0 or not items:
+                return
+            self._draft, self._browse = self.text, len(items)
+        self._browse = max(0, min(len(items), self._browse + step))
+        self.load_text(items[self._browse] if self._browse < len(items) else self._draft)
+        if self._browse >= len(items):
+            self._browse = None
+        self.move_cursor(self.document.end)
+
+    def action_search_history(self) -> None:
+        history = self.query_history
+        if history is None:
+            self.notify("This study keeps no query history (rules.query_history = false).", severity="warning")
+            return
+
+        def chosen(value: str | None) -> None:
+            if value is not None:
+                self.load_text(value)
+                self._browse = None
+                self.move_cursor(self.document.end)
+            self.focus()
+
+        self.app.push_screen(HistoryScreen(list(reversed(history.items)), self.selected_text.strip(),
+                                           what="query"), chosen)
+
+    def action_copy_result(self, fmt: str = "csv") -> None:
+        self.query_ancestor(SqlPane).action_copy_result(fmt)
+
+    def action_save_result(self) -> None:
+        self.query_ancestor(SqlPane).action_save_result()
 
     def current_statement(self) -> str:
         if self.selected_text.strip():
@@ -253,6 +301,9 @@ def statement_done(count: int | None) -> Text:
     return text
 
 
+DEFAULT_GRID_FILE = "result.csv"      # the save dialog's first offer (in the current folder)
+
+
 class SqlPane(WorkPane):
     DEFAULT_CSS = """
     SqlPane { height: 1fr; }
@@ -266,18 +317,27 @@ class SqlPane(WorkPane):
     SqlPane.-no-schema #schema { display: none; }
     """
 
+    # the grid's keys, here too for when the results table has the focus
+    BINDINGS = [key.binding() for key in keys_for("sql") if key.id in ("sql.copy", "sql.copy_markdown", "sql.save")]
+
     @classmethod
     def build(cls, app: Any, frozen: bool = False, id: str = "pane") -> "SqlPane":
         config = app.config
-        return cls(show_schema=config.show_schema, schema_allowed=not config.strict, frozen=frozen, id=id)
+        rules = getattr(app, "rules", FREE)
+        history = app.history_for("sql") if rules.query_history else None
+        return cls(show_schema=config.show_schema, schema_allowed=not config.strict, frozen=frozen, id=id,
+                   history=history)
 
     def policy_info(self, config: Any) -> dict:
-        return {"schema_browser": not config.strict}
+        """What help the human had, recorded in the episode: a baseline says it."""
+        return {"schema_browser": not config.strict, "query_history": self.history is not None}
 
-    def __init__(self, show_schema: bool = True, schema_allowed: bool = True, frozen: bool = False, **kwargs):
+    def __init__(self, show_schema: bool = True, schema_allowed: bool = True, frozen: bool = False,
+                 history: History | None = None, **kwargs):
         super().__init__(**kwargs)
         self.schema_allowed = schema_allowed
         self.frozen = frozen
+        self.history = history
         self.set_class(not (show_schema and schema_allowed), "-no-schema")
 
     def compose(self) -> ComposeResult:
@@ -285,6 +345,7 @@ class SqlPane(WorkPane):
             editor = SqlEditor(id="editor", placeholder="SELECT ...;  F5 or Ctrl+Enter runs the statement "
                                                         "under the cursor")
             editor.border_title = "SQL"
+            editor.query_history = self.history
             if self.frozen:
                 editor.cursor_blink = False
             yield editor
@@ -346,7 +407,55 @@ class SqlPane(WorkPane):
 
     def on_sql_editor_run_statement(self, message: SqlEditor.RunStatement) -> None:
         message.stop()
+        if self.history is not None:
+            self.history.add(message.sql)
+        self.editor._browse = None
         self.post_message(self.Run(message.sql))
+
+    # -- the result grid, copied or saved --------------------------------------------------------
+
+    def grid_text(self, fmt: str) -> str | None:
+        """The grid shown as ``fmt`` (icplay.tui.gridtext.FORMATS); None (said) when there is none."""
+        results = self.results
+        if not results.columns:
+            self.notify("No result grid to copy or save: run a query that returns rows first.", severity="warning")
+            return None
+        return FORMATS[fmt][1](results.columns, results.rows)
+
+    def action_copy_result(self, fmt: str = "csv") -> None:
+        text = self.grid_text(fmt)
+        if text is not None:
+            self.app.copy_to_clipboard(text)
+            rows = len(self.results.rows)
+            self.notify(f"Copied {rows} row{'s' if rows != 1 else ''} as {'Markdown' if fmt == 'markdown' else 'CSV'} "
+                        "(the terminal puts it on the clipboard).", timeout=4)
+
+    def action_save_result(self) -> None:
+        if self.grid_text("csv") is None:
+            return
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.save_grid(path)
+
+        self.app.push_screen(SaveScreen(DEFAULT_GRID_FILE), chosen)
+
+    def save_grid(self, name: str) -> None:
+        """The grid written to ``name`` (CSV, or Markdown for .md): said where, or why not, in one line."""
+        path = Path(name).expanduser()
+        fmt = format_for(path.name)
+        text = self.grid_text(fmt)
+        if text is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", errors="replace")
+        except OSError as exc:
+            self.notify(f"Cannot save the grid to {path}: {exc.strerror or exc}.", title="Not saved",
+                        severity="error", markup=False)
+            return
+        self.notify(f"Saved {len(self.results.rows)} rows to {path} ({'Markdown' if fmt == 'markdown' else 'CSV'}).",
+                    timeout=6, markup=False)
 
     def on_sql_editor_toggle_schema(self, message: SqlEditor.ToggleSchema) -> None:
         message.stop()
@@ -364,6 +473,11 @@ class SqlPane(WorkPane):
         self.toggle_class("-no-schema")
 
     def show_turns(self, turns: list[Turn]) -> None:
+        if self.history is not None:        # a resumed episode's queries are recallable too
+            known = set(self.history.items)
+            for turn in turns:
+                if turn.action and turn.action not in known:
+                    self.history.add(turn.action)
         last = next((t for t in reversed(turns) if t.action), None)
         if last is not None:
             self.turn_finished(last)

@@ -428,7 +428,7 @@ class SqlPane(WorkPane):
             self.app.copy_to_clipboard(text)
             rows = len(self.results.rows)
             self.notify(f"Copied {rows} row{'s' if rows != 1 else ''} as {'Markdown' if fmt == 'markdown' else 'CSV'} "
-                        "(the terminal puts it on the clipboard).", timeout=4)
+                        "(the terminal puts it on the clipboard).", timeout=4, markup=False)
 
     def action_save_result(self) -> None:
         if self.grid_text("csv") is None:

@@ -9,7 +9,10 @@ The table cannot know every deployment name (an Azure deployment is named by its
 so a refusal teaches the rest: a 400 whose error names a ``param`` with the code
 ``unsupported_parameter`` or ``unsupported_value`` (OpenAI's documented shape) drops that
 parameter — or renames it when the message says "Use 'X' instead" — and the model keeps
-that for the rest of the run (``ParamLearner``).
+that for the rest of the run (``ParamLearner``). Servers that name the parameter only in
+their message are read too, in any of the error shapes ``errors.error_object`` knows:
+"Unrecognized request argument supplied: X" (Azure, older OpenAI), "X: Extra inputs are
+not permitted" (Anthropic's endpoint, pydantic servers), "Unknown name \"X\"" (Gemini's).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
+# a refused parameter named only in the message (the name is group 1)
+REFUSAL_MESSAGES = (re.compile(r"[Uu]nrecognized request arguments? supplied:\s*'?([A-Za-z_][\w.]*)"),
+                    re.compile(r"(?:^|[\s'\"])([A-Za-z_][\w]*)'?:\s*[Ee]xtra inputs are not permitted"),
+                    re.compile(r"[Uu]nknown name \"([A-Za-z_][\w]*)\""),
+                    re.compile(r"[Uu]nsupported parameter:?\s*'([A-Za-z_][\w]*)'"))
 BUDGET_PARAMS = ("max_tokens", "max_completion_tokens")
 _USE_INSTEAD = re.compile(r"[Uu]se '([a-z_]+)' instead")
 
@@ -113,14 +121,19 @@ class Refusal:
     message: str
 
     @classmethod
-    def of(cls, error: Any) -> "Refusal | None":
-        if not isinstance(error, dict):
-            return None
-        error = error.get("error", error) if isinstance(error.get("error"), dict) else error
-        param, code = error.get("param"), error.get("code")
-        if not param or code not in REFUSAL_CODES:
-            return None
-        return cls(str(param), str(code), str(error.get("message") or ""))
+    def of(cls, body: Any) -> "Refusal | None":
+        """The refusal an error body (any shape ``errors.error_object`` reads) states, else None."""
+        from icplay.agents.errors import error_object
+
+        error = error_object(body)
+        param, code, message = error.get("param"), error.get("code"), str(error.get("message") or "")
+        if param and code in REFUSAL_CODES:
+            return cls(str(param), str(code), message)
+        for pattern in REFUSAL_MESSAGES:
+            found = pattern.search(message)
+            if found:
+                return cls(found.group(1), "unsupported_parameter", message)
+        return None
 
 
 class ParamLearner:

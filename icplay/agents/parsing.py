@@ -2,9 +2,9 @@
 
 What counts as an action, in order:
 
-1. a fenced block (```sql ... ```, ``` ... ```, ~~~bash ... ~~~, an unclosed fence cut off
-   by the token limit): the first block whose label is the task's language (or one of its
-   aliases) or has no label; blocks labelled with another language (``text``, ``output``,
+1. a fenced block (```sql ... ```, ``` ... ```, ~~~bash ... ~~~; an unclosed fence is read
+   too, but the policy never runs it: ``leaves_fence_open`` marks the reply cut): the first
+   block whose label is the task's language (or one of its aliases) or has no label; blocks labelled with another language (``text``, ``output``,
    ``json``) are skipped. A lone language name on the fence's first line (```\\nsql\\n...)
    is dropped, and so are shell prompts (``$ ``, ``mysql> ``) when every line has one;
 2. after the strategy's ``Action:`` marker: a fenced block there, else the rest of the
@@ -102,8 +102,8 @@ def retry_message(language: str, strategy: str = "tryagain") -> str:
             "or with `submit` alone when you are done.")
 
 
-def _fences(text: str) -> list[tuple[str, str, int, int]]:
-    """(label, body, start, end) of each fenced block; an unclosed last fence runs to the end."""
+def _fences(text: str) -> list[tuple[str, str, int, int, bool]]:
+    """(label, body, start, end, closed) of each fenced block; an unclosed last fence runs to the end."""
     blocks = []
     pos = 0
     while True:
@@ -115,9 +115,9 @@ def _fences(text: str) -> list[tuple[str, str, int, int]]:
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
         c = close.search(text, body_start) if body_start <= len(text) else None
         if c is None:
-            blocks.append((label, text[body_start:], m.start(), len(text)))
+            blocks.append((label, text[body_start:], m.start(), len(text), False))
             break
-        blocks.append((label, text[body_start:c.start()], m.start(), c.end()))
+        blocks.append((label, text[body_start:c.start()], m.start(), c.end(), True))
         pos = c.end()
     return blocks
 
@@ -234,7 +234,7 @@ def _prose(text: str) -> str | None:
 
 def _from_fences(text: str, language: str) -> tuple[str, int, int] | None:
     labels = _labels(language)
-    for label, body, start, end in _fences(text):
+    for label, body, start, end, _closed in _fences(text):
         word = _label_word(label)
         if word and word not in labels:
             continue
@@ -265,6 +265,13 @@ def _open_one_line_fences(text: str) -> str:
         head = m.group("head")
         return f"{head}\n```{label}\n{code.strip()}\n```" if head.strip() else f"```{label}\n{code.strip()}\n```"
     return ONE_LINE_FENCE.sub(expand, text)
+
+
+def leaves_fence_open(text: str | None) -> bool:
+    """Does the reply open a fence it never closes (a reply cut short: its block is not
+    whole, so it is never run)?"""
+    blocks = _fences(_open_one_line_fences((text or "").replace("\r\n", "\n").strip()))
+    return bool(blocks) and not blocks[-1][4]
 
 
 def parse_reply(text: str | None, language: str) -> Parsed:

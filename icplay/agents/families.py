@@ -1,9 +1,11 @@
 """Which request parameters a model accepts: a small table of families, plus what a refusal taught.
 
-| family            | models (name, any ``provider/`` prefix)  | token budget            | default budget | temperature | stop |
-|-------------------|------------------------------------------|-------------------------|----------------|-------------|------|
-| openai-reasoning  | ``o1``, ``o3``, ``o4-mini``…, ``gpt-5*``  | ``max_completion_tokens`` | 16000          | not sent    | not sent |
-| classic           | everything else                          | ``max_tokens``            | 1024           | 0           | not sent |
+| family            | models (name, any ``provider/`` prefix)  | token budget            | default budget | after a cut, up to | temperature | stop |
+|-------------------|------------------------------------------|-------------------------|----------------|--------------------|-------------|------|
+| openai-reasoning  | ``o1``, ``o3``, ``o4-mini``…, ``gpt-5*``  | ``max_completion_tokens`` | 16000          | 64000              | not sent    | not sent |
+| classic           | everything else                          | ``max_tokens``            | 1024           | 4096               | 0           | not sent |
+
+A reply cut at the token limit is asked again with a raised budget (``raised_budget``).
 
 The table cannot know every deployment name (an Azure deployment is named by its owner),
 so a refusal teaches the rest: a 400 whose error names a ``param`` with the code
@@ -42,6 +44,7 @@ class Family:
     default_budget: int
     temperature: bool             # False: the model takes only its default; none is sent
     reasoning: bool               # it reasons before answering (reasoning_effort applies)
+    max_budget: int = 4096        # the most a reply cut at the token limit is asked again with
 
     def matches(self, model: str) -> bool:
         return re.match(self.pattern, model.rsplit("/", 1)[-1], re.I) is not None
@@ -49,13 +52,23 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("openai-reasoning", r"(o\d+($|-)|gpt-5)", "max_completion_tokens", 16000, temperature=False,
-           reasoning=True),
-    Family("classic", r"", "max_tokens", 1024, temperature=True, reasoning=False),
+           reasoning=True, max_budget=64000),
+    Family("classic", r"", "max_tokens", 1024, temperature=True, reasoning=False, max_budget=4096),
 )
 
 
 def family_of(model: str) -> Family:
     return next(f for f in FAMILIES if f.matches(model))
+
+
+def raised_budget(family: Family, budget: int, chosen: int | None) -> int | None:
+    """The budget to ask again with after a reply was cut at ``budget`` tokens: twice as
+    much (at least the family's default) up to the family's ceiling, or the user's own
+    ``--max-tokens`` when given (a cap icplay does not go past); None when at the ceiling."""
+    ceiling = chosen or family.max_budget
+    if budget >= ceiling:
+        return None
+    return min(ceiling, max(2 * budget, family.default_budget))
 
 
 @dataclass(frozen=True)

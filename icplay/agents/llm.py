@@ -40,6 +40,7 @@ from icplay.agents.context import ContextLimits, estimate_tokens
 from icplay.agents.endpoints import azure_deployment, make_client
 from icplay.agents.errors import error_code, error_message, exception_body, names_bad_key
 from icplay.agents.attempt import AttemptTimedOut, FailedReply, bounded, read_body, read_stream
+from icplay.agents.cuts import budget_after_cut, cut_of, cut_proposal
 from icplay.agents.families import BUDGET_PARAMS, ParamLearner, Refusal, RequestOptions, family_of
 from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
@@ -569,12 +570,8 @@ def _reply_extras(done: Completion) -> dict[str, Any]:
 
 
 def invalid_note(done: Completion, language: str, strategy: str) -> tuple[str, str]:
-    """(why, message to the model) for a reply that held no command: cut short, only thinking, or no command."""
-    if done.truncated:
-        return "truncated", (f"[icplay] Your last reply was cut off at the length limit "
-                             f"({done.params.get('max_completion_tokens') or done.params.get('max_tokens')} tokens) "
-                             "before it gave a command, so nothing was run. Think less and answer with one command. "
-                             + retry_message(language, strategy).split(". ", 1)[1])
+    """(why, message to the model) for a whole reply that held no command: only thinking, or
+    no command (a cut one is ``cuts.cut_proposal``'s)."""
     if not done.text.strip() and done.reasoning:
         return "reasoning_only", ("[icplay] Your last reply held only reasoning and no answer, so nothing was run. "
                                   + retry_message(language, strategy).split(". ", 1)[1])
@@ -607,7 +604,8 @@ class LLMPolicy:
                 "max_tokens": self.model.max_tokens, "actions": self.actions, **self.model.describe()}
 
     def _complete(self, build: Callable[[ContextLimits], list[dict]], cancel, on_delta, on_retry,
-                  on_reasoning, tools: list[dict] | None = None) -> tuple[list[dict], Completion]:
+                  on_reasoning, tools: list[dict] | None = None,
+                  budget: int | None = None) -> tuple[list[dict], Completion]:
         """Build the chat and ask; a prompt too long for the model's context is trimmed and
         asked again (twice at most), else the error says which ``--context`` would fit."""
         limits = self.context
@@ -615,8 +613,11 @@ class LLMPolicy:
         for _ in range(3):
             try:
                 return messages, self.model.complete(messages, cancel, on_delta, on_retry, on_reasoning=on_reasoning,
-                                                     tools=tools)
+                                                     tools=tools, budget=budget)
             except ContextTooLong as exc:
+                if budget is not None:     # a budget raised after a cut: first the usual one again
+                    budget = None
+                    continue
                 if exc.limit and self.model.max_tokens >= exc.limit:
                     raise AgentError(f"{exc}: the reply's budget ({self.model.max_tokens:,} tokens) leaves no room for "
                                      f"a prompt in the model's {exc.limit:,}; lower --max-tokens", fatal=False) from None
@@ -659,10 +660,14 @@ class LLMPolicy:
                 plan = parse_plan(done.text, self.max_plan_steps)
                 info["plan"] = plan
                 info["plan_raw"] = done.text
-        messages, done = self._complete(
-            lambda limits: build_messages(task, trajectory, self.strategy, self.protocol, limits, plan=plan,
-                                          demos=self.demos, actions=self.actions),
-            cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None)
+        try:
+            messages, done = self._complete(
+                lambda limits: build_messages(task, trajectory, self.strategy, self.protocol, limits, plan=plan,
+                                              demos=self.demos, actions=self.actions),
+                cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None,
+                budget=budget_after_cut(trajectory))
+        except Cancelled as exc:       # the plan's call (when there was one) cost its tokens too
+            raise Cancelled(usage=add_usage(usage, exc.usage) if usage else exc.usage) from None
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage,
                      "request": request_record(trajectory, messages, done.params), "response": done.response(),
@@ -671,6 +676,9 @@ class LLMPolicy:
         if learnt:
             trajectory.policy["learnt"] = learnt
             trajectory.policy["params"] = self.model.params()
+        cut = cut_of(done, trajectory, self.actions, self.model.family, self.model.options.max_tokens)
+        if cut is not None:            # never half an action: told back, asked again or the episode ends
+            return cut_proposal(done, cut, info, task.env, self.strategy, self.actions)
         if tools:
             return reply_proposal(done, task.env, trajectory, info)
         return self._text_proposal(done, task.env, info)

@@ -102,8 +102,8 @@ def retry_message(language: str, strategy: str = "tryagain") -> str:
             "or with `submit` alone when you are done.")
 
 
-def _fences(text: str) -> list[tuple[str, str, int, int, bool]]:
-    """(label, body, start, end, closed) of each fenced block; an unclosed last fence runs to the end."""
+def _fences(text: str) -> list[tuple[str, str, int, int]]:
+    """(label, body, start, end) of each fenced block; an unclosed last fence runs to the end."""
     blocks = []
     pos = 0
     while True:
@@ -115,9 +115,9 @@ def _fences(text: str) -> list[tuple[str, str, int, int, bool]]:
         close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
         c = close.search(text, body_start) if body_start <= len(text) else None
         if c is None:
-            blocks.append((label, text[body_start:], m.start(), len(text), False))
+            blocks.append((label, text[body_start:], m.start(), len(text)))
             break
-        blocks.append((label, text[body_start:c.start()], m.start(), c.end(), True))
+        blocks.append((label, text[body_start:c.start()], m.start(), c.end()))
         pos = c.end()
     return blocks
 
@@ -234,7 +234,7 @@ def _prose(text: str) -> str | None:
 
 def _from_fences(text: str, language: str) -> tuple[str, int, int] | None:
     labels = _labels(language)
-    for label, body, start, end, _closed in _fences(text):
+    for label, body, start, end in _fences(text):
         word = _label_word(label)
         if word and word not in labels:
             continue
@@ -267,11 +267,14 @@ def _open_one_line_fences(text: str) -> str:
     return ONE_LINE_FENCE.sub(expand, text)
 
 
+FENCE_MARK = re.compile(r"`{3,}|~{3,}")
+
+
 def leaves_fence_open(text: str | None) -> bool:
     """Does the reply open a fence it never closes (a reply cut short: its block is not
-    whole, so it is never run)?"""
-    blocks = _fences(_open_one_line_fences((text or "").replace("\r\n", "\n").strip()))
-    return bool(blocks) and not blocks[-1][4]
+    whole, so it is never run)? Fence marks are counted wherever they stand (``Action: ```sql``
+    opens one mid-line): an odd count leaves one open."""
+    return len(FENCE_MARK.findall(text or "")) % 2 == 1
 
 
 def parse_reply(text: str | None, language: str) -> Parsed:

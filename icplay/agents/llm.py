@@ -185,7 +185,7 @@ class ChatModel:
     """One model on one OpenAI-compatible endpoint; thread-safe (episodes share it)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float | str | None = None, max_tokens: int | None = None, timeout: float = 60.0,
+                 temperature: float | str | None = None, max_tokens: int | None = None, timeout: float = 300.0,
                  retries: int = 6, backoff: float = 1.0, max_backoff: float = 60.0, prices: PriceTable | None = None,
                  client: Any = None, sleep: Callable[[float], None] | None = None, stream: bool = True,
                  reasoning_effort: str | None = None, seed: int | None = None,

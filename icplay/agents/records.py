@@ -72,7 +72,15 @@ def call_lines(turn: Turn) -> list[tuple[str, str]]:
     if finish == "length":
         finish += " (truncated: raise --max-tokens)"
     rows.append(("finish", finish))
-    rows.append(("tokens", _tokens_text(response.get("usage") or {})))
+    call = turn.info.get("tool_call")
+    if isinstance(call, dict):
+        batch = turn.info.get("batch") or ([1, len(turn.info["tool_calls"])] if turn.info.get("tool_calls") else None)
+        rows.append(("tool call", f"{call.get('name') or '?'} · id {call.get('id') or '?'}"
+                     + (f" · {batch[0]} of {batch[1]} in the reply" if isinstance(batch, list) and len(batch) == 2
+                        else "")))
+    rows.append(("tokens", _tokens_text(response.get("usage") or {})
+                           + (f" (estimate, {response['usage_counted']}: the server reported no usage)"
+                              if response.get("usage_counted") else "")))
     latency = _latency_text(response)
     if latency is not None:
         rows.append(("latency", latency))
@@ -124,8 +132,8 @@ def episode_calls(trajectory: Trajectory) -> dict[str, Any]:
             continue
         out["calls"] += 1
         usage = response.get("usage") or {}
-        if usage.get("completion_tokens") is None:
-            out["unknown_usage"] += 1
+        if usage.get("completion_tokens") is None or response.get("usage_counted"):
+            out["unknown_usage"] += 1       # the server said nothing (icplay's estimate, if any, is not its figure)
         for key in ("prompt_tokens", "completion_tokens", "reasoning_tokens"):
             out[key] += usage.get(key) or 0
         out["latency"] += response.get("latency") or 0.0

@@ -94,6 +94,10 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
         text.append(status, style=style)
     if turn.info.get("reply_truncated"):
         text.append(" · truncated", style="bold yellow")
+    call = turn.info.get("tool_call")
+    if isinstance(call, dict):          # tools mode: which call of the reply this turn ran
+        text.append(f" · {printable(str(call.get('name') or '?'))[:40]} call {printable(str(call.get('id') or '?'))[:60]}",
+                    style="cyan")
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
     verdict = turn.info.get("strict")
@@ -603,7 +607,7 @@ def call_brief(turn: Turn) -> str:
     if not isinstance(response, dict):
         return ""
     usage = response.get("usage") or {}
-    parts = [_tokens_brief(usage)]
+    parts = [("~" if response.get("usage_counted") else "") + _tokens_brief(usage)]
     if response.get("latency") is not None:
         parts.append(f"{response['latency']:.1f} s")
     if response.get("cost") is not None:

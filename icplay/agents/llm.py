@@ -238,17 +238,21 @@ class ChatModel:
     def endpoint(self) -> str:
         return _describe_endpoint(self.base_url)
 
+    def key(self) -> str:
+        """The API key to send; ``AgentError`` in one sentence when there is none and the
+        endpoint needs one (a check that costs no import: ``icplay run`` makes it at once)."""
+        if self.api_key:
+            return self.api_key
+        if self.base_url is None or self.azure is not None:
+            raise AgentError("no API key: set OPENAI_API_KEY or pass --api-key "
+                             + ("(or $AZURE_OPENAI_API_KEY)" if self.azure else
+                                "(or --base-url for a local server that needs none)"))
+        return "icplay-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore it
+
     def client(self):
         with self._lock:
             if self._client is None:
-                key = self.api_key
-                if not key:
-                    if self.base_url is None or self.azure is not None:
-                        raise AgentError("no API key: set OPENAI_API_KEY or pass --api-key "
-                                         + ("(or $AZURE_OPENAI_API_KEY)" if self.azure else
-                                            "(or --base-url for a local server that needs none)"))
-                    key = "icplay-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore it
-                self._client = make_client(self.base_url, key, self.timeout)
+                self._client = make_client(self.base_url, self.key(), self.timeout)
             return self._client
 
     def _fatal(self, exc: Exception, tools_sent: bool = False) -> AgentError | None:
@@ -543,6 +547,19 @@ def with_budget(params: dict[str, Any], budget: int | None) -> dict[str, Any]:
 
 
 TRUNCATED_HINT = "the reply was cut at the token limit (finish_reason length); raise --max-tokens"
+
+
+def preload_client() -> None:
+    """Import the openai package on a helper thread (it takes a second or more: its types are
+    hundreds of pydantic models), so that it loads while a run loads its tasks and starts
+    its sandboxes, not ahead of them; the first call waits for it if it is not done."""
+    def load() -> None:
+        try:
+            import openai  # noqa: F401
+        except Exception:          # the first call says what is wrong
+            pass
+
+    threading.Thread(target=load, name="icplay-import-openai", daemon=True).start()
 
 
 def _listeners(notify: Callable[[str, dict], None] | None) -> tuple[Any, Any, Any]:

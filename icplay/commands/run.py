@@ -101,6 +101,10 @@ def run(args) -> int:
     from icplay.agents.pricing import PriceTableError
 
     env_from_tasks(args, "run")
+    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
+        from icplay.agents.llm import preload_client
+
+        preload_client()     # the openai package loads while the tasks load and the sandboxes start
     try:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
@@ -278,7 +282,7 @@ def build_llm(args):
     except ExportError as exc:      # the demos
         raise UserError(str(exc)) from None
     model = policy.model
-    model.client()   # fails now, in one sentence, when there is no key
+    model.key()      # fails now, in one sentence, when there is no key (the client is made at the first call)
     model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
     for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
         if value is not None and model.prices.lookup(args.model) is None:

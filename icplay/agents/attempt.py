@@ -102,12 +102,25 @@ def read_stream(stream: Any, reader: ReplyReader, handle: dict[str, Any]) -> Non
     except openai.APIError as exc:
         if isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
             raise
-        raise FailedReply(f"an error in the stream: {str(error_object(getattr(exc, 'body', None)).get('message') or exc)[:120]}") from None
+        said = error_object(getattr(exc, "body", None)).get("message") or exc
+        raise FailedReply(f"an error in the stream: {str(said)[:120]}") from None
+    except Exception as exc:
+        if not _broken_connection(exc):
+            raise
+        raise FailedReply(f"the connection broke in the middle of the reply ({type(exc).__name__})") from None
     finally:
         close_quietly(stream)
     reader.finish()
     if reader.finish_reason is None:
         raise FailedReply("the stream ended before the reply finished (no finish_reason)")
+
+
+NETWORK_PACKAGES = ("httpx", "httpx2", "httpcore", "httpcore2", "h11", "anyio")
+
+
+def _broken_connection(exc: BaseException) -> bool:
+    """An error of the HTTP stack while a body was read (a peer that hung up mid-reply)."""
+    return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in NETWORK_PACKAGES
 
 
 def read_body(body: bytes, reader: ReplyReader) -> None:

@@ -39,6 +39,7 @@ may also be an object of :class:`Reply`'s fields, e.g. ``{"content": "...", "rea
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Reply:
     cut_after: int | None = None       # streamed: the connection ends cleanly after this many chunks, with no
     #                                    finish_reason (and no [DONE] unless ``done_marker``): a cut stream
     done_marker: bool = False          # with cut_after: still send [DONE]
+    abrupt: bool = False               # with cut_after: hang up without ending the chunked body (a dropped connection)
     keepalive: float | None = None     # send SSE comments (": OPENROUTER PROCESSING") every so many seconds,
     #                                    before anything else, until ``keepalive_for`` seconds or the client hangs up
     keepalive_for: float = 30.0
@@ -386,6 +388,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.hold is not None and reply.hold_after and n == reply.hold_after:
                     reply.hold.wait(30)
                 self._chunk(f"data: {json.dumps(event)}\n\n")
+            if reply.cut_after is not None and reply.abrupt:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
             with fake._lock:       # counted before the end, so a client that has read it all sees it
                 fake.served += 1
                 fake.streamed += 1

@@ -35,14 +35,16 @@ def streamed(m):
 # --- 1. only a finished reply counts ---------------------------------------------------------
 
 @pytest.mark.parametrize("cut", [Reply(CUT_RM + "\n```", cut_after=3), Reply(CUT_RM + "\n```", cut_after=3, done_marker=True),
+                                 Reply(CUT_RM + "\n```", cut_after=3, abrupt=True),
                                  Reply(CUT_RM, finish_reason="error")],
-                         ids=["no-finish-no-done", "done-without-finish", "finish-error"])
+                         ids=["no-finish-no-done", "done-without-finish", "dropped-connection", "finish-error"])
 def test_a_stream_that_did_not_finish_is_a_failed_attempt_retried(fake_server, cut):
     server = fake_server(Script([cut, WHOLE]))
     retries: list = []
     done = model(server).complete(MSGS, on_delta=lambda t: None, on_retry=lambda *a: retries.append(a))
     assert done.text == WHOLE and done.attempts == 2 and done.finish_reason == "stop"
-    assert len(retries) == 1 and "the reply failed" in retries[0][2]
+    why = "cannot reach the server" if cut.abrupt else "the reply failed"    # openai says a hang-up so
+    assert len(retries) == 1 and why in retries[0][2]
     assert done.response()["failed_attempts"] == [retries[0][2]]
 
 

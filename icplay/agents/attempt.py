@@ -67,6 +67,16 @@ def bounded(send: Callable[[dict[str, Any]], None], cancel: threading.Event | No
                 close_quietly(handle.get("response"))
 
     threading.Thread(target=work, name="icplay-model-call", daemon=True).start()
+    _wait_for(done, handle, cancel, seconds)
+    if "error" in box:
+        raise box["error"]
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
+
+
+def _wait_for(done: threading.Event, handle: dict[str, Any], cancel: threading.Event | None,
+              seconds: float | None) -> None:
+    """Until ``done``; at a cancel or the deadline the attempt is abandoned (``Cancelled``, ``AttemptTimedOut``)."""
     deadline = None if seconds is None else time.monotonic() + seconds
     while not done.wait(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic()))):
         if cancel is not None and cancel.is_set():
@@ -75,10 +85,6 @@ def bounded(send: Callable[[dict[str, Any]], None], cancel: threading.Event | No
         if deadline is not None and time.monotonic() >= deadline:
             _abandon(handle)
             raise AttemptTimedOut(seconds or 0.0)
-    if "error" in box:
-        raise box["error"]
-    if cancel is not None and cancel.is_set():
-        raise Cancelled()
 
 
 def _abandon(handle: dict[str, Any]) -> None:

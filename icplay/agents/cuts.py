@@ -49,11 +49,15 @@ def cut_of(done: Any, trajectory: Trajectory, actions: str, family: Any, chosen:
     cut: dict[str, Any] = {"reason": reason, "budget": sent}
     if reason == LENGTH:
         cut["next_budget"] = raised_budget(family, int(sent), chosen) if sent else None
-        before = trajectory.turns[-1].info.get("truncated") if trajectory.turns else None
-        if cut["next_budget"] is None and isinstance(before, dict) and before.get("reason") == LENGTH \
-                and before.get("next_budget") is None:
+        if cut["next_budget"] is None and _cut_at_the_ceiling_before(trajectory):
             cut["ends_episode"] = True
     return cut
+
+
+def _cut_at_the_ceiling_before(trajectory: Trajectory) -> bool:
+    """Was the last turn a reply cut at the token limit whose budget could not be raised?"""
+    before = trajectory.turns[-1].info.get("truncated") if trajectory.turns else None
+    return isinstance(before, dict) and before.get("reason") == LENGTH and before.get("next_budget") is None
 
 
 def cut_message(cut: dict[str, Any], language: str, strategy: str, actions: str) -> str:

@@ -53,20 +53,23 @@ def azure_url(base_url: str | None, deployment: str | None, api_version: str | N
     if not base_url:
         raise ValueError("--azure-deployment and --api-version need --base-url https://RESOURCE.openai.azure.com")
     parts = urlsplit(base_url)
-    found = _DEPLOYMENT_PATH.match(parts.path)
-    query = parse_qs(parts.query)
-    version = api_version or (query.get("api-version") or [""])[0]
+    version = api_version or (parse_qs(parts.query).get("api-version") or [""])[0]
     if not version:
         raise ValueError("--azure-deployment needs --api-version (e.g. 2024-10-21)")
-    if found is not None:
-        prefix, deployment = found.group("prefix"), deployment or found.group("deployment")
-    else:
-        prefix = parts.path.rstrip("/")
-        prefix = prefix[:-len("/openai")] if prefix.endswith("/openai") else prefix
-        if not deployment:
-            raise ValueError("--api-version needs --azure-deployment (or a deployment URL as --base-url)")
+    prefix, deployment = _resource_path(parts.path, deployment)
     return f"{parts.scheme}://{parts.netloc}{prefix}/openai/deployments/{quote(deployment, safe='')}" \
            f"?api-version={quote(version, safe='')}"
+
+
+def _resource_path(path: str, deployment: str | None) -> tuple[str, str]:
+    """(the path before /openai, the deployment) of a base URL's path and the flag."""
+    found = _DEPLOYMENT_PATH.match(path)
+    if found is not None:
+        return found.group("prefix"), deployment or found.group("deployment")
+    if not deployment:
+        raise ValueError("--api-version needs --azure-deployment (or a deployment URL as --base-url)")
+    prefix = path.rstrip("/")
+    return (prefix[:-len("/openai")] if prefix.endswith("/openai") else prefix), deployment
 
 
 def make_client(base_url: str | None, api_key: str, timeout: float):

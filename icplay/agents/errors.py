@@ -31,17 +31,23 @@ def error_object(body: Any) -> dict[str, Any]:
     if isinstance(body, (bytes, bytearray)):
         body = body.decode("utf-8", "replace")
     if isinstance(body, str):
-        text = body.strip()
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            return {"message": text[:500]} if text else {}
-        return error_object(parsed) if isinstance(parsed, (dict, list)) else {"message": text[:500]}
+        return _from_text(body.strip())
     if isinstance(body, list):
         first = next((item for item in body if isinstance(item, dict)), None)
         return error_object(first) if first is not None else {}
-    if not isinstance(body, dict):
-        return {}
+    return _from_dict(body) if isinstance(body, dict) else {}
+
+
+def _from_text(text: str) -> dict[str, Any]:
+    """A body as text: JSON read as such, anything else the message itself (a proxy's page)."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {"message": text[:500]} if text else {}
+    return error_object(parsed) if isinstance(parsed, (dict, list)) else {"message": text[:500]}
+
+
+def _from_dict(body: dict[str, Any]) -> dict[str, Any]:
     inner = body.get("error")
     if isinstance(inner, dict):
         return _flat(inner)

@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from icplay.agents.errors import error_object
+
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
 # a refused parameter named only in the message (the name is group 1)
 REFUSAL_MESSAGES = (re.compile(r"[Uu]nrecognized request arguments? supplied:\s*'?([A-Za-z_][\w.]*)"),
@@ -136,8 +138,6 @@ class Refusal:
     @classmethod
     def of(cls, body: Any) -> "Refusal | None":
         """The refusal an error body (any shape ``errors.error_object`` reads) states, else None."""
-        from icplay.agents.errors import error_object
-
         error = error_object(body)
         param, code, message = error.get("param"), error.get("code"), str(error.get("message") or "")
         if param and code in REFUSAL_CODES:

@@ -113,7 +113,7 @@ def _describe_endpoint(base_url: str | None) -> str:
     return base_url or "api.openai.com"
 
 
-def _retry_after(exc: Exception) -> float | None:
+def _retry_after(exc: Exception | None) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     for key in ("retry-after-ms", "retry-after"):
@@ -300,7 +300,7 @@ class ChatModel:
         status = getattr(exc, "status_code", None)
         return isinstance(exc, openai.APIStatusError) and status is not None and (status >= 500 or status == 408)
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
+    def _delay(self, attempt: int, exc: Exception | None) -> float:
         delay = min(self.max_backoff, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
         after = _retry_after(exc)
         if after is not None:
@@ -415,13 +415,7 @@ class ChatModel:
         text, reasoning = reader.parts()
         usage = usage_numbers(reader.usage)
         model = str(reader.model or self.model)
-        counted = None
-        if usage["prompt_tokens"] is None or usage["completion_tokens"] is None:   # the server did not say
-            counted, encoder = encoding_for(self.model)
-            if usage["prompt_tokens"] is None:
-                usage["prompt_tokens"] = count_prompt(messages, call.tools, encoder)
-            if usage["completion_tokens"] is None:
-                usage["completion_tokens"] = count_reply(text, reasoning, reader.tool_calls(), encoder)
+        counted = self._count_missing(usage, reader, messages, call.tools)
         prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
         cost = usage["cost"] if usage["cost"] is not None else self._priced(model, prompt, completion)
         if call.spent:                # attempts cut short before this one cost tokens too
@@ -433,6 +427,19 @@ class ChatModel:
         return Completion(text, model, prompt, completion, cost, time.monotonic() - call.started, attempts,
                           reader.finish_reason, reasoning, reader.tool_calls(), usage["reasoning_tokens"],
                           usage["cached_tokens"], ttft, reader.id, dict(params), counted, list(call.failures))
+
+    def _count_missing(self, usage: dict[str, Any], reader: ReplyReader, messages: list[dict],
+                       tools: list[dict] | None) -> str | None:
+        """Fill in the token counts the server did not send, counted here; how (None: it sent both)."""
+        if usage["prompt_tokens"] is not None and usage["completion_tokens"] is not None:
+            return None
+        counted, encoder = encoding_for(self.model)
+        if usage["prompt_tokens"] is None:
+            usage["prompt_tokens"] = count_prompt(messages, tools, encoder)
+        if usage["completion_tokens"] is None:
+            text, reasoning = reader.parts()
+            usage["completion_tokens"] = count_reply(text, reasoning, reader.tool_calls(), encoder)
+        return counted
 
     def _priced(self, model: str, prompt: int, completion: int) -> float | None:
         cost = self.prices.cost(self.model, prompt, completion)

@@ -42,11 +42,7 @@ def register(sub) -> None:
     p.add_argument("--model", default=os.environ.get("ICPLAY_MODEL"), help="model name ($ICPLAY_MODEL)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint ($OPENAI_BASE_URL), e.g. "
                    "http://localhost:11434/v1 for Ollama")
-    p.add_argument("--api-key", default=None, help="API key ($OPENAI_API_KEY; for Azure also $AZURE_OPENAI_API_KEY)")
-    p.add_argument("--azure-deployment", default=None, metavar="NAME",
-                   help="an Azure OpenAI deployment: --base-url names the resource (https://R.openai.azure.com); "
-                        "or paste the deployment URL whole as --base-url (see docs/agents.md)")
-    p.add_argument("--api-version", default=None, metavar="V", help="Azure OpenAI's api-version, e.g. 2024-10-21")
+    add_endpoint_arguments(p)
     p.add_argument("--strategy", default="tryagain", help="single, tryagain, react or plan (default tryagain)")
     p.add_argument("--protocol", choices=["intercode", "agent"], default="intercode",
                    help="intercode: scored after every action, reward shown (the paper's); agent: the model "
@@ -94,6 +90,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
+
+
+def add_endpoint_arguments(p) -> None:
+    """The key and Azure's deployment and version (beside --base-url)."""
+    p.add_argument("--api-key", default=None, help="API key ($OPENAI_API_KEY; for Azure also $AZURE_OPENAI_API_KEY)")
+    p.add_argument("--azure-deployment", default=None, metavar="NAME",
+                   help="an Azure OpenAI deployment: --base-url names the resource (https://R.openai.azure.com); "
+                        "or paste the deployment URL whole as --base-url (see docs/agents.md)")
+    p.add_argument("--api-version", default=None, metavar="V", help="Azure OpenAI's api-version, e.g. 2024-10-21")
 
 
 def run(args) -> int:

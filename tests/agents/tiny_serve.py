@@ -258,18 +258,20 @@ class CuttingProxy:
                 cut = b"text/event-stream" in head.lower() and self.left > 0
                 self.left -= int(cut)
                 self.cuts += int(cut)
+            ended = False            # the client's body ended (the rest of upstream's is read and dropped)
             while True:
                 size_line = reader.readline()
                 size = int(size_line.split(b";")[0].strip() or b"0", 16)
                 chunk = reader.read(size + 2)
-                if size == 0 or (cut and b"data:" in chunk):
-                    if size:
-                        client.sendall(size_line + chunk)
-                    client.sendall(b"0\r\n\r\n")
-                    if size and cut:
-                        return       # the rest of the reply never comes
+                if size == 0:
+                    if not ended:
+                        client.sendall(b"0\r\n\r\n")
                     break
-                client.sendall(size_line + chunk)
+                if not ended:
+                    client.sendall(size_line + chunk)
+                    ended = cut and b"data:" in chunk
+                    if ended:        # the body ends cleanly here: the rest of the reply never comes
+                        client.sendall(b"0\r\n\r\n")
 
     def stop(self) -> None:
         self._listener.close()

@@ -96,14 +96,18 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
         text.append(" · truncated", style="bold yellow")
     call = turn.info.get("tool_call")
     if isinstance(call, dict):          # tools mode: which call of the reply this turn ran
-        text.append(f" · {printable(str(call.get('name') or '?'))[:40]} call {printable(str(call.get('id') or '?'))[:60]}",
-                    style="cyan")
+        text.append(f" · {_shown(call.get('name'), 40)} call {_shown(call.get('id'), 60)}", style="cyan")
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
     verdict = turn.info.get("strict")
     if isinstance(verdict, dict):
         text.append(f" · strict {strict_mark(bool(verdict.get('solved')))}")
     return text
+
+
+def _shown(value: object, limit: int) -> str:
+    """A name the model chose, as one line of plain characters (no control codes)."""
+    return "".join(c for c in printable(str(value or "?")) if c.isprintable())[:limit] or "?"
 
 
 def solved_text(traj: Trajectory) -> Text:

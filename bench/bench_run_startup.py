@@ -53,8 +53,11 @@ def one_run(server: FakeOpenAIServer, jobs: int, episodes: int, out: Path) -> tu
 
     watcher = threading.Thread(target=watch_first, daemon=True)
     watcher.start()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "ICPLAY_PRICES":
-                                                                              str(out.parent / "none.json")})
+    # bytecode cached as an installed icplay has it (in the bench's own folder, not the tree), even where
+    # PYTHONDONTWRITEBYTECODE is set: the warm-up run writes it
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(ICPLAY_PRICES=str(out.parent / "none.json"), PYTHONPYCACHEPREFIX=str(out.parent / "pycache"))
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
     elapsed = time.monotonic() - started
     watcher.join(5)
     if done.returncode != 0:

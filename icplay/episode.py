@@ -80,7 +80,7 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
             out[key] = out.get(key, 0) + value
         if unknown:
             out[f"{key}_unknown"] = out.get(f"{key}_unknown", 0) + unknown
-    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens"):
+    for key in ("calls", "attempts", "reasoning_tokens", "cached_tokens", "estimated_calls"):
         if part.get(key) is not None:
             out[key] = out.get(key, 0) + part[key]
     if part.get("latency") is not None:
@@ -342,7 +342,12 @@ class Proposal:
 
 
 class Cancelled(Exception):
-    """A policy's ``propose`` gave up because its cancel event was set (no turn is recorded)."""
+    """A policy's ``propose`` gave up because its cancel event was set (no turn is recorded);
+    ``usage`` is what the calls it cut short cost (the driver adds it to the episode's)."""
+
+    def __init__(self, *args: Any, usage: dict[str, Any] | None = None):
+        super().__init__(*args)
+        self.usage = dict(usage or {})
 
 
 class AgentError(RuntimeError):

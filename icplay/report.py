@@ -83,6 +83,7 @@ class Summary:
     negative: int = 0                                                # episodes whose final reward is below 0
     truncated_replies: int = 0                                       # replies cut at the token limit
     usage_unknown_calls: int = 0                                     # calls whose server reported no usage
+    estimated_calls: int = 0                                         # calls whose tokens icplay counted (estimates)
     reasoning_tokens: int = 0
     after_gold: int = 0                                              # counted attempts made after the gold was shown
     info: dict[str, Any] = field(default_factory=dict)
@@ -183,7 +184,7 @@ def _mean(values: list[Any]) -> float:
 # Summary's figure <- the usage key it sums
 USAGE_FIGURES = (("prompt_tokens", "prompt_tokens"), ("completion_tokens", "completion_tokens"), ("calls", "calls"),
                  ("unpriced_calls", "cost_unknown"), ("usage_unknown_calls", "completion_tokens_unknown"),
-                 ("reasoning_tokens", "reasoning_tokens"))
+                 ("reasoning_tokens", "reasoning_tokens"), ("estimated_calls", "estimated_calls"))
 
 
 def _add_usage(s: Summary, trajs: list[Trajectory]) -> None:
@@ -215,12 +216,20 @@ def _tokens(n: int) -> str:
     return f"{n:,}"
 
 
+def _estimate_mark(s: Summary) -> str:
+    """Said after a figure that holds tokens icplay counted itself (the server did not say)."""
+    if not s.estimated_calls:
+        return ""
+    return " (estimate)" if s.estimated_calls >= s.calls else f" (estimate: {s.estimated_calls} calls)"
+
+
 def _token_cell(s: Summary, n: int) -> str:
     if not s.calls:
         return "-"
     if s.usage_unknown_calls >= s.calls:
         return "unknown"
-    return _tokens(n) + (f" (+{s.usage_unknown_calls} calls unknown)" if s.usage_unknown_calls else "")
+    return (_tokens(n) + (f" (+{s.usage_unknown_calls} calls unknown)" if s.usage_unknown_calls else "")
+            + _estimate_mark(s))
 
 
 def _cost(s: Summary) -> str:
@@ -228,10 +237,10 @@ def _cost(s: Summary) -> str:
         return "-"
     if s.cost is None:
         return "unpriced"
-    text = f"${s.cost:.4f}"
+    text = ("~" if s.estimated_calls else "") + f"${s.cost:.4f}"
     if s.unpriced_calls:
         text += f" (+{s.unpriced_calls} unpriced calls)"
-    return text
+    return text + _estimate_mark(s)
 
 
 def strict_cell(s: Summary) -> str:

@@ -1,15 +1,20 @@
 """Which request parameters a model accepts: a small table of families, plus what a refusal taught.
 
-| family            | models (name, any ``provider/`` prefix)  | token budget            | default budget | temperature | stop |
-|-------------------|------------------------------------------|-------------------------|----------------|-------------|------|
-| openai-reasoning  | ``o1``, ``o3``, ``o4-mini``…, ``gpt-5*``  | ``max_completion_tokens`` | 16000          | not sent    | not sent |
-| classic           | everything else                          | ``max_tokens``            | 1024           | 0           | not sent |
+| family            | models (name, any ``provider/`` prefix)  | token budget            | default budget | after a cut, up to | temperature | stop |
+|-------------------|------------------------------------------|-------------------------|----------------|--------------------|-------------|------|
+| openai-reasoning  | ``o1``, ``o3``, ``o4-mini``…, ``gpt-5*``  | ``max_completion_tokens`` | 16000          | 64000              | not sent    | not sent |
+| classic           | everything else                          | ``max_tokens``            | 1024           | 4096               | 0           | not sent |
+
+A reply cut at the token limit is asked again with a raised budget (``raised_budget``).
 
 The table cannot know every deployment name (an Azure deployment is named by its owner),
 so a refusal teaches the rest: a 400 whose error names a ``param`` with the code
 ``unsupported_parameter`` or ``unsupported_value`` (OpenAI's documented shape) drops that
 parameter — or renames it when the message says "Use 'X' instead" — and the model keeps
-that for the rest of the run (``ParamLearner``).
+that for the rest of the run (``ParamLearner``). Servers that name the parameter only in
+their message are read too, in any of the error shapes ``errors.error_object`` knows:
+"Unrecognized request argument supplied: X" (Azure, older OpenAI), "X: Extra inputs are
+not permitted" (Anthropic's endpoint, pydantic servers), "Unknown name \"X\"" (Gemini's).
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from icplay.agents.errors import error_object
+
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
+# a refused parameter named only in the message (the name is group 1)
+REFUSAL_MESSAGES = (re.compile(r"[Uu]nrecognized request arguments? supplied:\s*'?([A-Za-z_][\w.]*)"),
+                    re.compile(r"(?:^|[\s'\"])([A-Za-z_][\w]*)'?:\s*[Ee]xtra inputs are not permitted"),
+                    re.compile(r"[Uu]nknown name \"([A-Za-z_][\w]*)\""),
+                    re.compile(r"[Uu]nsupported parameter:?\s*'([A-Za-z_][\w]*)'"))
 BUDGET_PARAMS = ("max_tokens", "max_completion_tokens")
 _USE_INSTEAD = re.compile(r"[Uu]se '([a-z_]+)' instead")
 
@@ -34,6 +46,7 @@ class Family:
     default_budget: int
     temperature: bool             # False: the model takes only its default; none is sent
     reasoning: bool               # it reasons before answering (reasoning_effort applies)
+    max_budget: int = 4096        # the most a reply cut at the token limit is asked again with
 
     def matches(self, model: str) -> bool:
         return re.match(self.pattern, model.rsplit("/", 1)[-1], re.I) is not None
@@ -41,13 +54,23 @@ class Family:
 
 FAMILIES: tuple[Family, ...] = (
     Family("openai-reasoning", r"(o\d+($|-)|gpt-5)", "max_completion_tokens", 16000, temperature=False,
-           reasoning=True),
-    Family("classic", r"", "max_tokens", 1024, temperature=True, reasoning=False),
+           reasoning=True, max_budget=64000),
+    Family("classic", r"", "max_tokens", 1024, temperature=True, reasoning=False, max_budget=4096),
 )
 
 
 def family_of(model: str) -> Family:
     return next(f for f in FAMILIES if f.matches(model))
+
+
+def raised_budget(family: Family, budget: int, chosen: int | None) -> int | None:
+    """The budget to ask again with after a reply was cut at ``budget`` tokens: twice as
+    much (at least the family's default) up to the family's ceiling, or the user's own
+    ``--max-tokens`` when given (a cap icplay does not go past); None when at the ceiling."""
+    ceiling = chosen or family.max_budget
+    if budget >= ceiling:
+        return None
+    return min(ceiling, max(2 * budget, family.default_budget))
 
 
 @dataclass(frozen=True)
@@ -113,14 +136,17 @@ class Refusal:
     message: str
 
     @classmethod
-    def of(cls, error: Any) -> "Refusal | None":
-        if not isinstance(error, dict):
-            return None
-        error = error.get("error", error) if isinstance(error.get("error"), dict) else error
-        param, code = error.get("param"), error.get("code")
-        if not param or code not in REFUSAL_CODES:
-            return None
-        return cls(str(param), str(code), str(error.get("message") or ""))
+    def of(cls, body: Any) -> "Refusal | None":
+        """The refusal an error body (any shape ``errors.error_object`` reads) states, else None."""
+        error = error_object(body)
+        param, code, message = error.get("param"), error.get("code"), str(error.get("message") or "")
+        if param and code in REFUSAL_CODES:
+            return cls(str(param), str(code), message)
+        for pattern in REFUSAL_MESSAGES:
+            found = pattern.search(message)
+            if found:
+                return cls(found.group(1), "unsupported_parameter", message)
+        return None
 
 
 class ParamLearner:

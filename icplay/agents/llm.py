@@ -28,7 +28,6 @@ model, and parses the reply into a ``Proposal`` (an action, ``None`` for submit,
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -38,13 +37,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from icplay.agents.context import ContextLimits, estimate_tokens
-from icplay.agents.families import ParamLearner, Refusal, RequestOptions, family_of
+from icplay.agents.endpoints import azure_deployment, make_client
+from icplay.agents.errors import error_code, error_message, exception_body, names_bad_key
+from icplay.agents.attempt import AttemptTimedOut, FailedReply, bounded, read_body, read_stream
+from icplay.agents.cuts import budget_after_cut, cut_of, cut_proposal
+from icplay.agents.families import BUDGET_PARAMS, ParamLearner, Refusal, RequestOptions, family_of
 from icplay.agents.parsing import parse_reply, retry_message
 from icplay.agents.pricing import PriceTable
 from icplay.agents.records import request_record, sent_messages
 from icplay.agents.replies import MalformedReply, ReplyReader, usage_numbers
 from icplay.agents.strategies import (build_messages, counted_turns, find_plan, parse_plan, plan_request_messages,
                                       strategy_name)
+from icplay.agents.tokens import count_prompt, count_reply, encoding_for
 from icplay.agents.tools import TOOLS, action_protocol, pending_call, reply_proposal, tool_schemas
 from icplay.episode import AgentError, Cancelled, Proposal, Trajectory, add_usage
 from icplay.tasks.model import Task
@@ -77,6 +81,8 @@ class Completion:
     ttft: float | None = None              # seconds to the first streamed piece (None: not streamed)
     response_id: str | None = None
     params: dict[str, Any] = field(default_factory=dict)   # what the request sent besides the messages
+    counted: str | None = None             # tokens counted here, how (tokens.ESTIMATE, tiktoken:…); None: the server's
+    failures: list[str] = field(default_factory=list)      # why each failed attempt before this reply failed
 
     @property
     def truncated(self) -> bool:
@@ -88,6 +94,8 @@ class Completion:
         for key in ("reasoning_tokens", "cached_tokens"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.counted:
+            out["estimated_calls"] = 1
         return out
 
     def response(self) -> dict[str, Any]:
@@ -96,14 +104,16 @@ class Completion:
                 "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                           "reasoning_tokens": self.reasoning_tokens, "cached_tokens": self.cached_tokens},
                 "latency": round(self.latency, 3), "ttft": None if self.ttft is None else round(self.ttft, 3),
-                "cost": self.cost, "attempts": self.attempts}
+                "cost": self.cost, "attempts": self.attempts,
+                **({"usage_counted": self.counted} if self.counted else {}),
+                **({"failed_attempts": self.failures} if self.failures else {})}
 
 
 def _describe_endpoint(base_url: str | None) -> str:
     return base_url or "api.openai.com"
 
 
-def _retry_after(exc: Exception) -> float | None:
+def _retry_after(exc: Exception | None) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or {}
     for key in ("retry-after-ms", "retry-after"):
@@ -118,29 +128,6 @@ def _retry_after(exc: Exception) -> float | None:
     return None
 
 
-def _error_body(exc: Exception) -> dict[str, Any]:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            return err
-        if isinstance(err, str):
-            return {"message": err}
-    return {}
-
-
-def _error_text(exc: Exception) -> str:
-    err = _error_body(exc)
-    if err.get("message"):
-        return str(err["message"])
-    return str(getattr(exc, "message", None) or exc)
-
-
-def _error_code(exc: Exception) -> str:
-    err = _error_body(exc)
-    return str(err.get("code") or err.get("type") or "")
-
-
 _CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long|"
                             r"exceeds the context", re.I)
 _NUMBERS = re.compile(r"(\d[\d,]*)\s*tokens?", re.I)
@@ -148,7 +135,7 @@ _NUMBERS = re.compile(r"(\d[\d,]*)\s*tokens?", re.I)
 
 def _context_refusal(exc: Exception) -> tuple[int | None, int | None] | None:
     """(limit, requested) of a 400 saying the prompt is too long (None: not that)."""
-    code, text = _error_code(exc), _error_text(exc)
+    code, text = error_code(exc), error_message(exc)
     if code != "context_length_exceeded" and not _CONTEXT_WORDS.search(text):
         return None
     numbers = [int(n.replace(",", "")) for n in _NUMBERS.findall(text)]
@@ -158,8 +145,8 @@ def _context_refusal(exc: Exception) -> tuple[int | None, int | None] | None:
 
 
 def _names_streaming(exc: Exception) -> bool:
-    err = _error_body(exc)
-    return "stream" in str(err.get("param") or "") or "stream" in _error_text(exc).lower()
+    err = exception_body(exc)
+    return "stream" in str(err.get("param") or "") or "stream" in error_message(exc).lower()
 
 
 def _refused_connection(exc: BaseException) -> bool:
@@ -183,11 +170,6 @@ def _tool_request(tools: list[dict] | None, tool_choice: Any) -> dict[str, Any]:
     return extra
 
 
-def _stop_if_cancelled(cancel: threading.Event | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise Cancelled()
-
-
 def _as_reply_failure(exc: Exception) -> Exception:
     """A reply that could not be read, as the retry loop counts it: a ValueError is a body
     that is not JSON, or JSON of the wrong shape."""
@@ -196,15 +178,14 @@ def _as_reply_failure(exc: Exception) -> Exception:
     return exc
 
 
-class _StreamFailed(Exception):
-    """An error chunk in the middle of a stream (OpenRouter's way to report a provider's failure)."""
+REPLY_FAILURES = (MalformedReply, FailedReply, AttemptTimedOut, ValueError)
 
 
 class ChatModel:
     """One model on one OpenAI-compatible endpoint; thread-safe (episodes share it)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float | str | None = None, max_tokens: int | None = None, timeout: float = 60.0,
+                 temperature: float | str | None = None, max_tokens: int | None = None, timeout: float = 300.0,
                  retries: int = 6, backoff: float = 1.0, max_backoff: float = 60.0, prices: PriceTable | None = None,
                  client: Any = None, sleep: Callable[[float], None] | None = None, stream: bool = True,
                  reasoning_effort: str | None = None, seed: int | None = None,
@@ -212,6 +193,9 @@ class ChatModel:
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        self.azure = azure_deployment(self.base_url)     # an Azure deployment URL (ValueError when half one)
+        if self.azure is not None and not self.api_key:
+            self.api_key = os.environ.get("AZURE_OPENAI_API_KEY")
         self.options = RequestOptions(max_tokens, temperature, reasoning_effort, seed, dict(extra_body or {}))
         self.family = family_of(model)
         self.timeout = timeout
@@ -254,19 +238,21 @@ class ChatModel:
     def endpoint(self) -> str:
         return _describe_endpoint(self.base_url)
 
+    def key(self) -> str:
+        """The API key to send; ``AgentError`` in one sentence when there is none and the
+        endpoint needs one (a check that costs no import: ``icplay run`` makes it at once)."""
+        if self.api_key:
+            return self.api_key
+        if self.base_url is None or self.azure is not None:
+            raise AgentError("no API key: set OPENAI_API_KEY or pass --api-key "
+                             + ("(or $AZURE_OPENAI_API_KEY)" if self.azure else
+                                "(or --base-url for a local server that needs none)"))
+        return "icplay-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore it
+
     def client(self):
         with self._lock:
             if self._client is None:
-                import openai
-
-                key = self.api_key
-                if not key:
-                    if self.base_url is None:
-                        raise AgentError("no API key: set OPENAI_API_KEY or pass --api-key "
-                                         "(or --base-url for a local server that needs none)")
-                    key = "icplay-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore it
-                self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout,
-                                             max_retries=0)
+                self._client = make_client(self.base_url, self.key(), self.timeout)
             return self._client
 
     def _fatal(self, exc: Exception, tools_sent: bool = False) -> AgentError | None:
@@ -274,19 +260,20 @@ class ChatModel:
         import openai
 
         where = self.endpoint
-        detail = _error_text(exc)[:200]
+        detail = error_message(exc)[:200]
         if isinstance(exc, openai.APIConnectionError) and _refused_connection(exc):
             return AgentError(f"nothing is listening at {where} (connection refused); "
                               "is the model server running, and is --base-url right?")
-        if isinstance(exc, openai.AuthenticationError):
-            return AgentError(f"the model server at {where} rejected the API key (401: {detail}); "
+        status = getattr(exc, "status_code", None)
+        if isinstance(exc, openai.AuthenticationError) or (status in (400, 403) and names_bad_key(exc)):
+            return AgentError(f"the model server at {where} rejected the API key ({status}: {detail}); "
                               "check OPENAI_API_KEY or --api-key")
         if isinstance(exc, openai.PermissionDeniedError):
             return AgentError(f"the API key may not use model {self.model!r} at {where} (403: {detail})")
         if isinstance(exc, openai.NotFoundError):
             return AgentError(f"model {self.model!r} is not served at {where} (404: {detail}); "
                               "check --model, and that --base-url ends in /v1")
-        if isinstance(exc, openai.RateLimitError) and _error_code(exc) == "insufficient_quota":
+        if isinstance(exc, openai.RateLimitError) and error_code(exc) == "insufficient_quota":
             return AgentError(f"the account behind the API key at {where} has no quota left (429: {detail})")
         if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
             return self._refused_request(exc, detail, tools_sent)
@@ -298,7 +285,7 @@ class ChatModel:
         context = _context_refusal(exc)
         if context is not None:
             return ContextTooLong(f"the prompt does not fit model {self.model!r}'s context ({detail})", *context)
-        if tools_sent and "tool" in (detail + str(_error_body(exc).get("param") or "")).lower():
+        if tools_sent and "tool" in (detail + str(exception_body(exc).get("param") or "")).lower():
             return AgentError(f"the model server at {self.endpoint} refused tool calling ({detail}); "
                               "use --actions text")
         return AgentError(f"the model server at {self.endpoint} refused the request ({exc.status_code}: {detail})",
@@ -308,12 +295,12 @@ class ChatModel:
         import openai
 
         if isinstance(exc, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-                            openai.APIResponseValidationError, openai.ConflictError)):
+                            openai.APIResponseValidationError, openai.ConflictError, AttemptTimedOut, FailedReply)):
             return True
         status = getattr(exc, "status_code", None)
         return isinstance(exc, openai.APIStatusError) and status is not None and (status >= 500 or status == 408)
 
-    def _delay(self, attempt: int, exc: Exception) -> float:
+    def _delay(self, attempt: int, exc: Exception | None) -> float:
         delay = min(self.max_backoff, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
         after = _retry_after(exc)
         if after is not None:
@@ -329,7 +316,7 @@ class ChatModel:
         if streaming and _names_streaming(exc):
             self.streams_ok = False     # e.g. a server that knows no stream_options: ask plainly
             return True
-        refusal = Refusal.of(_error_body(exc))
+        refusal = Refusal.of(exception_body(exc))
         if refusal is None:
             return False
         note = self.learner.learn(self.model, refusal, sent)
@@ -343,41 +330,62 @@ class ChatModel:
                  on_delta: Callable[[str], None] | None = None,
                  on_retry: Callable[[int, float, str], None] | None = None, *,
                  on_reasoning: Callable[[str], None] | None = None,
-                 tools: list[dict] | None = None, tool_choice: Any = None) -> Completion:
-        """One chat completion, retried as needed; ``Cancelled`` when ``cancel`` is set.
+                 tools: list[dict] | None = None, tool_choice: Any = None, budget: int | None = None) -> Completion:
+        """One chat completion, retried as needed; ``Cancelled`` when ``cancel`` is set (its
+        ``usage`` holds the tokens the cut call is estimated to have cost).
 
         ``on_delta(text)`` receives the answer as it streams and ``on_reasoning(text)`` the
         model's thinking; ``on_retry(attempt, delay, why)`` is told before each wait between
-        attempts (a UI counts down). ``tools`` / ``tool_choice`` go into the request as given."""
+        attempts (a UI counts down). ``tools`` / ``tool_choice`` go into the request as given;
+        ``budget`` replaces the reply's token budget for this call."""
         import openai
 
         client = self.client()
-        started = time.monotonic()
-        last: Exception | None = None
-        extra = _tool_request(tools, tool_choice)
+        call = _CallState(time.monotonic(), _tool_request(tools, tool_choice), tools)
         attempt = lessons = 0
         while attempt <= self.retries:
-            _stop_if_cancelled(cancel)
-            params = self.params()
+            self._stop_with_usage(cancel, call, messages)
+            params = with_budget(self.params(), budget)
             streaming = self._streams(on_delta is not None or on_reasoning is not None)
-            call_started = time.monotonic()
+            call.attempt_started = time.monotonic()
+            reader = ReplyReader(on_delta, on_reasoning)
             try:
-                reader = self._call(client, messages, {**params, **extra}, streaming, cancel, on_delta,
-                                    on_reasoning)
+                self._call(client, messages, {**params, **call.extra}, streaming, cancel, reader)
+            except Cancelled:
+                call.spend(self._cut_usage(messages, tools, reader, sent=True))
+                raise Cancelled(usage=call.spent) from None
             except openai.APIError as exc:
                 if lessons < 8 and self._learn(exc, params, streaming):
                     lessons += 1         # not a failure: the same attempt again, corrected
                     continue
                 self._raise_unless_retryable(exc, tools_sent=bool(tools))
-                last = exc
-            except (MalformedReply, _StreamFailed, ValueError) as exc:
-                last = _as_reply_failure(exc)
+                call.fail(exc, self._why(exc))
+            except REPLY_FAILURES as exc:
+                call.fail(_as_reply_failure(exc), self._why(_as_reply_failure(exc)))
+                if not reader.empty:     # the model wrote (and the server billed) part of a reply
+                    call.spend(self._cut_usage(messages, tools, reader, sent=True))
             else:
-                return self._completion(reader, params, started, call_started, attempt + 1)
+                return self._completion(reader, params, call, attempt + 1, messages)
             if attempt < self.retries:
-                self._pause_before_retry(attempt, last, on_retry, cancel)
+                self._pause_before_retry(attempt, call.last, on_retry, cancel, call, messages)
             attempt += 1
-        raise self._gave_up(last)
+        raise self._gave_up(call.last)
+
+    def _stop_with_usage(self, cancel: threading.Event | None, call: "_CallState", messages: list[dict]) -> None:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(usage=call.spent)
+
+    def _cut_usage(self, messages: list[dict], tools: list[dict] | None, reader: ReplyReader,
+                   sent: bool) -> dict[str, Any]:
+        """What a call cut short cost, counted here (the server never said): the prompt, and
+        the part of the reply that arrived."""
+        method, encoder = encoding_for(self.model)
+        text, reasoning = reader.parts()
+        prompt = count_prompt(messages, tools, encoder) if sent else 0
+        completion = count_reply(text, reasoning, reader.tool_calls(), encoder)
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "cost": self.prices.cost(self.model, prompt, completion), "calls": 0, "estimated_calls": 1,
+                "counted": method}
 
     def _streams(self, someone_listens: bool) -> bool:
         """Stream the reply when someone listens to it and the server has not shown it cannot."""
@@ -389,31 +397,55 @@ class ChatModel:
         if fatal is not None:
             raise fatal from None
         if not self._retryable(exc):
-            raise AgentError(f"the model server at {self.endpoint} failed: {_error_text(exc)[:200]}",
+            raise AgentError(f"the model server at {self.endpoint} failed: {error_message(exc)[:200]}",
                              fatal=False) from None
 
-    def _pause_before_retry(self, attempt: int, last: Exception,
+    def _pause_before_retry(self, attempt: int, last: Exception | None,
                             on_retry: Callable[[int, float, str], None] | None,
-                            cancel: threading.Event | None) -> None:
+                            cancel: threading.Event | None, call: "_CallState", messages: list[dict]) -> None:
         """Wait out the back-off before the next attempt, telling ``on_retry`` first."""
         delay = self._delay(attempt, last)
         if on_retry is not None:
             on_retry(attempt + 1, delay, self._why(last))
         self._wait(delay, cancel)
+        self._stop_with_usage(cancel, call, messages)
 
-    def _completion(self, reader: ReplyReader, params: dict[str, Any], started: float, call_started: float,
-                    attempts: int) -> Completion:
+    def _completion(self, reader: ReplyReader, params: dict[str, Any], call: "_CallState", attempts: int,
+                    messages: list[dict]) -> Completion:
         text, reasoning = reader.parts()
         usage = usage_numbers(reader.usage)
-        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
         model = str(reader.model or self.model)
+        counted = self._count_missing(usage, reader, messages, call.tools)
+        prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+        cost = usage["cost"] if usage["cost"] is not None else self._priced(model, prompt, completion)
+        if call.spent:                # attempts cut short before this one cost tokens too
+            prompt, completion = prompt + call.spent["prompt_tokens"], completion + call.spent["completion_tokens"]
+            counted = counted or call.spent.get("counted")
+            if cost is not None:
+                cost += call.spent.get("cost") or 0.0
+        ttft = None if reader.first_piece_at is None else reader.first_piece_at - call.attempt_started
+        return Completion(text, model, prompt, completion, cost, time.monotonic() - call.started, attempts,
+                          reader.finish_reason, reasoning, reader.tool_calls(), usage["reasoning_tokens"],
+                          usage["cached_tokens"], ttft, reader.id, dict(params), counted, list(call.failures))
+
+    def _count_missing(self, usage: dict[str, Any], reader: ReplyReader, messages: list[dict],
+                       tools: list[dict] | None) -> str | None:
+        """Fill in the token counts the server did not send, counted here; how (None: it sent both)."""
+        if usage["prompt_tokens"] is not None and usage["completion_tokens"] is not None:
+            return None
+        counted, encoder = encoding_for(self.model)
+        if usage["prompt_tokens"] is None:
+            usage["prompt_tokens"] = count_prompt(messages, tools, encoder)
+        if usage["completion_tokens"] is None:
+            text, reasoning = reader.parts()
+            usage["completion_tokens"] = count_reply(text, reasoning, reader.tool_calls(), encoder)
+        return counted
+
+    def _priced(self, model: str, prompt: int, completion: int) -> float | None:
         cost = self.prices.cost(self.model, prompt, completion)
         if cost is None and model != self.model:
             cost = self.prices.cost(model, prompt, completion)
-        ttft = None if reader.first_piece_at is None else reader.first_piece_at - call_started
-        return Completion(text, model, prompt, completion, cost, time.monotonic() - started, attempts,
-                          reader.finish_reason, reasoning, reader.tool_calls(), usage["reasoning_tokens"],
-                          usage["cached_tokens"], ttft, reader.id, dict(params))
+        return cost
 
     def _wait(self, delay: float, cancel: threading.Event | None) -> None:
         if self._sleep is not None:
@@ -422,7 +454,6 @@ class ChatModel:
             cancel.wait(delay)
         else:
             time.sleep(delay)
-        _stop_if_cancelled(cancel)
 
     @staticmethod
     def _why(exc: Exception | None) -> str:
@@ -430,105 +461,50 @@ class ChatModel:
 
         if isinstance(exc, openai.RateLimitError):
             return "rate-limited (429)"
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, (openai.APITimeoutError, AttemptTimedOut)):
             return "no answer in time"
         if isinstance(exc, openai.APIConnectionError):
             return "cannot reach the server"
         if isinstance(exc, MalformedReply):
             return f"unusable reply ({exc})"
-        if isinstance(exc, _StreamFailed):
-            return f"the stream broke off ({exc})"
+        if isinstance(exc, FailedReply):
+            return f"the reply failed ({exc})"
         status = getattr(exc, "status_code", None)
         return f"server error ({status})" if status else "failed"
 
     def _call(self, client: Any, messages: list[dict], params: dict[str, Any], streaming: bool,
-              cancel: threading.Event | None, on_delta: Callable[[str], None] | None,
-              on_reasoning: Callable[[str], None] | None) -> ReplyReader:
-        """One attempt; with ``cancel``, on a helper thread so that a cancel returns at once."""
-        reader = ReplyReader(on_delta, on_reasoning)
-        if cancel is None:
-            self._request(client, messages, params, streaming, reader, {}, None)
-            return reader
-        box: dict[str, Any] = {}
-        handle: dict[str, Any] = {}
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                self._request(client, messages, params, streaming, reader, handle, cancel)
-            except BaseException as exc:   # handed to the waiting thread
-                box["error"] = exc
-            finally:
-                done.set()
-                if cancel.is_set():        # nobody waits for this answer any more
-                    _close_quietly(handle.get("stream"))
-
-        threading.Thread(target=work, name="icplay-model-call", daemon=True).start()
-        while not done.wait(0.05):
-            if cancel.is_set():
-                _close_quietly(handle.get("stream"))
-                raise Cancelled()
-        if "error" in box:
-            raise box["error"]
-        if cancel.is_set():
-            raise Cancelled()
-        return reader
+              cancel: threading.Event | None, reader: ReplyReader) -> None:
+        """One attempt, on a helper thread: ``--timeout`` bounds it in wall time (whatever the
+        server sends to keep the connection open) and a cancel returns at once."""
+        bounded(lambda handle: self._request(client, messages, params, streaming, reader, handle), cancel,
+                self.timeout)
 
     def _request(self, client: Any, messages: list[dict], params: dict[str, Any], streaming: bool,
-                 reader: ReplyReader, handle: dict[str, Any], cancel: threading.Event | None) -> None:
+                 reader: ReplyReader, handle: dict[str, Any]) -> None:
         kwargs = dict(model=self.model, messages=messages, **params)
         if self.options.extra_body:
             kwargs["extra_body"] = dict(self.options.extra_body)
-        if streaming:
-            raw = client.chat.completions.with_raw_response.create(
-                **kwargs, stream=True, stream_options={"include_usage": True})
-            content_type = str(raw.headers.get("content-type", ""))
-            if "event-stream" in content_type:
-                self.streams_ok = True
-                self._read_stream(raw.parse(), reader, handle, cancel)
-                return
-            self.streams_ok = False     # the server answered in one piece
-            body = raw.http_response.read()
-            try:
-                data = json.loads(body)
-            except ValueError as exc:
-                raise MalformedReply(f"unreadable body: {str(exc)[:80]}") from None
-            if not isinstance(data, dict):
-                raise MalformedReply(f"the body is not a chat completion: {str(data)[:80]!r}")
-            reader.message(data)
+        if not streaming:
+            with client.chat.completions.with_streaming_response.create(**kwargs) as response:
+                handle["response"] = response
+                read_body(response.read(), reader)
             return
-        response = client.chat.completions.create(**kwargs)
-        if isinstance(response, str):
-            raise MalformedReply(f"the body is not a chat completion: {response[:80]!r}")
-        reader.message(response)
-
-    @staticmethod
-    def _read_stream(stream: Any, reader: ReplyReader, handle: dict[str, Any],
-                     cancel: threading.Event | None) -> None:
-        import openai
-
-        handle["stream"] = stream
-        try:
-            for chunk in stream:
-                _stop_if_cancelled(cancel)
-                reader.chunk(chunk, time.monotonic())
-                if reader.finish_reason == "error":
-                    raise _StreamFailed("the server ended the reply with an error")
-        except openai.APIError as exc:
-            if isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
-                raise
-            raise _StreamFailed(_error_text(exc)[:120]) from None   # an error chunk: retried like a 5xx
-        finally:
-            _close_quietly(stream)
-        reader.finish()
-        if reader.empty and reader.finish_reason is None:
-            raise MalformedReply("the stream ended without a reply")
+        raw = client.chat.completions.with_raw_response.create(**kwargs, stream=True,
+                                                               stream_options={"include_usage": True})
+        content_type = str(raw.headers.get("content-type", ""))
+        if "event-stream" in content_type:
+            self.streams_ok = True
+            read_stream(raw.parse(), reader, handle)
+            return
+        self.streams_ok = False     # the server answered in one piece
+        handle["response"] = raw.http_response
+        read_body(raw.http_response.read(), reader)
 
     def _gave_up(self, exc: Exception | None) -> AgentError:
         import openai
 
         tries = self.retries + 1
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, (openai.APITimeoutError, AttemptTimedOut)):
             return AgentError(f"the model server at {self.endpoint} did not answer within {self.timeout:g} s "
                               f"({tries} tries); is it overloaded? (raise --timeout)")
         if isinstance(exc, openai.APIConnectionError):
@@ -537,24 +513,60 @@ class ChatModel:
         if isinstance(exc, openai.RateLimitError):
             return AgentError(f"the model server at {self.endpoint} kept rate-limiting ({tries} tries, "
                               "429); lower -j or try later")
-        if isinstance(exc, (MalformedReply, _StreamFailed)):
+        if isinstance(exc, (MalformedReply, FailedReply)):
             return AgentError(f"the model server at {self.endpoint} sent no usable reply {tries} times ({exc})",
                               fatal=False)
         status = getattr(exc, "status_code", "")
         return AgentError(f"the model server at {self.endpoint} kept failing ({tries} tries, {status}: "
-                          f"{_error_text(exc)[:200] if exc else 'stopped'})")
+                          f"{error_message(exc)[:200] if exc else 'stopped'})")
 
 
-def _close_quietly(stream: Any) -> None:
-    if stream is None:
-        return
-    try:
-        stream.close()
-    except Exception:
-        pass
+@dataclass
+class _CallState:
+    """One ``complete`` call across its attempts: when it started, what failed, what cut attempts cost."""
+
+    started: float
+    extra: dict[str, Any]
+    tools: list[dict] | None
+    attempt_started: float = 0.0
+    last: Exception | None = None
+    failures: list[str] = field(default_factory=list)
+    spent: dict[str, Any] = field(default_factory=dict)
+
+    def fail(self, exc: Exception, why: str) -> None:
+        self.last = exc
+        self.failures.append(why)
+
+    def spend(self, usage: dict[str, Any]) -> None:
+        counted = usage.get("counted") or self.spent.get("counted")
+        self.spent = {**add_usage(self.spent, usage), "counted": counted}
+
+
+def with_budget(params: dict[str, Any], budget: int | None) -> dict[str, Any]:
+    """``params`` with the reply's token budget (under whichever name it is sent) set to ``budget``."""
+    if budget is None:
+        return params
+    out = dict(params)
+    for name in BUDGET_PARAMS:
+        if name in out:
+            out[name] = budget
+    return out
 
 
 TRUNCATED_HINT = "the reply was cut at the token limit (finish_reason length); raise --max-tokens"
+
+
+def preload_client() -> None:
+    """Import the openai package on a helper thread (it takes a second or more: its types are
+    hundreds of pydantic models), so that it loads while a run loads its tasks and starts
+    its sandboxes, not ahead of them; the first call waits for it if it is not done."""
+    def load() -> None:
+        try:
+            import openai  # noqa: F401
+        except Exception:          # the first call says what is wrong
+            pass
+
+    threading.Thread(target=load, name="icplay-import-openai", daemon=True).start()
 
 
 def _listeners(notify: Callable[[str, dict], None] | None) -> tuple[Any, Any, Any]:
@@ -582,12 +594,8 @@ def _reply_extras(done: Completion) -> dict[str, Any]:
 
 
 def invalid_note(done: Completion, language: str, strategy: str) -> tuple[str, str]:
-    """(why, message to the model) for a reply that held no command: cut short, only thinking, or no command."""
-    if done.truncated:
-        return "truncated", (f"[icplay] Your last reply was cut off at the length limit "
-                             f"({done.params.get('max_completion_tokens') or done.params.get('max_tokens')} tokens) "
-                             "before it gave a command, so nothing was run. Think less and answer with one command. "
-                             + retry_message(language, strategy).split(". ", 1)[1])
+    """(why, message to the model) for a whole reply that held no command: only thinking, or
+    no command (a cut one is ``cuts.cut_proposal``'s)."""
     if not done.text.strip() and done.reasoning:
         return "reasoning_only", ("[icplay] Your last reply held only reasoning and no answer, so nothing was run. "
                                   + retry_message(language, strategy).split(". ", 1)[1])
@@ -620,7 +628,8 @@ class LLMPolicy:
                 "max_tokens": self.model.max_tokens, "actions": self.actions, **self.model.describe()}
 
     def _complete(self, build: Callable[[ContextLimits], list[dict]], cancel, on_delta, on_retry,
-                  on_reasoning, tools: list[dict] | None = None) -> tuple[list[dict], Completion]:
+                  on_reasoning, tools: list[dict] | None = None,
+                  budget: int | None = None) -> tuple[list[dict], Completion]:
         """Build the chat and ask; a prompt too long for the model's context is trimmed and
         asked again (twice at most), else the error says which ``--context`` would fit."""
         limits = self.context
@@ -628,8 +637,11 @@ class LLMPolicy:
         for _ in range(3):
             try:
                 return messages, self.model.complete(messages, cancel, on_delta, on_retry, on_reasoning=on_reasoning,
-                                                     tools=tools)
+                                                     tools=tools, budget=budget)
             except ContextTooLong as exc:
+                if budget is not None:     # a budget raised after a cut: first the usual one again
+                    budget = None
+                    continue
                 if exc.limit and self.model.max_tokens >= exc.limit:
                     raise AgentError(f"{exc}: the reply's budget ({self.model.max_tokens:,} tokens) leaves no room for "
                                      f"a prompt in the model's {exc.limit:,}; lower --max-tokens", fatal=False) from None
@@ -672,10 +684,14 @@ class LLMPolicy:
                 plan = parse_plan(done.text, self.max_plan_steps)
                 info["plan"] = plan
                 info["plan_raw"] = done.text
-        messages, done = self._complete(
-            lambda limits: build_messages(task, trajectory, self.strategy, self.protocol, limits, plan=plan,
-                                          demos=self.demos, actions=self.actions),
-            cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None)
+        try:
+            messages, done = self._complete(
+                lambda limits: build_messages(task, trajectory, self.strategy, self.protocol, limits, plan=plan,
+                                              demos=self.demos, actions=self.actions),
+                cancel, on_delta, on_retry, on_reasoning, tool_schemas(task.env) if tools else None,
+                budget=budget_after_cut(trajectory))
+        except Cancelled as exc:       # the plan's call (when there was one) cost its tokens too
+            raise Cancelled(usage=add_usage(usage, exc.usage) if usage else exc.usage) from None
         usage = add_usage(usage, done.usage())
         info.update({"raw": done.text, "model": done.model, "finish_reason": done.finish_reason, "usage": usage,
                      "request": request_record(trajectory, messages, done.params), "response": done.response(),
@@ -684,6 +700,9 @@ class LLMPolicy:
         if learnt:
             trajectory.policy["learnt"] = learnt
             trajectory.policy["params"] = self.model.params()
+        cut = cut_of(done, trajectory, self.actions, self.model.family, self.model.options.max_tokens)
+        if cut is not None:            # never half an action: told back, asked again or the episode ends
+            return cut_proposal(done, cut, info, task.env, self.strategy, self.actions)
         if tools:
             return reply_proposal(done, task.env, trajectory, info)
         return self._text_proposal(done, task.env, info)

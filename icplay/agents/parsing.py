@@ -2,9 +2,9 @@
 
 What counts as an action, in order:
 
-1. a fenced block (```sql ... ```, ``` ... ```, ~~~bash ... ~~~, an unclosed fence cut off
-   by the token limit): the first block whose label is the task's language (or one of its
-   aliases) or has no label; blocks labelled with another language (``text``, ``output``,
+1. a fenced block (```sql ... ```, ``` ... ```, ~~~bash ... ~~~; an unclosed fence is read
+   too, but the policy never runs it: ``leaves_fence_open`` marks the reply cut): the first
+   block whose label is the task's language (or one of its aliases) or has no label; blocks labelled with another language (``text``, ``output``,
    ``json``) are skipped. A lone language name on the fence's first line (```\\nsql\\n...)
    is dropped, and so are shell prompts (``$ ``, ``mysql> ``) when every line has one;
 2. after the strategy's ``Action:`` marker: a fenced block there, else the rest of the
@@ -265,6 +265,16 @@ def _open_one_line_fences(text: str) -> str:
         head = m.group("head")
         return f"{head}\n```{label}\n{code.strip()}\n```" if head.strip() else f"```{label}\n{code.strip()}\n```"
     return ONE_LINE_FENCE.sub(expand, text)
+
+
+FENCE_MARK = re.compile(r"`{3,}|~{3,}")
+
+
+def leaves_fence_open(text: str | None) -> bool:
+    """Does the reply open a fence it never closes (a reply cut short: its block is not
+    whole, so it is never run)? Fence marks are counted wherever they stand (``Action: ```sql``
+    opens one mid-line): an odd count leaves one open."""
+    return len(FENCE_MARK.findall(text or "")) % 2 == 1
 
 
 def parse_reply(text: str | None, language: str) -> Parsed:

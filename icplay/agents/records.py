@@ -72,7 +72,8 @@ def call_lines(turn: Turn) -> list[tuple[str, str]]:
     if finish == "length":
         finish += " (truncated: raise --max-tokens)"
     rows.append(("finish", finish))
-    rows.append(("tokens", _tokens_text(response.get("usage") or {})))
+    rows += _tool_call_row(turn)
+    rows.append(("tokens", _tokens_text(response)))
     latency = _latency_text(response)
     if latency is not None:
         rows.append(("latency", latency))
@@ -81,8 +82,25 @@ def call_lines(turn: Turn) -> list[tuple[str, str]]:
     return rows
 
 
-def _tokens_text(usage: dict[str, Any]) -> str:
-    """A call's tokens: prompt (cached) · completion (reasoning), or why they are unknown."""
+def _tool_call_row(turn: Turn) -> list[tuple[str, str]]:
+    """The tool call a turn ran (tools mode): its name, its id, its place in the reply."""
+    call = turn.info.get("tool_call")
+    if not isinstance(call, dict):
+        return []
+    batch = turn.info.get("batch") or ([1, len(turn.info["tool_calls"])] if turn.info.get("tool_calls") else None)
+    where = f" · {batch[0]} of {batch[1]} in the reply" if isinstance(batch, list) and len(batch) == 2 else ""
+    return [("tool call", f"{call.get('name') or '?'} · id {call.get('id') or '?'}{where}")]
+
+
+def _tokens_text(response: dict[str, Any]) -> str:
+    """A call's tokens: prompt (cached) · completion (reasoning), or why they are unknown;
+    marked when icplay counted them (the server reported none)."""
+    counted = response.get("usage_counted")
+    text = _server_tokens(response.get("usage") or {})
+    return f"{text} (estimate, {counted}: the server reported no usage)" if counted else text
+
+
+def _server_tokens(usage: dict[str, Any]) -> str:
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     if prompt is None and completion is None:
         return "unknown (the server reported no usage)"
@@ -124,8 +142,8 @@ def episode_calls(trajectory: Trajectory) -> dict[str, Any]:
             continue
         out["calls"] += 1
         usage = response.get("usage") or {}
-        if usage.get("completion_tokens") is None:
-            out["unknown_usage"] += 1
+        if usage.get("completion_tokens") is None or response.get("usage_counted"):
+            out["unknown_usage"] += 1       # the server said nothing (icplay's estimate, if any, is not its figure)
         for key in ("prompt_tokens", "completion_tokens", "reasoning_tokens"):
             out[key] += usage.get(key) or 0
         out["latency"] += response.get("latency") or 0.0

@@ -257,16 +257,21 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-def usage_numbers(usage: Any) -> dict[str, int | None]:
-    """prompt / completion / reasoning / cached token counts of a usage block (None: not given)."""
+def usage_numbers(usage: Any) -> dict[str, Any]:
+    """prompt / completion / reasoning / cached token counts of a usage block, and the
+    router's ``cost`` when it sends one (None: not given)."""
     def num(value: Any) -> int | None:
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     if usage is None:
-        return {"prompt_tokens": None, "completion_tokens": None, "reasoning_tokens": None, "cached_tokens": None}
+        return {"prompt_tokens": None, "completion_tokens": None, "reasoning_tokens": None, "cached_tokens": None,
+                "cost": None}
     done = field_of(usage, "completion_tokens_details")
     prompt = field_of(usage, "prompt_tokens_details")
+    cost = field_of(usage, "cost")      # a router's own charge (OpenRouter), in dollars
     return {"prompt_tokens": num(field_of(usage, "prompt_tokens")),
             "completion_tokens": num(field_of(usage, "completion_tokens")),
             "reasoning_tokens": num(field_of(done, "reasoning_tokens")) if done is not None else None,
-            "cached_tokens": num(field_of(prompt, "cached_tokens")) if prompt is not None else None}
+            "cached_tokens": num(field_of(prompt, "cached_tokens")) if prompt is not None else None,
+            "cost": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0
+            else None}

@@ -173,12 +173,9 @@ def bad_call_message(language: str, problem: str) -> str:
 
 
 def no_call_note(done: Any, language: str) -> tuple[str, str]:
-    """(why, message to the model) for a reply that called no tool: cut short at the length
-    limit, only thinking, or no call."""
+    """(why, message to the model) for a whole reply that called no tool: only thinking, or no
+    call (a cut one is ``cuts.cut_proposal``'s)."""
     tail = f"Act through the tools: {toolset(language).usage()}."
-    if getattr(done, "truncated", False):
-        return "truncated", ("[icplay] Your last reply was cut off at the length limit before it called a tool, "
-                             f"so nothing was run. Think less and call one tool. {tail}")
     if not (done.text or "").strip() and getattr(done, "reasoning", None):
         return "reasoning_only", ("[icplay] Your last reply held only reasoning and no tool call, so nothing was "
                                   f"run. {tail}")

@@ -42,7 +42,7 @@ def register(sub) -> None:
     p.add_argument("--model", default=os.environ.get("ICPLAY_MODEL"), help="model name ($ICPLAY_MODEL)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint ($OPENAI_BASE_URL), e.g. "
                    "http://localhost:11434/v1 for Ollama")
-    p.add_argument("--api-key", default=None, help="API key ($OPENAI_API_KEY)")
+    add_endpoint_arguments(p)
     p.add_argument("--strategy", default="tryagain", help="single, tryagain, react or plan (default tryagain)")
     p.add_argument("--protocol", choices=["intercode", "agent"], default="intercode",
                    help="intercode: scored after every action, reward shown (the paper's); agent: the model "
@@ -73,7 +73,9 @@ def register(sub) -> None:
     add_model_arguments(p)
     p.add_argument("--context", type=int, default=12000, help="prompt size kept under this many tokens "
                    "(estimated; long outputs and old turns are trimmed; default 12000)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per model call (default 60)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="wall-time seconds for each attempt of a model call, from the request to the reply's last "
+                        "byte, whatever the server sends meanwhile (default 300)")
     p.add_argument("--retries", type=int, default=6, help="retries per model call on 429/5xx/timeouts")
     p.add_argument("--episode-tokens", type=int, default=None, help="token limit per episode")
     p.add_argument("--episode-cost", type=float, default=None, help="dollar limit per episode")
@@ -90,11 +92,24 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def add_endpoint_arguments(p) -> None:
+    """The key and Azure's deployment and version (beside --base-url)."""
+    p.add_argument("--api-key", default=None, help="API key ($OPENAI_API_KEY; for Azure also $AZURE_OPENAI_API_KEY)")
+    p.add_argument("--azure-deployment", default=None, metavar="NAME",
+                   help="an Azure OpenAI deployment: --base-url names the resource (https://R.openai.azure.com); "
+                        "or paste the deployment URL whole as --base-url (see docs/agents.md)")
+    p.add_argument("--api-version", default=None, metavar="V", help="Azure OpenAI's api-version, e.g. 2024-10-21")
+
+
 def run(args) -> int:
     from icplay.agents.llm import AgentError
     from icplay.agents.pricing import PriceTableError
 
     env_from_tasks(args, "run")
+    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
+        from icplay.agents.llm import preload_client
+
+        preload_client()     # the openai package loads while the tasks load and the sandboxes start
     try:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
@@ -244,6 +259,12 @@ def _chosen_policy(args, kind: str, task_set, tasks: list):
         return policy, policy.describe(), f"replay-{Path(args.replay).stem}", tasks, turns
     if not args.model:
         raise UserError("say which model: --model NAME (or $ICPLAY_MODEL), or --policy gold")
+    from icplay.agents.endpoints import azure_url
+
+    try:
+        args.base_url = azure_url(args.base_url, args.azure_deployment, args.api_version)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     args.model_options = configured_model_options(args)
     policy = build_llm(args)
     info = policy.describe()
@@ -266,7 +287,7 @@ def build_llm(args):
     except ExportError as exc:      # the demos
         raise UserError(str(exc)) from None
     model = policy.model
-    model.client()   # fails now, in one sentence, when there is no key
+    model.key()      # fails now, in one sentence, when there is no key (the client is made at the first call)
     model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
     for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
         if value is not None and model.prices.lookup(args.model) is None:

@@ -259,6 +259,8 @@ class Driver:
             return "cost"
         if self.limits.max_seconds is not None and time.monotonic() - self._started >= self.limits.max_seconds:
             return "time"
+        if traj.turns and (ends := traj.turns[-1].info.get("ends_episode")):
+            return str(ends)       # the policy's own end (``truncated``: no budget left to ask again with)
         return None
 
     # -- the steps ----------------------------------------------------------------------
@@ -274,25 +276,42 @@ class Driver:
         if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
             cancel.set()
         self._set_state(State.THINKING)
+        timer = self._time_limit_timer(cancel)
         try:
             proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
-        except Cancelled:
+        except Cancelled as exc:
+            self._add_call_usage(exc.usage)     # a call cut short still cost its tokens
             self._emit(CallCancelled())
             return None
         finally:
+            if timer is not None:
+                timer.cancel()
             with self._lock:
                 self._cancel = None
-        call_usage = proposal.info.get("usage") or {}
-        if call_usage:
-            traj = self.trajectory
-            traj.policy["usage"] = add_usage(traj.usage, call_usage)
-            if self.budget is not None:
-                self.budget.add(call_usage)
+        self._add_call_usage(proposal.info.get("usage") or {})
         if cancel.is_set():    # stopped or taken over as the reply arrived: drop it
             self._emit(CallCancelled())
             return None
         self._emit(Proposed(proposal))
         return proposal
+
+    def _time_limit_timer(self, cancel: threading.Event) -> threading.Timer | None:
+        """A timer that cancels the call when the episode's wall time runs out in the middle of it."""
+        if self.limits.max_seconds is None:
+            return None
+        left = self.limits.max_seconds - (time.monotonic() - self._started)
+        timer = threading.Timer(max(0.0, left), cancel.set)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _add_call_usage(self, call_usage: dict[str, Any]) -> None:
+        if not call_usage:
+            return
+        traj = self.trajectory
+        traj.policy["usage"] = add_usage(traj.usage, call_usage)
+        if self.budget is not None:
+            self.budget.add(call_usage)
 
     def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "delta":

@@ -50,7 +50,7 @@ class PolicySpec:
     base_url: str | None = None
     api_key: str | None = None
     options: dict[str, Any] = field(default_factory=dict)   # the request's parameters (ChatModel keywords)
-    timeout: float = 60.0
+    timeout: float = 300.0
     retries: int = 6
     strategy: str = "tryagain"
     protocol: str = "intercode"

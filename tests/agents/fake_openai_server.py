@@ -22,7 +22,11 @@ number of tokens) and :func:`reasoning_budget` (a router that renamed the budget
 model that spends a small budget thinking answers with empty content and
 ``finish_reason: "length"``). A reply can carry reasoning (``reasoning`` in the field
 ``reasoning_field``), content as a list of parts (``parts``), tool calls (streamed in pieces),
-an error chunk in the middle of the stream (``stream_error_after``), and no usage.
+an error chunk in the middle of the stream (``stream_error_after``), no usage, a stream cut
+without a finish reason (``cut_after``), keep-alive comments forever (``keepalive``: OpenRouter's
+``: OPENROUTER PROCESSING``), a raw or plain-text error body in any provider's shape (``body``,
+``content_type``) and OpenRouter's ``usage.cost``. ``azure_deployment`` makes it an Azure
+deployment endpoint (its path, ``api-version`` and ``api-key`` header).
 
 Run it by hand (e.g. for ``icplay run --base-url``)::
 
@@ -35,11 +39,13 @@ may also be an object of :class:`Reply`'s fields, e.g. ``{"content": "...", "rea
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
 
 
 @dataclass
@@ -64,6 +70,15 @@ class Reply:
     reasoning_tokens: int | None = None   # usage.completion_tokens_details.reasoning_tokens
     cached_tokens: int | None = None      # usage.prompt_tokens_details.cached_tokens
     model: str | None = None           # the model named in the response (default: the request's)
+    cut_after: int | None = None       # streamed: the connection ends cleanly after this many chunks, with no
+    #                                    finish_reason (and no [DONE] unless ``done_marker``): a cut stream
+    done_marker: bool = False          # with cut_after: still send [DONE]
+    abrupt: bool = False               # with cut_after: hang up without ending the chunked body (a dropped connection)
+    keepalive: float | None = None     # send SSE comments (": OPENROUTER PROCESSING") every so many seconds,
+    #                                    before anything else, until ``keepalive_for`` seconds or the client hangs up
+    keepalive_for: float = 30.0
+    content_type: str = "application/json"   # of an error or raw body (text/plain: a proxy's page)
+    usage_cost: float | None = None    # usage.cost, as OpenRouter sends it (dollars)
 
 
 def rate_limited(retry_after: float | None = 0.01) -> Reply:
@@ -219,11 +234,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:   # quiet
         pass
 
-    def _send(self, status: int, body: str, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: str, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
         data = body.encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -244,7 +260,11 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        route = urlsplit(self.path)
+        with fake._lock:
+            fake.paths.append(self.path)
+            fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+        if not route.path.rstrip("/").endswith("/chat/completions") or not fake.route_ok(route):
             self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "code": "not_found"}}))
             return
         try:
@@ -255,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._cond:
             fake.requests.append(request)
             fake._cond.notify_all()
-        if fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+        if fake.api_key is not None and not fake.key_ok(self.headers):
             self._send(401, json.dumps({"error": {"message": "Incorrect API key provided.",
                                                   "type": "invalid_request_error", "code": "invalid_api_key"}}))
             return
@@ -282,8 +302,10 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         if reply.hold is not None and not (request.get("stream") and fake.streaming and reply.hold_after):
             reply.hold.wait(30)
+        if reply.keepalive and not self._keep_alive(reply, bool(request.get("stream") and fake.streaming)):
+            return
         if reply.body is not None:
-            self._send(reply.status, reply.body, reply.headers)
+            self._send(reply.status, reply.body, reply.headers, reply.content_type)
             return
         if reply.status != 200:
             self._send(reply.status, json.dumps({"error": reply.error or {"message": "error"}}), reply.headers)
@@ -310,6 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
             if reply.cached_tokens is not None:
                 body["usage"]["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+            if reply.usage_cost is not None:
+                body["usage"]["cost"] = reply.usage_cost
         if request.get("stream") and fake.streaming:
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             self._stream(body, reply, include_usage)
@@ -340,13 +364,15 @@ class _Handler(BaseHTTPRequestHandler):
         deltas = deltas or [{"content": ""}]
         deltas[0] = {"role": "assistant", **deltas[0]}
         events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
-        if reply.stream_error_after is not None:      # OpenRouter's mid-stream error: an error chunk, then the end
+        if reply.cut_after is not None:               # the connection ends in the middle of the reply
+            events = events[:reply.cut_after]
+        elif reply.stream_error_after is not None:    # OpenRouter's mid-stream error: an error chunk, then the end
             events = events[:reply.stream_error_after]
             events.append({**base, "error": {"code": 502, "message": "Provider returned error"},
                            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]})
         else:
             events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
-        if include_usage and reply.usage and reply.stream_error_after is None:
+        if include_usage and reply.usage and reply.stream_error_after is None and reply.cut_after is None:
             events.append({**base, "choices": [], "usage": body["usage"]})
         delay = reply.chunk_delay if reply.chunk_delay else fake.chunk_delay
         try:
@@ -362,16 +388,42 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.hold is not None and reply.hold_after and n == reply.hold_after:
                     reply.hold.wait(30)
                 self._chunk(f"data: {json.dumps(event)}\n\n")
+            if reply.cut_after is not None and reply.abrupt:
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
             with fake._lock:       # counted before the end, so a client that has read it all sees it
                 fake.served += 1
                 fake.streamed += 1
-            self._chunk("data: [DONE]\n\n")
+            if reply.cut_after is None or reply.done_marker:
+                self._chunk("data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             with fake._lock:
                 fake.disconnects += 1
             self.close_connection = True
+
+    def _keep_alive(self, reply: Reply, streaming: bool) -> bool:
+        """Keep the connection open with what servers send while they wait (SSE comments on a
+        stream, blank lines before a JSON body) for ``keepalive_for`` seconds; False when the
+        client hung up (nothing more to send). Then the connection is closed: a server that
+        never answers."""
+        fake = self.server.fake
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if streaming else "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            until = time.monotonic() + reply.keepalive_for
+            while time.monotonic() < until:
+                self._chunk(": OPENROUTER PROCESSING\n\n" if streaming else "\n")
+                time.sleep(reply.keepalive or 0.1)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            with fake._lock:
+                fake.disconnects += 1
+        self.close_connection = True
+        return False
 
     def _chunk(self, text: str) -> None:
         data = text.encode()
@@ -392,8 +444,13 @@ class FakeOpenAIServer:
     def __init__(self, responder: Responder | None = None, api_key: str | None = None,
                  models: list[str] | None = None, latency: float = 0.0, port: int = 0,
                  streaming: bool | str = True, chunk_delay: float = 0.0,
-                 checks: list[Callable[[dict], "Reply | None"]] | None = None):
+                 checks: list[Callable[[dict], "Reply | None"]] | None = None,
+                 azure_deployment: str | None = None):
         self.responder = responder or Script(["submit"])
+        # Azure: only /openai/deployments/<this>/chat/completions?api-version=..., the key in an api-key header
+        self.azure_deployment = azure_deployment
+        self.paths: list[str] = []            # each request's path and query
+        self.headers: list[dict[str, str]] = []  # each request's headers (lower-case names)
         self.checks = list(checks or [])      # provider behaviours, tried before the responder
         self.api_key = api_key
         self.models = models
@@ -409,6 +466,18 @@ class FakeOpenAIServer:
         self._http = self._HTTP(("127.0.0.1", port), _Handler)
         self._http.fake = self
         self._thread: threading.Thread | None = None
+
+    def route_ok(self, route: Any) -> bool:
+        if self.azure_deployment is None:
+            return True
+        version = parse_qs(route.query).get("api-version")
+        return route.path.rstrip("/") == f"/openai/deployments/{self.azure_deployment}/chat/completions" \
+            and bool(version)
+
+    def key_ok(self, headers: Any) -> bool:
+        if self.azure_deployment is not None:
+            return headers.get("api-key") == self.api_key
+        return headers.get("Authorization") == f"Bearer {self.api_key}"
 
     def wait_requests(self, n: int, timeout: float = 10.0) -> bool:
         """Block until ``n`` requests have arrived (a test's way to know the model is "thinking")."""

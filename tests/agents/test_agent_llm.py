@@ -93,8 +93,10 @@ def test_tokens_from_the_api_and_cost_from_the_price_table(fake_server):
     done = model(server, "my-local-llama").complete(MSGS)
     assert done.cost is None and done.prompt_tokens > 0      # unpriced, still counted
     server = fake_server(Script([Reply("x", usage=False)]))
-    done = model(server).complete(MSGS)
-    assert done.prompt_tokens is None and done.cost is None
+    done = model(server).complete(MSGS)       # no usage from the server: counted here, marked an estimate
+    assert done.counted == "chars/4" and done.prompt_tokens == 3 + 4 + len("Task: count") // 4 + 1
+    assert done.completion_tokens == 1 and done.cost == pytest.approx((done.prompt_tokens * 2.5 + 10) / 1e6)
+    assert done.usage()["estimated_calls"] == 1 and done.response()["usage_counted"] == "chars/4"
 
 
 def test_price_table_is_user_extendable(tmp_path, monkeypatch):

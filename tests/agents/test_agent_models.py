@@ -215,13 +215,15 @@ def test_an_error_chunk_mid_stream_is_retried_like_a_5xx(fake_server):
     retries: list = []
     done = model(server).complete(MSGS, on_delta=lambda t: None, on_retry=lambda *a: retries.append(a))
     assert done.text == fenced("SELECT 2") and done.attempts == 2
-    assert "the stream broke off" in retries[0][2]
+    assert "the reply failed (an error in the stream: Provider returned error)" in retries[0][2]
 
 
-def test_a_stream_without_usage_reports_unknown_tokens_not_zero(fake_server):
+def test_a_stream_without_usage_counts_the_tokens_here_marked_an_estimate(fake_server):
     server = fake_server(Script([Reply(fenced("SELECT 1"), usage=False)]))
     done = model(server).complete(MSGS, on_delta=lambda t: None)
-    assert done.prompt_tokens is None and done.completion_tokens is None and done.cost is None
+    assert done.counted == "chars/4" and done.completion_tokens == (len(fenced("SELECT 1")) + 3) // 4
+    assert done.prompt_tokens and done.cost == pytest.approx((done.prompt_tokens * 2.5 + done.completion_tokens * 10)
+                                                             / 1e6)
 
 
 def test_a_context_length_400_trims_the_history_and_retries(fake_server, table_env):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from agent_helpers import TableEnv, make_task
-from tiny_serve import TOOL_QUERY, TransformersServer, serve_command
+from tiny_serve import TOOL_QUERY, CuttingProxy, TransformersServer, serve_command
 
 from ci_rules import unavailable
 from icplay.agents.llm import ChatModel, LLMPolicy
@@ -73,6 +73,21 @@ def test_streaming_usage_and_finish_reasons_from_the_real_server(serve):
     assert plain.text == streamed.text                       # greedy: the same garbage both ways
     stop = chat(server, models["stopper"], max_tokens=5).complete(msgs, on_delta=pieces.append)
     assert stop.finish_reason == "stop" and stop.text == "" and stop.completion_tokens == 1
+
+
+def test_a_stream_from_the_real_server_cut_short_is_a_failed_attempt_retried(serve):
+    server, models = serve
+    proxy = CuttingProxy(server.port, cut=1)        # ends the first stream after its first event
+    try:
+        msgs = [{"role": "user", "content": "Count the singers."}]
+        done = ChatModel(models["random"], base_url=proxy.url, api_key="none", temperature=0, backoff=0.01,
+                         timeout=120, max_tokens=12).complete(msgs, on_delta=lambda t: None)
+    finally:
+        proxy.stop()
+    assert proxy.cuts == 1 and done.attempts == 2
+    assert done.response()["failed_attempts"] == ["the reply failed (the stream ended before the reply finished "
+                                                  "(no finish_reason))"]
+    assert done.finish_reason == "length" and done.completion_tokens == 12     # the whole second reply
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "plain"])
@@ -127,14 +142,18 @@ def test_icplay_run_against_transformers_serve(serve, tmp_path, capsys, monkeypa
     files = sorted((out / "sql").glob("*.json"))
     assert len(files) == 1 and summary["played"] == 1
     traj = load_trajectory(files[0])
-    assert traj.status == "submitted" and traj.policy["ended_by"] == "turns" and traj.turns_taken == 3
+    # text: every reply is cut at the token limit, so none runs; --max-tokens 2 is the user's cap, so the
+    # second cut at it ends the episode (docs/agents.md)
+    assert traj.status == "submitted" and traj.turns_taken == (2 if actions == "text" else 3)
+    assert traj.policy["ended_by"] == ("truncated" if actions == "text" else "turns")
     assert traj.policy["actions"] == actions and traj.policy["model"] == model
     usage = traj.policy["usage"]
     assert usage["prompt_tokens"] > 0 and "prompt_tokens_unknown" not in usage
     if actions == "text":
-        assert usage["calls"] == 3 and usage["completion_tokens"] == 6
+        assert usage["calls"] == 2 and usage["completion_tokens"] == 4
         assert all(t.info["finish_reason"] == "length" and t.info.get("reply_truncated") for t in traj.turns)
-        assert summary["truncated_replies"] == 3
+        assert all(t.kind == "invalid" and not t.action and t.info["truncated"]["budget"] == 2 for t in traj.turns)
+        assert summary["truncated_replies"] == 2
     else:
         assert usage["calls"] == 2 and [t.action for t in traj.turns] == [TOOL_QUERY] * 3
         assert [t.info["tool_call"]["id"].rsplit("_", 1)[1] for t in traj.turns] == ["0", "1", "0"]

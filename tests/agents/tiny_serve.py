@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -181,3 +182,96 @@ class TransformersServer:
 
 if __name__ == "__main__":       # python tiny_serve.py FOLDER: build the models there (the tests do it so)
     print(json.dumps({k: str(v) for k, v in build_models(Path(sys.argv[1])).items()}))
+
+
+class CuttingProxy:
+    """A loopback proxy in front of a server that ends the first ``cut`` streamed replies
+    cleanly after their first event (the chunked body closed, no finish reason, no
+    ``[DONE]``): what a proxy or a crashed worker leaves of a stream. Later connections pass through."""
+
+    def __init__(self, upstream_port: int, cut: int = 1):
+        import threading
+
+        self.upstream_port = upstream_port
+        self.left = cut
+        self.cuts = 0
+        self._lock = threading.Lock()
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        import threading
+
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+
+        def up() -> None:
+            try:
+                while data := client.recv(65536):
+                    upstream.sendall(data)
+            except OSError:
+                pass
+
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            self._down(upstream.makefile("rb"), client)
+        except OSError:
+            pass
+        finally:
+            for sock in (client, upstream):
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def _down(self, reader, client: socket.socket) -> None:
+        """Responses from upstream to the client, one after another; a streamed one may be cut."""
+        while True:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                line = reader.readline()
+                if not line:
+                    return
+                head += line
+            client.sendall(head)
+            if b"transfer-encoding: chunked" not in head.lower():
+                length = int((re.search(rb"content-length: *(\d+)", head.lower()) or [b"", b"0"])[1])
+                client.sendall(reader.read(length))
+                continue
+            with self._lock:
+                cut = b"text/event-stream" in head.lower() and self.left > 0
+                self.left -= int(cut)
+                self.cuts += int(cut)
+            ended = False            # the client's body ended (the rest of upstream's is read and dropped)
+            while True:
+                size_line = reader.readline()
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                chunk = reader.read(size + 2)
+                if size == 0:
+                    if not ended:
+                        client.sendall(b"0\r\n\r\n")
+                    break
+                if not ended:
+                    client.sendall(size_line + chunk)
+                    ended = cut and b"data:" in chunk
+                    if ended:        # the body ends cleanly here: the rest of the reply never comes
+                        client.sendall(b"0\r\n\r\n")
+
+    def stop(self) -> None:
+        self._listener.close()

@@ -23,13 +23,13 @@ from tui_helpers import text_of, wait_for  # noqa: E402
 from view_fixtures import SQL_TASK  # noqa: E402
 
 
-def record(home: Path, session: str, model: str, replies: list, **options) -> None:
+def record(home: Path, session: str, model: str, replies: list, actions: str = "text", **options) -> None:
     env = make_env("sql", sandbox="sqlite")
     try:
         with FakeOpenAIServer(Script(replies, then="submit")) as server:
             chat = ChatModel(model, base_url=server.url, api_key="k", prices=PriceTable({"fake-cheap": (1.0, 2.0)}),
                              **options)
-            policy = LLMPolicy(chat, "tryagain", "agent")
+            policy = LLMPolicy(chat, "tryagain", "agent", actions=actions)
             play(env, SQL_TASK, policy, protocol="agent", save=Session(session, home=home).save,
                  policy_info=policy.describe())
     finally:
@@ -76,4 +76,24 @@ async def test_the_stepper_shows_the_call_and_compare_shows_the_differences(view
         assert "truncated replies" in differences and "calls without usage" in differences
         rows = list(app.screen.query(".compare-row"))
         assert "(21 reasoning)" in text_of(rows[0].query(".half")[0])
-        assert "? tok" in text_of(rows[0].query(".half")[1])
+        assert "~" in text_of(rows[0].query(".half")[1])        # no usage from the server: icplay's estimate
+
+
+async def test_the_stepper_shows_each_tool_call_s_name_and_id(view_app, home):  # noqa: F811
+    calls = [{"id": "call_a1", "name": "sql", "arguments": '{"query": "SELECT title FROM books"}'},
+             {"id": "call_a2", "name": "sql", "arguments": '{"query": "SELECT 1"}'}]
+    record(home, "tools", "fake-cheap", [Reply("", tool_calls=calls, finish_reason="tool_calls"),
+                                         Reply("", tool_calls=[{"id": "call_b1", "name": "submit", "arguments": "{}"}],
+                                               finish_reason="tool_calls")], actions="tools")
+    app = view_app()
+    async with app.run_test(size=(130, 60)) as pilot:
+        await loaded(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, EpisodeScreen), 10, "the stepper")
+        stepper = app.screen
+        assert "sql call call_a1" in text_of(stepper.query_one("#turn-head"))
+        assert "tool call" in text_of(stepper.query_one("#call")) and "sql · id call_a1 · 1 of 2 in the reply" in \
+            text_of(stepper.query_one("#call"))
+        await pilot.press("right")
+        await wait_for(pilot, lambda: "call_a2" in text_of(stepper.query_one("#turn-head")), 10, "the second call")
+        assert "sql call call_a2" in text_of(stepper.query_one("#turn-head"))

@@ -57,7 +57,7 @@ async def test_approve_edit_reject_and_take_over_a_tool_calling_agent(tool_app, 
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_request(pilot, "proposal")
         screen = watch(app)
-        assert screen.panel.tool == "sql  (call 1 of 2 in one reply)"
+        assert screen.panel.tool == "sql · id a1  (call 1 of 2 in one reply)"
         assert screen.panel.action == "SELECT name FROM customers"
         assert "Names first, then cities." in screen.panel.thought
         await pilot.press("ctrl+y")                                          # approve the first call
@@ -65,7 +65,7 @@ async def test_approve_edit_reject_and_take_over_a_tool_calling_agent(tool_app, 
 
         await wait_request(pilot, "proposal")                                # the reply's second call
         assert screen.panel.action == "SELECT city FROM customers" and len(fake.requests) == 1
-        assert screen.panel.tool == "sql  (call 2 of 2 in one reply)"
+        assert screen.panel.tool == "sql · id a2  (call 2 of 2 in one reply)"
         await pilot.press("ctrl+e")                                          # edit its code
         editor = screen.pane.editor
         assert editor.text == "SELECT city FROM customers"
@@ -76,7 +76,7 @@ async def test_approve_edit_reject_and_take_over_a_tool_calling_agent(tool_app, 
         assert (turns(app)[1].author, turns(app)[1].proposed) == ("agent-edited-by-human", "SELECT city FROM customers")
 
         await wait_request(pilot, "proposal")
-        assert screen.panel.action == "DROP TABLE customers" and screen.panel.tool == "sql"
+        assert screen.panel.action == "DROP TABLE customers" and screen.panel.tool == "sql · id b1"
         await pilot.press("ctrl+x")                                          # reject with a comment
         await wait_for(pilot, lambda: isinstance(app.screen, CommentScreen), 5, "the comment box")
         await type_text(pilot, "never drop tables")

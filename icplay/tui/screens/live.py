@@ -89,7 +89,8 @@ HINTS = {
 def call_label(info: dict[str, Any]) -> str:
     """The tool a proposed call calls, and where it stands in a reply of several calls."""
     k, n = info.get("batch") or (1, len(info.get("tool_calls") or []))
-    name = str((info.get("tool_call") or {}).get("name") or "?")
+    call = info.get("tool_call") or {}
+    name = "".join(c for c in f"{call.get('name') or '?'} · id {call.get('id') or '?'}" if c.isprintable())[:120]
     return f"{name}  (call {k} of {n} in one reply)" if n > 1 else name
 
 

@@ -104,6 +104,9 @@ def turn_heading(turns: list[Turn], position: int) -> Text:
         text.append(status, style=style)
     if turn.info.get("reply_truncated"):
         text.append(" · truncated", style="bold yellow")
+    call = turn.info.get("tool_call")
+    if isinstance(call, dict):          # tools mode: which call of the reply this turn ran
+        text.append(f" · {_shown(call.get('name'), 40)} call {_shown(call.get('id'), 60)}", style="cyan")
     if turn.reward is not None:
         text.append(f" · reward {turn.reward:.2f}")
     verdict = turn.info.get("strict")
@@ -123,6 +126,11 @@ def flag_text(flags: list[Flag]) -> Text:
         text.append(f"⚑ {flag.kind} ", style=FLAG_STYLE)
         text.append(flag.evidence, style="")
     return text
+
+
+def _shown(value: object, limit: int) -> str:
+    """A name the model chose, as one line of plain characters (no control codes)."""
+    return "".join(c for c in safe(str(value or "?")) if c.isprintable())[:limit] or "?"
 
 
 def solved_text(traj: Trajectory) -> Text:
@@ -659,7 +667,7 @@ def call_brief(turn: Turn) -> str:
     if not isinstance(response, dict):
         return ""
     usage = response.get("usage") or {}
-    parts = [_tokens_brief(usage)]
+    parts = [("~" if response.get("usage_counted") else "") + _tokens_brief(usage)]
     if response.get("latency") is not None:
         parts.append(f"{response['latency']:.1f} s")
     if response.get("cost") is not None:

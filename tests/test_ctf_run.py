@@ -101,5 +101,7 @@ def test_play_plain_a_human_finds_the_flag(sandbox, tmp_path, request):
     out = done.stdout
     assert "icplay:/ctf/hex-dump$ pwd\n/ctf/hex-dump\n" in out
     assert "The flag is icplay{h3x_t0_byt3s_w1th_xxd}" in out
-    # the wrong flag ended hex-dump with 0; the next task then got the right flag of hex-dump: 0 again
-    assert out.count("reward: 0.00") == 2, out
+    # the wrong flag ended hex-dump with 0, and --task plays that task only: the right flag typed
+    # after it is never read as an action of another task
+    assert out.count("reward: 0.00") == 1, out
+    assert out.count("=== task ") == 1, out

@@ -237,7 +237,8 @@ def test_export_counts_and_names_the_bad_files_and_exports_the_good_ones(tmp_pat
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert len(out.read_text().strip().splitlines()) == 1 + 3
-    count, note = done.stderr.strip().splitlines()
+    rule, count, note = done.stderr.strip().splitlines()
+    assert rule.startswith("icplay: exporting episodes of every outcome")   # which episodes go in, said
     assert count == f"icplay: 3 csv record(s) from 3 of 3 episodes written to {out}"
     check_note(note, folder)
     solved = icplay("export", "chat", str(folder), "--solved", "intercode", "--out", str(tmp_path / "chat.jsonl"))

@@ -167,7 +167,7 @@ def run(args) -> int:
     session = open_session(args.session or "watch", args.out, cli_annotator(args))
     if args.task is None:
         tasks = tasks[first_unfinished(session, tasks):]
-    first = playable - len(tasks) + 1
+    first = [t.key for t in covered].index(tasks[0].key) + 1 if tasks else playable + 1   # its number in the set
     if args.limit is not None:
         tasks = tasks[:max(0, args.limit)]
     env = make_env(args.env, sandbox=args.sandbox, image=args.image,

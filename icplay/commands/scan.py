@@ -14,8 +14,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from icplay.process import UserError
+
+if TYPE_CHECKING:   # the type only: the module itself loads when the command runs
+    from icplay.scan.report import ScanReport
 
 
 # What a command needs is imported inside the function that runs it (said here once for the
@@ -119,12 +123,22 @@ def gold_problems(sets: set[str], sandbox: str) -> tuple[dict[str, str], list[st
 
 
 def run(args) -> int:
-    from icplay.scan.report import render_counts, render_episodes, render_health, scan_paths
-
     if args.list:
         return _list()
     if not args.paths:
         raise UserError("name what to scan: run folders, trajectory files or InterCode results files")
+    report = _scan(args)
+    if args.html:
+        _write_page(report, Path(args.html))
+    _print_report(report, args)
+    return 0
+
+
+def _scan(args) -> ScanReport:
+    """Every episode under ``args.paths`` scanned by the chosen scanners (and the model, and
+    the golds, when asked for)."""
+    from icplay.scan.report import scan_paths
+
     scanners = _scanners(args)
     asker = _model_scanner(args)
     if asker is not None:
@@ -139,8 +153,13 @@ def run(args) -> int:
         problems, notes = gold_problems({r.set for r in report.health if r.set}, args.sandbox)
         report.add_gold_problems(problems)
         report.notes += notes
-    if args.html:
-        _write_page(report, Path(args.html))
+    return report
+
+
+def _print_report(report: ScanReport, args) -> None:
+    """The report on stdout (as JSON, or as text listings), its notes on stderr."""
+    from icplay.scan.report import render_counts, render_episodes, render_health
+
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
     else:
@@ -154,7 +173,6 @@ def run(args) -> int:
         from icplay.formats.native import skipped_note
 
         print(f"icplay scan: {skipped_note(report.skipped)}", file=sys.stderr)
-    return 0
 
 
 def _write_page(report, path: Path) -> None:

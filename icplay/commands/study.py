@@ -14,11 +14,14 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from icplay.commands import study_report
 from icplay.languages import names
 from icplay.process import UserError
+
+if TYPE_CHECKING:   # the type only: the module itself loads when the command runs
+    from icplay.tasks.registry import TaskSet
 
 # What a command needs is imported inside the function that runs it (said here once for the
 # module): `icplay --help` imports every command module and must start fast.
@@ -103,7 +106,7 @@ def study_tasks(items: list[str], env: str | None = None,
     from icplay.study.model import StudyFileError
     from icplay.study.queue import resolve
     from icplay.tasks.model import TaskFileError
-    from icplay.tasks.registry import find_set, task_sets
+    from icplay.tasks.registry import find_set
 
     refs: list[str] = []
     for item in items:
@@ -112,20 +115,28 @@ def study_tasks(items: list[str], env: str | None = None,
             found = [resolve(item, "--tasks", task_files).key]
         else:
             try:
-                if path.is_file():
-                    task_set = find_set(item, env or env_of_file(path))
-                    if any(s.name == task_set.name for s in task_sets()):
-                        raise TaskFileError(path, f"its name {task_set.name!r} is a known set's: rename the file, "
-                                            "so that the study's refs name one set")
-                    if task_files is not None:
-                        task_files[task_set.name] = {"path": str(path.resolve()), "env": task_set.env}
-                else:
-                    task_set = find_set(item, env)
+                task_set = _task_file_set(item, env, task_files) if path.is_file() else find_set(item, env)
                 found = [t.key for t in task_set.load()]
             except TaskFileError as exc:
                 raise StudyFileError(f"--tasks: {exc}") from None
         refs += [r for r in found if r not in refs]
     return refs
+
+
+def _task_file_set(item: str, env: str | None, task_files: dict[str, dict[str, str]] | None) -> TaskSet:
+    """The set the task file ``item`` holds, noted in ``task_files``; a TaskFileError when its
+    name is a known set's (the study's refs would name two sets)."""
+    from icplay.tasks.model import TaskFileError
+    from icplay.tasks.registry import find_set, task_sets
+
+    path = Path(item)
+    task_set = find_set(item, env or env_of_file(path))
+    if any(s.name == task_set.name for s in task_sets()):
+        raise TaskFileError(path, f"its name {task_set.name!r} is a known set's: rename the file, "
+                            "so that the study's refs name one set")
+    if task_files is not None:
+        task_files[task_set.name] = {"path": str(path.resolve()), "env": task_set.env}
+    return task_set
 
 
 def env_of_file(path: Path) -> str:

@@ -250,17 +250,24 @@ class Driver:
     def limit_reached(self) -> str | None:
         """Which episode limit is reached (turns, tokens, cost, time), else None."""
         traj = self.trajectory
-        usage = traj.usage
         if self.max_turns is not None and traj.turns_taken >= self.max_turns:
             return "turns"
+        spent = self._budget_spent()
+        if spent is not None:
+            return spent
+        if traj.turns and (ends := traj.turns[-1].info.get("ends_episode")):
+            return str(ends)       # the policy's own end (``truncated``: no budget left to ask again with)
+        return None
+
+    def _budget_spent(self) -> str | None:
+        """Which budget of ``self.limits`` (tokens, cost, time) is spent, else None."""
+        usage = self.trajectory.usage
         if self.limits.max_tokens is not None and usage_tokens(usage) >= self.limits.max_tokens:
             return "tokens"
         if self.limits.max_cost is not None and (usage.get("cost") or 0) >= self.limits.max_cost:
             return "cost"
         if self.limits.max_seconds is not None and time.monotonic() - self._started >= self.limits.max_seconds:
             return "time"
-        if traj.turns and (ends := traj.turns[-1].info.get("ends_episode")):
-            return str(ends)       # the policy's own end (``truncated``: no budget left to ask again with)
         return None
 
     # -- the steps ----------------------------------------------------------------------

@@ -414,17 +414,22 @@ def fewshot_file(trajs: list[Trajectory], strategy: str, protocol: str | None) -
                        "text": demonstration(t, strategy, protocol)} for t in trajs]}
 
 
-def load_demos(path: str | Path, env: str) -> list[str]:
-    """The demonstrations for ``env`` in a file ``icplay export fewshot`` wrote."""
-    path = Path(path)
+def _read_demos_file(path: Path) -> Any:
+    """The JSON in a demonstrations file, or an ExportError that names the file and what is wrong."""
     try:
-        data = json.loads(read_json_text(path, "a demonstrations file"))    # a regular file, capped, never blocking
+        return json.loads(read_json_text(path, "a demonstrations file"))    # a regular file, capped, never blocking
     except FileNotFoundError:
         raise ExportError(f"{path}: no such file") from None
     except JsonFileError as exc:
         raise ExportError(str(exc)) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportError(f"{path}: not a demonstrations file ({exc})") from None
+
+
+def load_demos(path: str | Path, env: str) -> list[str]:
+    """The demonstrations for ``env`` in a file ``icplay export fewshot`` wrote."""
+    path = Path(path)
+    data = _read_demos_file(path)
     if not isinstance(data, dict) or data.get("format") != FEWSHOT_FORMAT or not isinstance(data.get("demos"), list):
         raise ExportError(f"{path}: not a demonstrations file (write one with `icplay export fewshot`)")
     demos = [str(d.get("text", "")) for d in data["demos"] if isinstance(d, dict) and d.get("env") == env]

@@ -16,7 +16,7 @@ episode with at least one good or bad label:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from icplay.episode import BAD, GOOD, Trajectory, Turn
 from icplay.formats.export import Replies, _head, episode_metadata
@@ -35,23 +35,36 @@ def _step_text(turn: Turn, replies: Replies) -> str:
     return f"{reply}\n{replies.output(turn)['content']}"
 
 
+def _judged(mark: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+    """Whether a human labelled this step good or bad (neutral and no label are not judgements)."""
+    return bool(mark) and mark is not None and mark["label"] in (GOOD, BAD)
+
+
+def _outcome_labels(marks: list[dict[str, Any] | None], solved: bool) -> dict[str, list[Any]]:
+    """One bool per step for the trainer: the human's good or bad, else the episode's outcome."""
+    return {"labels": [m["label"] == GOOD if _judged(m) else solved for m in marks],
+            "label_sources": ["human" if _judged(m) else "outcome" for m in marks]}
+
+
+def _human_words(marks: list[dict[str, Any] | None]) -> dict[str, list[Any]]:
+    """What the human wrote per step: the label, the note and who wrote them."""
+    return {"step_labels": [m["label"] if m else None for m in marks],
+            "notes": [(m or {}).get("note") for m in marks],
+            "label_authors": [(m or {}).get("author") for m in marks]}
+
+
 def steps_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
                  actions: str | None = None) -> dict[str, Any] | None:
     """The episode's stepwise-supervision record; None when no step is labelled good or bad."""
     steps = _steps(traj)
-    judged = [i for i, t in enumerate(steps) if t.label and t.label["label"] in (GOOD, BAD)]
+    judged = [i for i, t in enumerate(steps) if _judged(t.label)]
     if not judged:
         return None
     steps = steps[:judged[-1] + 1]
     replies = Replies(traj, strategy, actions)
     prompt = "\n\n".join(m["content"] for m in _head(traj, strategy, protocol, actions))
-    marks = [t.label for t in steps]
-    labels = [m["label"] == GOOD if m and m["label"] in (GOOD, BAD) else traj.solved for m in marks]
-    sources = ["human" if m and m["label"] in (GOOD, BAD) else "outcome" for m in marks]
-    return {"prompt": prompt, "completions": [_step_text(t, replies) for t in steps], "labels": labels,
-            "label_sources": sources, "step_labels": [m["label"] if m else None for m in marks],
-            "notes": [m.get("note") if m else None for m in marks],
-            "label_authors": [m.get("author") if m else None for m in marks],
+    return {"prompt": prompt, "completions": [_step_text(t, replies) for t in steps],
+            **_outcome_labels([t.label for t in steps], traj.solved), **_human_words([t.label for t in steps]),
             "turns": [t.index for t in steps],
             "outcome": {"reward": traj.reward, "solved": traj.solved, "strict": traj.strictly_solved},
             "metadata": episode_metadata(traj)}

@@ -103,27 +103,31 @@ class Reexecution:
 
     def render(self) -> str:
         """A plain-text report: one line per turn, the diff under each that differs."""
-        lines = []
-        for c in self.checks:
-            head = f"turn {c.index + 1}: {c.action.splitlines()[0][:70] if c.action else '(' + str(c.skipped) + ')'}"
-            if c.skipped:
-                lines.append(f"  {head}  — skipped ({c.skipped}: nothing ran)")
-            elif c.differs:
-                lines.append(f"✗ {head}  — differs: {', '.join(c.what())}")
-                diff = c.diff()
-                if diff:
-                    lines.extend("    " + line for line in diff.splitlines())
-            else:
-                lines.append(f"✓ {head}")
+        lines = [line for c in self.checks for line in _turn_lines(c)]
         if self.recorded_final is not None or self.final is not None:
             mark = "✗" if self.final_differs else "✓"
             lines.append(f"{mark} final reward: recorded {_fmt(self.recorded_final)}, now {_fmt(self.final)}")
-        n = len(self.diverged)
-        verdict = ("reproduced: every turn matches the recording" if self.reproduced else
-                   f"diverged: {n} turn{'s differ' if n != 1 else ' differs'}" +
-                   (" and the final reward" if self.final_differs else ""))
-        lines.append(verdict)
+        lines.append(self.verdict())
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """One line: reproduced, or how many turns (and whether the final reward) diverged."""
+        if self.reproduced:
+            return "reproduced: every turn matches the recording"
+        n = len(self.diverged)
+        return (f"diverged: {n} turn{'s differ' if n != 1 else ' differs'}"
+                + (" and the final reward" if self.final_differs else ""))
+
+
+def _turn_lines(c: TurnCheck) -> list[str]:
+    """A turn's line in the report (✓ matches, ✗ differs, blank skipped), and its diff."""
+    head = f"turn {c.index + 1}: {c.action.splitlines()[0][:70] if c.action else '(' + str(c.skipped) + ')'}"
+    if c.skipped:
+        return [f"  {head}  — skipped ({c.skipped}: nothing ran)"]
+    if not c.differs:
+        return [f"✓ {head}"]
+    diff = c.diff()
+    return [f"✗ {head}  — differs: {', '.join(c.what())}", *("    " + line for line in diff.splitlines())]
 
 
 def _differs(a: float | None, b: float | None) -> bool:
@@ -151,6 +155,31 @@ def _run(env: Env, turn: Turn):
             timer.cancel()
 
 
+def _check_turn(env: Env, turn: Turn) -> TurnCheck:
+    """One recorded turn run again on ``env`` (a reply with no action is skipped: nothing ran)."""
+    check = TurnCheck(turn.index, turn.action, recorded_observation=turn.observation,
+                      recorded_exit=turn.exit_code, recorded_reward=turn.reward)
+    if not turn.action:
+        check.skipped = "rejected" if turn.info.get("rejected") else "invalid"
+        check.reward = turn.reward    # an unparsable reply scores what it scored: nothing ran
+    else:
+        result = _run(env, turn)
+        check.observation, check.exit_code = result.observation, result.exit_code
+        if turn.reward is not None:
+            check.reward = env.submit().reward
+    return check
+
+
+def _task_to_run(trajectory: Trajectory, env: Env, task: Task | None) -> Task:
+    """The machine's task of the episode, checked to be of ``env``'s kind and the episode's."""
+    if task is None:
+        task = machine_task(trajectory.task, f"episode {trajectory.id}")
+    if env.name != task.env or trajectory.env != task.env:
+        raise TaskFileError(f"episode {trajectory.id}", f"a {trajectory.env} episode of a {task.env} task cannot be "
+                                                        f"re-executed on a {env.name} environment", field="env")
+    return task
+
+
 def reexecute(trajectory: Trajectory, env: Env, on_turn: Callable[[TurnCheck], None] | None = None,
               cancel: threading.Event | None = None, task: Task | None = None) -> Reexecution:
     """Run ``trajectory``'s actions again on ``env`` (reset to its task first) and compare
@@ -160,26 +189,12 @@ def reexecute(trajectory: Trajectory, env: Env, on_turn: Callable[[TurnCheck], N
     ``task``: the episode's task as this machine has it (``machine_task``); by default it is
     looked up here. The file's own task block is never what runs (``TaskFileError`` when
     this machine lacks the task or has another one under its name)."""
-    if task is None:
-        task = machine_task(trajectory.task, f"episode {trajectory.id}")
-    if env.name != task.env or trajectory.env != task.env:
-        raise TaskFileError(f"episode {trajectory.id}", f"a {trajectory.env} episode of a {task.env} task cannot be "
-                                                        f"re-executed on a {env.name} environment", field="env")
-    env.reset(task)
+    env.reset(_task_to_run(trajectory, env, task))
     out = Reexecution(trajectory.id, sandbox=env.sandbox_kind)
     for turn in trajectory.turns:
         if cancel is not None and cancel.is_set():
             return out
-        check = TurnCheck(turn.index, turn.action, recorded_observation=turn.observation,
-                          recorded_exit=turn.exit_code, recorded_reward=turn.reward)
-        if not turn.action:
-            check.skipped = "rejected" if turn.info.get("rejected") else "invalid"
-            check.reward = turn.reward    # an unparsable reply scores what it scored: nothing ran
-        else:
-            result = _run(env, turn)
-            check.observation, check.exit_code = result.observation, result.exit_code
-            if turn.reward is not None:
-                check.reward = env.submit().reward
+        check = _check_turn(env, turn)
         out.checks.append(check)
         if on_turn is not None:
             on_turn(check)

@@ -58,19 +58,29 @@ def transcript(traj: Trajectory, limit: int = TRANSCRIPT_CHARS) -> str:
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def read_verdict(text: str, turns: int) -> tuple[bool, int | None, str] | None:
-    """(flag, turn index or None, evidence) of a reply, or None when the reply is not one
-    JSON object of the rubric's shape with a turn of the episode."""
+def _reply_json(text: str) -> object:
+    """The JSON a reply holds (inside a code fence or bare), or None when it holds none."""
     text = text.strip()[:REPLY_CHARS]
     fenced = _FENCE.match(text)
     try:
-        data = json.loads(fenced.group(1) if fenced else text)
+        return json.loads(fenced.group(1) if fenced else text)
     except (ValueError, RecursionError):
         return None
+
+
+def _is_turn_number(turn: object, turns: int) -> bool:
+    """Whether ``turn`` numbers one of the episode's ``turns`` (from 1; a bool is no number)."""
+    return isinstance(turn, int) and not isinstance(turn, bool) and 1 <= turn <= turns
+
+
+def read_verdict(text: str, turns: int) -> tuple[bool, int | None, str] | None:
+    """(flag, turn index or None, evidence) of a reply, or None when the reply is not one
+    JSON object of the rubric's shape with a turn of the episode."""
+    data = _reply_json(text)
     if not isinstance(data, dict) or not isinstance(data.get("flag"), bool):
         return None
     turn = data.get("turn")
-    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or not 1 <= turn <= turns):
+    if turn is not None and not _is_turn_number(turn, turns):
         return None
     return data["flag"], None if turn is None else turn - 1, evidence(str(data.get("evidence") or ""))
 

@@ -57,21 +57,35 @@ def loop(traj: Trajectory) -> list[Flag]:
     return flags
 
 
+def _first_submit(traj: Trajectory) -> int | None:
+    """The index of the first turn that ran a submit, or None."""
+    return next((t.index for t in traj.turns if ran(t) and parse_submit(t.action)[0]), None)
+
+
+def _actions_before(traj: Trajectory, submit: int | None) -> list[Turn]:
+    """The executed actions before the submit (every one of them when there was none)."""
+    return [t for t in executed(traj) if submit is None or t.index < submit]
+
+
+def _blind_submit_reason(done: list[Turn]) -> str:
+    if not done:
+        return "submitted without running an action"
+    return f"submitted after {len(done)} action{'s' if len(done) != 1 else ''}, every one of which failed"
+
+
 def submit_without_looking(traj: Trajectory) -> list[Flag]:
     """A submit that no successful action came before (an InterCode recording that ran out of
     turns did not submit)."""
     if traj.status != "submitted":
         return []
-    submit = next((t.index for t in traj.turns if ran(t) and parse_submit(t.action)[0]), None)
+    submit = _first_submit(traj)
     if submit is None and traj.policy.get("protocol") == "intercode":
         return []
-    done = [t for t in executed(traj) if submit is None or t.index < submit]
+    done = _actions_before(traj, submit)
     if any(not failed(t) for t in done):
         return []
     turn = submit if submit is not None else (traj.turns[-1].index if traj.turns else None)
-    why = ("submitted without running an action" if not done else
-           f"submitted after {len(done)} action{'s' if len(done) != 1 else ''}, every one of which failed")
-    return [Flag("submit-without-looking", turn, why)]
+    return [Flag("submit-without-looking", turn, _blind_submit_reason(done))]
 
 
 def format_error(traj: Trajectory) -> list[Flag]:

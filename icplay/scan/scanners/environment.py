@@ -51,21 +51,31 @@ def _note(turn: Turn, *words: str) -> str | None:
     return next((n for n in notes(turn) if any(w in n for w in words)), None)
 
 
+def _died(turn: Turn) -> object:
+    info = turn.info
+    return info.get("shell_died") or info.get("sandbox_replaced") or _note(turn, "shell exited", "shell died")
+
+
+def _restarted(turn: Turn) -> object:
+    return turn.info.get("shell_restarted") or _note(turn, "restarted", "new shell", "replaced")
+
+
+def _why_dead(turn: Turn) -> str:
+    why = _note(turn, "shell", "sandbox", "restarted", "replaced") or turn.info.get("restart_reason")
+    return str(why or "the shell died")
+
+
 def dead_shell(traj: Trajectory) -> list[Flag]:
     """Turns whose shell died or whose sandbox was replaced; the restart that follows a death
     already flagged is the same event, not a second one."""
     flags: list[Flag] = []
     for turn in executed(traj):
-        info = turn.info
-        died = info.get("shell_died") or info.get("sandbox_replaced") or _note(turn, "shell exited", "shell died")
-        restarted = info.get("shell_restarted") or _note(turn, "restarted", "new shell", "replaced")
-        if not (died or restarted):
+        died = _died(turn)
+        if not (died or _restarted(turn)):
             continue
         if not died and flags and flags[-1].turn == turn.index - 1:
             continue
-        why = (_note(turn, "shell", "sandbox", "restarted", "replaced") or info.get("restart_reason")
-               or "the shell died")
-        flags.append(Flag("dead-shell", turn.index, evidence(str(why))))
+        flags.append(Flag("dead-shell", turn.index, evidence(_why_dead(turn))))
     return flags
 
 

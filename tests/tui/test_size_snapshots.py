@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "agents"))
 from fake_openai_server import FakeOpenAIServer, Script, fenced  # noqa: E402
 
 from test_play_sql import run_sql  # noqa: E402
-from tui_helpers import FakeClock, run_command, settled, viewer_apps, viewer_loaded, wait_for, wait_ready  # noqa: E402
+from tui_helpers import FakeClock, open_stepper, run_command, settled, viewer_apps, viewer_loaded, wait_for, wait_ready  # noqa: E402
 from view_fixtures import record_bash, record_sql  # noqa: E402
 
 SIZES = {"40x12": (40, 12), "80x24": (80, 24), "120x40": (120, 40)}
@@ -35,14 +35,6 @@ LONGEST = {"bash": "b054", "sql": "transit-19", "python": "py-41", "ctf": "rsa-s
 @pytest.fixture(params=list(SIZES), ids=list(SIZES))
 def size(request) -> tuple[int, int]:
     return SIZES[request.param]
-
-
-@pytest.fixture
-def frozen_app(make_app):
-    def make(**kwargs):
-        kwargs.setdefault("clock", FakeClock())
-        return make_app(frozen=True, **kwargs)
-    return make
 
 
 def sql_app(frozen_app, shop_catalog, **kwargs):
@@ -272,11 +264,7 @@ def test_view_help(snap_compare, size, frozen_view):
 
 def test_view_stepper(snap_compare, size, frozen_view):
     async def work(pilot):
-        await viewer_loaded(pilot)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
-        await pilot.press("right", "right")
-        await settled(pilot)
+        await open_stepper(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=size, run_before=work)
 

@@ -11,17 +11,9 @@ import pytest
 
 from icplay.tui.screens.modals import ScoreScreen
 
-from tui_helpers import FakeClock, run_command, settled, wait_for, wait_ready
+from tui_helpers import run_command, settled, wait_for, wait_ready
 
 SIZES = [(120, 40), (80, 24)]
-
-
-@pytest.fixture
-def frozen_app(make_app):
-    def make(**kwargs):
-        kwargs.setdefault("clock", FakeClock())
-        return make_app(frozen=True, **kwargs)
-    return make
 
 
 @pytest.mark.usefixtures("bwrap_ready")

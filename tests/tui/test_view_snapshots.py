@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.tui.screens.view_episode import CompareScreen, EpisodeScreen
+from icplay.tui.screens.view_episode import CompareScreen
 
-from tui_helpers import settled, viewer_apps, viewer_loaded, wait_for
+from tui_helpers import open_stepper, settled, viewer_apps, viewer_loaded, wait_for
 from view_fixtures import record_sql
 
 
@@ -40,11 +40,7 @@ def test_browser_filtered(snap_compare, frozen_view):
 
 def test_turn_stepper(snap_compare, frozen_view):
     async def work(pilot):
-        await viewer_loaded(pilot)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
-        await pilot.press("right", "right")
-        await settled(pilot)
+        await open_stepper(pilot)
 
     assert snap_compare(frozen_view(), terminal_size=(120, 40), run_before=work)
 

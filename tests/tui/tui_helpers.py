@@ -54,6 +54,15 @@ def make_app(home):
     yield from app_factory(PlayApp, home, sandbox="bwrap")
 
 
+@pytest.fixture
+def frozen_app(make_app):
+    """make_app for snapshots: a frozen display and a clock that never moves."""
+    def make(**kwargs):
+        kwargs.setdefault("clock", FakeClock())
+        return make_app(frozen=True, **kwargs)
+    return make
+
+
 def app_factory(app_class, home, record=None, **defaults):
     """The body of an app fixture: yields ``make(**kwargs)``, an ``app_class`` on ``home``
     (history off, ``defaults`` then ``kwargs`` applied; ``record(home)`` run first when given,
@@ -269,3 +278,14 @@ async def viewer_loaded(pilot):
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, ViewScreen) and not pilot.app.screen.reading, 20,
                    "the episodes")
     return pilot.app.screen
+
+
+async def open_stepper(pilot) -> None:
+    """From the viewer's list, open the top episode's stepper and step to its second turn."""
+    from icplay.tui.screens.view_episode import EpisodeScreen
+
+    await viewer_loaded(pilot)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, EpisodeScreen), 10, "the stepper")
+    await pilot.press("right", "right")
+    await settled(pilot)

@@ -14,6 +14,7 @@ and ``FieldError`` names the field by its path (``turns[3].reward``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -136,6 +137,29 @@ def read_json_bytes(path: str | Path, what: str = "a trajectory file") -> bytes:
 def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
     """``read_json_bytes`` as UTF-8 text (UnicodeDecodeError passes through)."""
     return read_json_bytes(path, what).decode("utf-8")
+
+
+_ODD_NUMBER = re.compile(r"-?Infinity|NaN|\d{4301,}")   # where the error is, for its line and column
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` of a file from anywhere, where every failure is ``json.JSONDecodeError``:
+    ``NaN`` and ``Infinity`` (Python's extension, not JSON: a report would average them and
+    write them back as invalid JSON) and a number of more digits than Python converts (a
+    plain ``ValueError`` that readers catching ``JSONDecodeError`` let through as a traceback)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        where = _ODD_NUMBER.search(doc)
+        raise json.JSONDecodeError(f"a number icplay does not read ({str(exc).split(';')[0]})", doc,
+                                   where.start() if where else 0) from None
 
 
 # -- field by field ---------------------------------------------------------------------------

@@ -53,3 +53,41 @@ def test_a_websocket_reset_checks_its_seed_as_http_reset_does(seed):
         server.close()
     assert answer["type"] == "error" and answer["data"]["code"] == "VALIDATION_ERROR", answer
     assert "seed" in answer["data"]["message"]
+
+
+# -- saved files: numbers JSON does not have, and numbers Python will not convert ------------
+
+def _saved_episode(path, **fields):
+    from icplay.episode import Trajectory, Turn
+    from icplay.store import save_trajectory
+    from icplay.tasks.registry import load_tasks
+    task = next(t for t in load_tasks("sql") if t.id == "bookshop-01").to_dict()
+    turns = [Turn(0, "agent", "SELECT 1", "[(1,)]", reward=0.0)]
+    save_trajectory(Trajectory(task=task, env="sql", sandbox="sqlite", turns=turns, status="submitted",
+                               reward=1.0, best_reward=1.0, **fields), path)
+    return path
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+    from pathlib import Path
+    return subprocess.run([sys.executable, "-m", "icplay.cli", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], timeout=120)
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "9" * 5000], ids=["nan", "inf", "-inf", "5000-digits"])
+@pytest.mark.parametrize("command", [["report", "--json"], ["scan"], ["branch", "--turn", "1"],
+                                     ["export", "--out", "OUT", "csv"]], ids=lambda c: c[0])
+def test_a_number_json_does_not_have_is_refused_in_one_sentence(tmp_path, number, command):
+    """NaN and Infinity were read (Python's extension) and counted: ``report --json`` wrote
+    ``"mean_reward": Infinity`` (not JSON) and an Infinity reward counted as solved; a
+    5000-digit number raised ValueError past every reader's JSONDecodeError (a traceback)."""
+    path = _saved_episode(tmp_path / "ep.json")
+    path.write_text(path.read_text().replace('"reward": 1.0', f'"reward": {number}', 1))
+    done = _cli(*[str(tmp_path / "out.csv") if part == "OUT" else part for part in command], str(path))
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "Infinity" not in done.stdout and "NaN" not in done.stdout and "nan" not in done.stdout, done.stdout
+    assert f"{path}" in done.stderr and "a number icplay does not read" in done.stderr, done.stderr
+    if command[0] == "report":
+        json.loads(done.stdout or "{}")                                   # whatever it printed is JSON

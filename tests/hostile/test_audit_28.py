@@ -120,3 +120,36 @@ def test_a_file_with_two_task_blocks_is_refused(tmp_path):
     path.write_text(text.replace('"task": {', '"task": {"set": "bash", "id": "b001", "env": "bash"}, "task": {', 1))
     with pytest.raises(TrajectoryFileError, match="task"):
         load_trajectory(path)
+
+
+# -- Docker: the solver freezes the control shell ------------------------------------------------
+
+FREEZE_OTHERS = ('for p in $(ls /proc | grep -E "^[0-9]+$"); do [ "$p" != 1 ] && [ "$p" != $$ ] && '
+                 '[ "$p" != $BASHPID ] && kill -STOP "$p" 2>/dev/null && echo "stopped $p"; done; true')
+SUBMIT_BOUND = 60.0   # a hang guard, not a speed figure: a submit takes ~4 s here, the control shell's timeout is 30 s
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(strict=True, reason="the solver is root in its container and may SIGSTOP the control shell (same "
+                                       "uid: no capability needed); the reward's side commands then wait out the "
+                                       "control shell's 30 s timeout several times (submit took 152 s, not 4 s) "
+                                       "and fall back to docker exec without freezing the solver's processes")
+def test_a_solver_that_stops_the_control_shell_never_stalls_its_scoring(docker_client, tmp_path, monkeypatch):
+    import time
+
+    from icplay.driver.external import CallerLoop
+    from icplay.tasks.registry import load_tasks
+    monkeypatch.setenv("ICPLAY_HOME", str(tmp_path))
+    task = next(t for t in load_tasks("bash") if t.id == "b001")
+    loop = CallerLoop("bash", "docker")
+    try:
+        loop.reset(task)
+        assert "stopped" in loop.step(FREEZE_OTHERS).observation          # the control shell, frozen
+        loop.step("wc -l /testbed/logs/nginx/access.log")
+        started = time.monotonic()
+        outcome = loop.step("submit")
+        took = time.monotonic() - started
+    finally:
+        loop.close()
+    assert outcome.terminated and outcome.reward == 1.0
+    assert took < SUBMIT_BOUND, f"submit took {took:.0f} s"

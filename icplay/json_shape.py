@@ -15,6 +15,7 @@ and ``FieldError`` names the field by its path (``turns[3].reward``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -139,20 +140,17 @@ def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
     return read_json_bytes(path, what).decode("utf-8")
 
 
-_ODD_NUMBER = re.compile(r"-?Infinity|NaN|\d{4301,}")   # where the error is, for its line and column
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+_ODD_NUMBER = re.compile(r"\d{4301,}")   # where the error is, for its line and column
 
 
 def loads(text: str | bytes) -> Any:
     """``json.loads`` of a file from anywhere, where every failure is ``json.JSONDecodeError``:
-    ``NaN`` and ``Infinity`` (Python's extension, not JSON: a report would average them and
-    write them back as invalid JSON) and a number of more digits than Python converts (a
-    plain ``ValueError`` that readers catching ``JSONDecodeError`` let through as a traceback)."""
+    a number of more digits than Python converts raised a plain ``ValueError`` that readers
+    catching ``JSONDecodeError`` let through as a traceback. (``NaN`` and ``Infinity`` are
+    read, as icplay writes them in saved rows: SQLite's ``SELECT 1e999``; ``check_fields``
+    refuses them where a number counts, a reward.)"""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:
@@ -202,3 +200,6 @@ def check_fields(data: Any, types: FieldTypes, required: tuple[str, ...] = (), w
     for name, allowed in types.items():
         if name in data and type(data[name]) not in allowed:
             raise FieldError(f"{where}.{name}" if where else name, f"is {kind_of(data[name])}, not {_allowed(allowed)}")
+        if name in data and type(data[name]) is float and not math.isfinite(data[name]):
+            # NaN or Infinity: an Infinity reward was counted solved and written back as invalid JSON
+            raise FieldError(f"{where}.{name}" if where else name, f"is {data[name]}, not a finite number")

@@ -88,9 +88,32 @@ def test_a_number_json_does_not_have_is_refused_in_one_sentence(tmp_path, number
     done = _cli(*[str(tmp_path / "out.csv") if part == "OUT" else part for part in command], str(path))
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "Infinity" not in done.stdout and "NaN" not in done.stdout and "nan" not in done.stdout, done.stdout
-    assert f"{path}" in done.stderr and "a number icplay does not read" in done.stderr, done.stderr
+    why = "a number icplay does not read" if number.isdigit() else f"reward is {float(number)}, not a finite number"
+    assert f"{path}" in done.stderr and why in done.stderr, done.stderr
     if command[0] == "report":
         json.loads(done.stdout or "{}")                                   # whatever it printed is JSON
+
+
+def test_an_infinite_value_in_a_saved_row_keeps_the_file_readable(tmp_path):
+    """SQLite's ``SELECT 1e999`` is ``inf`` in the turn's rows, which the store writes as
+    ``Infinity``: refusing that token everywhere would let a solver make its own episode
+    unreadable (hidden from report and scan); only a number that counts must be finite."""
+    from icplay.driver.external import CallerLoop
+    from icplay.store import load_trajectory
+    from icplay.tasks.registry import load_tasks
+    task = next(t for t in load_tasks("sql") if t.id == "bookshop-01")
+    loop = CallerLoop("sql", "sqlite", save_dir=tmp_path / "run")
+    try:
+        loop.reset(task)
+        loop.step("SELECT 1e999, -1e999")
+        loop.step("submit")
+    finally:
+        loop.close()
+    saved, = (tmp_path / "run").rglob("bookshop-01.json")
+    assert "Infinity" in saved.read_text()
+    assert load_trajectory(saved).turns[0].info["rows"] == [[float("inf"), float("-inf")]]
+    done = _cli("report", str(tmp_path / "run"))
+    assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
 
 
 # -- saved files: a folder of 100 000 files, duplicate keys -----------------------------------
@@ -183,3 +206,26 @@ def test_a_request_head_that_never_ends_is_closed():
     finally:
         server.close()
     assert ended is not None, f"still open after {time.monotonic() - started:.0f} s"
+
+
+# -- MariaDB: a CALL answers with several results ------------------------------------------------
+
+@pytest.mark.mysql
+@pytest.mark.docker
+def test_a_procedures_extra_results_never_shift_the_next_answers(request, tmp_path):
+    """``CALL p()`` answers with the procedure's result and then the call's status: the second
+    was left on the connection, so the next ``SELECT 1`` showed ``None`` and the one after
+    raised ``OperationalError: MySQL Connection not available`` out of ``env.step`` (a
+    traceback to every door: CallerLoop, serve-env, the TUI)."""
+    from sql_helpers import sql_episode
+    ep = sql_episode("mysql", request, tmp_path)
+    assert ep.run("CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2, 3; END")[0].exit_code == 0
+    assert ep.run("CALL p()")[0].observation == "[(1,)]"
+    assert ep.run("SELECT 11")[0].observation == "[(11,)]"
+    assert ep.run("SELECT 12")[0].observation == "[(12,)]"
+    many = ep.run("CREATE PROCEDURE q() BEGIN DECLARE i INT DEFAULT 0; WHILE i < 100 DO SELECT i; "
+                  "SET i = i + 1; END WHILE; END")[0]
+    assert many.exit_code == 0, many.observation
+    assert "more than 64 results" in ep.run("CALL q()")[0].observation
+    assert ep.run("SELECT 13")[0].observation == "[(13,)]"
+    ep.assert_saved()

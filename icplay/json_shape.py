@@ -14,6 +14,8 @@ and ``FieldError`` names the field by its path (``turns[3].reward``).
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import stat
@@ -138,6 +140,26 @@ def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
     return read_json_bytes(path, what).decode("utf-8")
 
 
+_ODD_NUMBER = re.compile(r"\d{4301,}")   # where the error is, for its line and column
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` of a file from anywhere, where every failure is ``json.JSONDecodeError``:
+    a number of more digits than Python converts raised a plain ``ValueError`` that readers
+    catching ``JSONDecodeError`` let through as a traceback. (``NaN`` and ``Infinity`` are
+    read, as icplay writes them in saved rows: SQLite's ``SELECT 1e999``; ``check_fields``
+    refuses them where a number counts, a reward.)"""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        where = _ODD_NUMBER.search(doc)
+        raise json.JSONDecodeError(f"a number icplay does not read ({str(exc).split(';')[0]})", doc,
+                                   where.start() if where else 0) from None
+
+
 # -- field by field ---------------------------------------------------------------------------
 
 NUMBER = (int, float)
@@ -178,3 +200,6 @@ def check_fields(data: Any, types: FieldTypes, required: tuple[str, ...] = (), w
     for name, allowed in types.items():
         if name in data and type(data[name]) not in allowed:
             raise FieldError(f"{where}.{name}" if where else name, f"is {kind_of(data[name])}, not {_allowed(allowed)}")
+        if name in data and type(data[name]) is float and not math.isfinite(data[name]):
+            # NaN or Infinity: an Infinity reward was counted solved and written back as invalid JSON
+            raise FieldError(f"{where}.{name}" if where else name, f"is {data[name]}, not a finite number")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from icplay.episode import Trajectory
-from icplay.json_shape import FieldError, JsonFileError, kind_of, read_json_bytes
+from icplay.json_shape import FieldError, JsonFileError, kind_of, loads, read_json_bytes
 
 
 class TrajectoryFileError(ValueError):
@@ -128,7 +128,7 @@ def read_trajectory(path: str | Path) -> tuple[Trajectory, bytes]:
     path = Path(path)
     try:
         raw = read_json_bytes(path)
-        return trajectory_from_json(json.loads(raw.decode("utf-8")), path), raw
+        return trajectory_from_json(loads(raw.decode("utf-8")), path), raw
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import AGENT, Trajectory, Turn
-from icplay.json_shape import JsonFileError, kind_of, read_json_text
+from icplay.json_shape import JsonFileError, kind_of, loads, read_json_text
 from icplay.tasks.model import TaskFileError
 
 # Observations InterCode's policy wrote when a reply held no code: nothing was executed.
@@ -212,10 +212,10 @@ def load_json_or_jsonl(path: Path) -> Any:
     except OSError as exc:
         raise TaskFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as whole:
         try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [loads(line) for line in text.splitlines() if line.strip()]
         except json.JSONDecodeError:
             raise TaskFileError(path, f"not JSON or JSONL: {whole.msg} at line {whole.lineno} column "
                                       f"{whole.colno}") from None

@@ -90,10 +90,16 @@ class Skipped:
         return cls(name, text)
 
 
+SKIPPED_NAMED = 10    # a folder of 100 000 bad files is a note of ten, not a 13 MB line (or toast)
+
+
 def skipped_note(skipped: list[Skipped]) -> str:
-    """``2 files skipped: a.json (why); b.json (why)``: said once, after a reader's work."""
+    """``2 files skipped: a.json (why); b.json (why)``: said once, after a reader's work; the
+    first ``SKIPPED_NAMED`` named, the rest counted."""
     files = "file" if len(skipped) == 1 else "files"
-    return f"{len(skipped)} {files} skipped: " + "; ".join(f"{s.path} ({s.reason})" for s in skipped)
+    named = "; ".join(f"{s.path} ({s.reason})" for s in skipped[:SKIPPED_NAMED])
+    more = len(skipped) - SKIPPED_NAMED
+    return f"{len(skipped)} {files} skipped: {named}" + (f"; and {more} more" if more > 0 else "")
 
 
 NOT_A_LOG = "neither an icplay trajectory nor an InterCode results or log file"

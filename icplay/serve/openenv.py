@@ -310,11 +310,12 @@ class Server:
                 message = json.loads(raw)
                 if not isinstance(message, dict):
                     raise ClientMistake("a message is a JSON object with a 'type'")
-            except json.JSONDecodeError as exc:
-                await send_ws_error(socket, f"the message is not JSON: {exc}", WSErrorCode.INVALID_JSON.value)
-                continue
             except ClientMistake as exc:
                 await send_ws_error(socket, str(exc), WSErrorCode.INVALID_JSON.value)
+                continue
+            except (ValueError, RecursionError) as exc:   # JSONDecodeError, a 5000-digit number, 100k brackets
+                await send_ws_error(socket, f"the message is not JSON icplay reads: {exc}",
+                                    WSErrorCode.INVALID_JSON.value)
                 continue
             if message.get("type") == "close":
                 return False
@@ -325,8 +326,10 @@ class Server:
         try:
             if not isinstance(data, dict):
                 raise ClientMistake("a message's 'data' is a JSON object")
-            if kind == "reset":
-                return {"type": "observation", "data": serialize_observation(await self.run(lambda: env.reset(**data)))}
+            if kind == "reset":    # checked as HTTP's /reset body is: a seed is a number >= 0, never a list
+                arguments = ResetRequest.model_validate(data).model_dump(exclude_unset=True)
+                return {"type": "observation",
+                        "data": serialize_observation(await self.run(lambda: env.reset(**arguments)))}
             if kind == "step":
                 action = CodeAction.model_validate(data)
                 return {"type": "observation", "data": serialize_observation(await self.run(env.step, action))}

@@ -54,6 +54,7 @@ GOLD_TIMEOUT = 60.0
 START_TIMEOUT = 90.0
 SCRATCH_DB = "icplay_scratch"
 WATCHDOG_GRACE = 2.0     # seconds after the statement timeout before the watchdog kills
+MAX_EXTRA_RESULTS = 64   # results a CALL may add to its first (each read off the connection, then dropped)
 LOST_CONNECTION = {2006, 2013, 2055, 4031}
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys", SCRATCH_DB)
 
@@ -425,11 +426,13 @@ class MysqlBackend:
                                    kwargs={"timed_out": True, "statement": self._statement})
         watchdog.daemon = True
         self._watchdog_fired = False
-        cursor = self._agent.cursor()
+        cursor = None
         try:
+            cursor = self._agent.cursor()
             watchdog.start()
             cursor.execute(sql)
             self._read_outcome(cursor, sql, started, result)
+            self._drop_other_results(cursor)
         except mysql.connector.Error as exc:
             self._note_server_error(exc, result)
         except Exception as exc:   # a value the connector cannot convert, out of memory, ...
@@ -440,11 +443,22 @@ class MysqlBackend:
             watchdog.cancel()
             self._statement += 1
             try:
-                cursor.close()
+                if cursor is not None:
+                    cursor.close()
             except Exception:
                 pass
         result.duration = time.monotonic() - started
         return result
+
+    def _drop_other_results(self, cursor: Any) -> None:
+        """A ``CALL`` answers with several results (the procedure's, then the call's status):
+        the first is the action's; the others are read off the connection here, or the next
+        statement would take them for its own (and the one after find the connection unusable)."""
+        for _ in range(MAX_EXTRA_RESULTS):
+            if not cursor.nextset():
+                return
+            self._agent.consume_results()
+        raise RuntimeError(f"the statement answered with more than {MAX_EXTRA_RESULTS} results")
 
     def _read_outcome(self, cursor: Any, sql: str, started: float, result: QueryResult) -> None:
         """Fill ``result`` from a statement that ran: its rows (capped), its row count, the

@@ -15,12 +15,11 @@ that were checked.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from icplay.json_shape import read_json_text
+from icplay.json_shape import loads, read_json_text
 from icplay.store import TrajectoryFileError, atomic_write_text, load_trajectory, read_trajectory, safe_name
 from icplay.tasks.model import TaskFileError
 from icplay.tasks.trusted import machine_task
@@ -60,7 +59,7 @@ def _files(folder: Path) -> list[Path]:
 def _content(path: Path) -> Any:
     """The decoded JSON of one of the study's own files (None when it cannot be read now)."""
     try:
-        return json.loads(read_json_text(path))
+        return loads(read_json_text(path))
     except (OSError, ValueError):
         return None
 
@@ -113,7 +112,7 @@ def _merge_one(study: Study, path: Path, index: dict[str, Path], result: MergeRe
         return
     mine = index.get(traj.id)
     if mine is not None:
-        same = _content(mine) == json.loads(raw.decode("utf-8"))
+        same = _content(mine) == loads(raw.decode("utf-8"))
         (result.duplicates.append(path) if same else result.conflicts.append((path, mine)))
         return
     assert traj.annotator is not None

@@ -18,6 +18,7 @@ import pytest
 from icplay.driver.lines import display
 from icplay.store import load_trajectory, save_trajectory
 from icplay.tui.screens.live import LiveScreen
+from icplay.tui.screens.modals import TaskScreen
 
 from tui_helpers import play_screen, play_state, text_of, turn_count, viewer_apps, viewer_loaded, wait_for, wait_ready
 
@@ -139,8 +140,12 @@ async def test_sql_names_values_and_task_fields_show_as_text(make_app, tmp_path,
         await wait_for(pilot, lambda: turn_count(app) == 2 and play_state(app) == "ready", 20, "the error")
         assert "no such table: [@click=app.quit]x[/]" in text_of(screen.query_one("#result-info"))
         await pilot.click("#result-info")
-        await pilot.click("#query")
-        assert app.is_running and isinstance(app.screen, LiveScreen)
+        await pilot.click("#query")        # a click on the task opens it whole (TaskScreen): as text too
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskScreen), 10, "the whole task")
+        assert "[link=https://e.vil]click[/link]" in text_of(app.screen.query_one("#task-body Static"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen), 10, "the play screen")
+        assert app.is_running
 
 
 async def test_a_notification_quoting_a_file_is_text(make_app, tmp_path, sql_ready):

@@ -18,8 +18,6 @@ from pathlib import Path
 from icplay.languages import add_sandbox_argument
 from icplay.process import UserError
 
-BRANCHES_FOLDER = "branches"   # under the sessions' root, where icplay view looks by default
-
 # What a command needs is imported inside the function that runs it (said here once for the
 # module): `icplay --help` imports every command module and must start fast.
 
@@ -43,11 +41,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from icplay.driver import Limits
+    from icplay.frontend.branching import branches_dir
     from icplay.paths import home_dir
     from icplay.review.branch import BranchError, Branching, branch
 
     source = _source(args)
-    out = args.out or Path(home_dir()) / "trajectories" / BRANCHES_FOLDER
+    out = args.out or branches_dir(home_dir())
     how = Branching(make_env=_env_maker(source, args), out=out, sample_policy=_sampler(source, args),
                     limits=Limits(max_turns=args.max_turns), on_branch=_say)
     print(f"icplay: branching episode {source.id} ({source.task_key}) at turn {args.turn} of {len(source.turns)}",
@@ -87,26 +86,18 @@ def _env_maker(source, args):
 
 
 def _sampler(source, args):
-    """A factory of the model policy that plays sampled continuations (None without --model),
-    prompted as the source was (strategy, protocol, text or tool actions)."""
+    """A factory of the model policy that plays sampled continuations (None without --model)."""
     if not args.model:
         return None
-    from icplay.agents.strategies import strategy_name
-    from icplay.frontend.policies import PolicySpec
+    from icplay.frontend.branching import sample_policy
 
-    policy = source.policy
     try:
-        spec = PolicySpec("llm", model=args.model, base_url=args.base_url, options={"temperature": args.temperature},
-                          strategy=strategy_name(str(policy.get("strategy") or "tryagain")),
-                          protocol=str(policy.get("protocol") or "agent"), actions=str(policy.get("actions") or "text"))
+        return sample_policy(source, args.model, args.base_url, {"temperature": args.temperature})
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    return lambda: spec.build(source.env)
 
 
 def _say(traj) -> None:
-    origin = traj.forked_from or {}
-    strict = {True: "strictly solved", False: "not strictly solved", None: "no strict verdict"}[traj.strictly_solved]
-    reward = "unscored" if traj.reward is None else f"reward {traj.reward:.2f}"
-    print(f"  {origin.get('branch')}: {reward}, {strict}, {traj.turns_taken} turns, episode {traj.id}"
-          + (f" ({traj.error})" if traj.error else ""))
+    from icplay.frontend.branching import branch_line
+
+    print(f"  {branch_line(traj)}")

@@ -97,6 +97,10 @@ KEYS: list[Key] = [
     Key("watch.label", "alt+l", "label_turn", "Label turn",
         "Label the last turn good, bad or neutral, with a note (when the agent waits, or after the end; "
         "for icplay export steps)", "watch", show=False, priority=True),
+    Key("watch.branch", "alt+b", "branch_episode", "Branch",
+        "After the end: branch the episode at the highlighted (else the last) turn — recorded, correction, "
+        "proposal and N samples of the agent's model, each in a fresh sandbox, scored (icplay branch)",
+        "watch", show=False, priority=True),
     Key("watch.stop", "f12", "stop", "Stop",
         "Stop the episode: a model call under way is cancelled (no turn), a command is interrupted; "
         "saved as stopped, it can be reopened later", "watch", priority=True),

@@ -50,6 +50,7 @@ from icplay.study.rules import FREE, PlayRules
 from icplay.tasks.model import Task
 from icplay.tui.keys import bindings, run_key_label
 from icplay.tui.shown import safe, shown
+from icplay.tui.screens.branching import ask_and_branch
 from icplay.tui.screens.modals import (CommentScreen, ConfirmScreen, HistoryScreen, PauseScreen, ScoreScreen,
                                        TurnScreen, result_from_trajectory, submit_question)
 from icplay.tui.widgets.agent import AgentPanel
@@ -777,6 +778,8 @@ class LiveScreen(Screen[None]):
             return submitted
         if action == "submit":
             return not submitted
+        if action == "branch_episode":   # watch, once the episode has ended
+            return self.agent is not None and state in (OVER_SUBMITTED, OVER_STOPPED, OVER_FAILED)
         return True
 
     def _agent_action_on(self, action: str) -> bool:
@@ -873,6 +876,16 @@ class LiveScreen(Screen[None]):
             self.notify(f"Turn {number} labelled {label}.", markup=False)
 
         self.app.push_screen(CommentScreen(f"Label turn {number}: {LABEL_PROMPT}", "good"), answered)
+
+    def action_branch_episode(self) -> None:
+        """After the end: branch the episode at the highlighted turn (else the last), its N sampled
+        continuations played by this screen's agent (``branching``)."""
+        traj = self.trajectory
+        if traj is None or not traj.turns or not self.check_action("branch_episode", ()):
+            return
+        at = self.turn_list.highlighted
+        k = at if at is not None and 0 <= at < len(traj.turns) else len(traj.turns) - 1
+        ask_and_branch(self, traj, k, self.agent)
 
     def action_take_over(self) -> None:
         self.broker.take_over()

@@ -10,7 +10,8 @@ breakdown with the gold. From there ``x`` re-executes the episode in a fresh san
 ``w`` fork it at the current turn, continued by you (the play screen) or an agent (the
 watch screen) — see ``view_fork`` — and ``c`` compares it with another episode of the same
 task, picked from a short list (``ChooseEpisode``), with how their model calls differ; ``l``
-labels the turn on screen good, bad or neutral with a note (``icplay.review.labels``).
+labels the turn on screen good, bad or neutral with a note (``icplay.review.labels``); ``b``
+branches the episode at the turn on screen (``branching``: ``icplay branch`` on a worker).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from icplay.tui.widgets.results import ResultsTable
 from icplay.languages import names
 from icplay.tui.screens.modals import CommentScreen
 from icplay.tui.screens.view_fork import start_fork
+from icplay.tui.screens.branching import ask_and_branch
+from icplay.frontend.config import agent_choice
 
 OBSERVATION_LIMIT = 200_000
 
@@ -246,6 +249,9 @@ class EpisodeScreen(Screen):
         Binding("w", "fork(True)", "Fork: agent goes on"),
         Binding("c", "compare", "Compare"),
         Binding("l", "label", "Label turn", show=False),    # in docs/view.md; the footer is full
+        Binding("b", "branch", "Branch", show=False,
+                tooltip="Branch from the turn on screen: recorded, correction, proposal and N model samples, "
+                        "each played in a fresh sandbox and scored (icplay branch)"),
     ]
 
     class Checked(Message):
@@ -541,6 +547,14 @@ class EpisodeScreen(Screen):
 
     def action_fork(self, agent: bool) -> None:
         start_fork(self, self.trajectory, self.index + 1 if self.trajectory.turns else 0, agent)
+
+    def action_branch(self) -> None:
+        """Branch at the turn on screen; the N sampled continuations use the configured agent's model."""
+        if not self.trajectory.turns:
+            self.notify("No turn to branch at.", severity="warning", markup=False)
+            return
+        app = cast(PlayApp, self.app)
+        ask_and_branch(self, self.trajectory, self.index, agent_choice(app.config, app.home))
 
 
 class ChooseEpisode(ModalScreen):

@@ -60,7 +60,7 @@ def test_plain_repl_solves_a_task_from_a_script(tmp_path, bwrap_ready):
     assert done.returncode == 0, done.stderr
     assert "reward: 1.00  (solved)" in done.stdout
     saved = list(tmp_path.rglob("*.json"))
-    assert len(saved) == 2  # the solved task, and the next one left when quitting
+    assert len(saved) == 1  # the solved task: --task plays that task only, then stops
     assert "strictly solved" in done.stdout
 
 

@@ -68,6 +68,16 @@ class ImageBuildError(SandboxError):
 # -- the Docker daemon -------------------------------------------------------------------
 
 
+def engine_client(client: Any) -> Any:
+    """``client`` (docker's) made to leave the process environment alone: requests reads the
+    proxy variables from ``os.environ`` on every call when a session trusts it, and a pool's
+    worker thread iterating ``os.environ`` while another thread changes it fails with a
+    KeyError (seen under pytest, which sets PYTEST_CURRENT_TEST at each phase). So an engine is
+    reached directly (its socket, or DOCKER_HOST's address), never through an HTTP proxy."""
+    client.api.trust_env = False
+    return client
+
+
 def docker_client(timeout: int = 60) -> Any:
     """A connected ``docker.DockerClient``, or a SandboxError saying in one sentence what
     to do (start the daemon, fix permissions, or use bwrap)."""
@@ -79,7 +89,7 @@ def docker_client(timeout: int = 60) -> Any:
                            "or use --sandbox bwrap.") from None
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
-        client = docker.from_env(timeout=timeout)
+        client = engine_client(docker.from_env(timeout=timeout))
         client.ping()
         return client
     except Exception as exc:  # DockerException, requests' ConnectionError, ...

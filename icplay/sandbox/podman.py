@@ -36,6 +36,7 @@ from typing import Any
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.docker import DockerSandbox, ImageKind, after_removal
+from icplay.sandbox.images import engine_client
 from icplay.sandbox.registry import register_sandbox
 
 _profiles: dict[str, Path] = {}
@@ -191,7 +192,7 @@ class PodmanService:
 def _client(url: str, timeout: int = 60) -> Any:
     import docker
 
-    client = docker.DockerClient(base_url=url, timeout=timeout)
+    client = engine_client(docker.DockerClient(base_url=url, timeout=timeout))
     client.ping()
     return client
 

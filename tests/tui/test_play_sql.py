@@ -86,7 +86,8 @@ async def test_pick_query_error_submit_reveal(make_app, shop_catalog, home):
     assert saved.status == "submitted" and saved.reward == 1.0 and len(saved.turns) == 2
     assert saved.turns[0].exit_code == 1 and saved.turns[1].info["columns"] == ["name"]
     # no OS account, no annotator (none was named), and the gold reveal recorded on this attempt
-    assert saved.policy == {"kind": "human", "ui": "tui", "schema_browser": True} and saved.annotator is None
+    assert saved.policy == {"kind": "human", "ui": "tui", "schema_browser": True, "query_history": True}
+    assert saved.annotator is None
     assert saved.attempt == 1 and saved.gold_seen_at is not None
 
 

@@ -145,4 +145,5 @@ async def test_a_finished_queue_says_so_in_the_app_and_at_exit(make_app, home):
         said = []
         app.exit = lambda *a, message=None, **kw: said.append(message)      # what quitting prints
         await pilot.press("enter")
-        assert said == [app.done_message] and said[0].startswith("ana's queue is done: 1 of 1 tasks")
+        assert [str(m) for m in said] == [app.done_message]          # as text, never markup
+        assert app.done_message.startswith("ana's queue is done: 1 of 1 tasks")

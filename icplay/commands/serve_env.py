@@ -63,6 +63,7 @@ def run(args) -> int:
     try:
         import uvicorn
 
+        from icplay.serve.http import uvicorn_options
         from icplay.serve.openenv import make_app
     except ImportError as exc:
         raise UserError(f"serve-env needs openenv-core ({exc.name} is missing): pip install 'icplay[openenv]'") from None
@@ -77,5 +78,5 @@ def run(args) -> int:
     print(f"icplay serve-env: {args.env} on {app.state.icplay_family.factory.sandbox}, "
           f"http://{args.host}:{args.port} (ws /ws, up to {args.max_envs} environments"
           f"{', token required' if args.token else ''})", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=args.max_body)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", **uvicorn_options(args.max_body))
     return 0

@@ -27,6 +27,7 @@ from websockets.asyncio.client import connect as ws_connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidStatus  # noqa: E402
 
 from icplay.serve.openenv import make_app  # noqa: E402
+from icplay.serve.http import uvicorn_options  # noqa: E402
 
 from conftest import MB, peak_rss  # noqa: E402
 
@@ -43,7 +44,7 @@ class Server:
         self.socket.bind(("127.0.0.1", 0))
         self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self.app, log_level="warning", ws_max_size=16 * MB)
+        config = uvicorn.Config(self.app, log_level="warning", **uvicorn_options(16 * MB))
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.thread.start()

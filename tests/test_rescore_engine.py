@@ -25,7 +25,9 @@ def recorded(tasks, count: int) -> list[RecordedEpisode]:
 
 
 class CountedEnvs:
-    """SQLite envs, counting those made and the threads that made them."""
+    """SQLite envs, counting those made and the threads that made them (Thread objects: an
+    ident is reused once its thread has ended, so a worker that starts after another finished
+    can carry the same ident)."""
 
     def __init__(self):
         self.made, self.threads, self.closed = 0, set(), 0
@@ -34,7 +36,7 @@ class CountedEnvs:
     def __call__(self):
         with self.lock:
             self.made += 1
-            self.threads.add(threading.get_ident())
+            self.threads.add(threading.current_thread())
         env = SqlEnv(make_sql_backend("sqlite"))
         close = env.close
 
@@ -57,7 +59,7 @@ def test_jobs_split_the_episodes_and_agree_with_one_worker():
     assert {k: [r.to_dict() for r in v] for k, v in parallel.items()} == \
         {k: [r.to_dict() for r in v] for k, v in serial.items()}
     assert summary == serial_summary and summary.solved == 7 and summary.episodes_agreeing == 7
-    assert (one.made, one.closed, one.threads) == (1, 1, {threading.get_ident()})   # jobs=1: the caller's thread
+    assert (one.made, one.closed, one.threads) == (1, 1, {threading.current_thread()})   # jobs=1: the caller's thread
     assert (many.made, many.closed, len(many.threads)) == (3, 3, 3)
     assert [(done, total) for done, total, _ in calls] == [(n, 7) for n in range(1, 8)]
     assert {thread for *_, thread in calls} == {threading.get_ident()}

@@ -45,3 +45,13 @@ def element_box(browser: Any, element: Any) -> dict:
     """Where ``element`` is drawn: x, y, width, height in CSS pixels."""
     return browser.execute_script("const r = arguments[0].getBoundingClientRect();"
                                   "return {x: r.x, y: r.y, width: r.width, height: r.height};", element)
+
+
+def open_self_contained(browser: Any, page: Path, title: str) -> None:
+    """Open ``page`` and check it is whole on its own: loaded, titled ``title``, nothing
+    fetched (no resource entries) and nothing run (no script)."""
+    browser.get(page.as_uri())
+    assert browser.execute_script("return document.readyState") == "complete"
+    assert browser.title == title
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    assert browser.execute_script("return document.scripts.length") == 0

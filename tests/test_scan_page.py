@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from headless_chromium import element_box, offline_browser
+from headless_chromium import element_box, offline_browser, open_self_contained
 from scan_helpers import sql_runs
 
 from icplay.cli import main
@@ -35,11 +35,7 @@ def test_the_scan_page_opens_offline_with_its_chart_and_tables(browser, tmp_path
     text = page.read_text()
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in text
 
-    browser.get(page.as_uri())
-    assert browser.execute_script("return document.readyState") == "complete"
-    assert browser.title == "icplay scan"
-    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
-    assert browser.execute_script("return document.scripts.length") == 0
+    open_self_contained(browser, page, "icplay scan")
 
     # one bar per kind of flag raised, its length the episodes flagged: suspect 2 (the agent's
     # empty answer, the human's), loop 1, submit-without-looking 2 (a blind submit, a failing one), error-run 1

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from headless_chromium import OFFLINE, start_chromium
+from headless_chromium import OFFLINE, open_self_contained, start_chromium
 from study_report_data import STUDY, agent_folder, annotated
 
 from icplay.study.html import render_html
@@ -64,12 +64,7 @@ def test_the_page_opens_offline_and_draws_its_plots(browser, tmp_path):
     from selenium.webdriver.common.by import By
 
     page = write_page(tmp_path)
-    browser.get(page.as_uri())
-    assert browser.execute_script("return document.readyState") == "complete"
-    assert browser.title == "Study pilot: report"
-    # nothing fetched, nothing run
-    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
-    assert browser.execute_script("return document.scripts.length") == 0
+    open_self_contained(browser, page, "Study pilot: report")     # nothing fetched, nothing run
 
     plots = browser.find_elements(By.CSS_SELECTOR, "svg.plot")
     assert [p.get_attribute("id") for p in plots] == ["solve-rate", "time-per-task", "solved-by-turn"]

@@ -92,7 +92,7 @@ def run(args) -> int:
         print(f"icplay: --plain needs an environment: icplay play ENV --plain, ENV one of {', '.join(names())}",
               file=sys.stderr)
         return 2
-    from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
+    from icplay.driver import Broker, Driver, HUMAN_MODE, human_play
     from icplay.driver.lines import first_unfinished, run_tasks
 
     all_tasks = select_tasks(args.env, args.tasks, None, args.image)
@@ -105,9 +105,8 @@ def run(args) -> int:
     env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr),
                    **({"compat": args.compat} if args.compat else {}))
     try:
-        return run_tasks(tasks, env, session, lambda episode: Driver(
-            episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-            track_time=True), first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
+        return run_tasks(tasks, env, session, lambda episode: Driver(episode, human_play(Broker(HUMAN_MODE))),
+                         first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
     finally:
         env.close()
 

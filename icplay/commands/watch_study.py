@@ -15,7 +15,7 @@ from typing import Any
 from icplay.commands.play import study_env_factory, study_queue
 from icplay.commands.study import study_errors
 from icplay.commands.watch import actions_of
-from icplay.driver import Broker, Driver, Limits
+from icplay.driver import Broker, Driver, DriverSettings, Limits
 from icplay.episode import Episode
 from icplay.frontend.config import AgentChoice
 from icplay.frontend.policies import PolicyError, checked_choice, make_policy
@@ -110,5 +110,5 @@ class WatchSeat:
         made = self._made.pop(task.key, None)
         policy, info = made if made is not None else _policy(self.agent, task)
         episode.trajectory.adopt_policy({**info, "ui": PLAIN_UI})
-        return Driver(episode, policy, self.agent.protocol, self.limits, broker=self.broker, on_failure="ask",
-                      track_time=True)
+        return Driver(episode, DriverSettings(policy, self.agent.protocol, self.limits, broker=self.broker,
+                                              on_failure="ask", track_time=True))

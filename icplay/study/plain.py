@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
+from icplay.driver import Broker, Driver, HUMAN_MODE, human_play
 from icplay.driver.lines import EOF, QUIT, LineLoop, StdinLines, display
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory
@@ -56,8 +56,7 @@ class HumanSeat:
         return {"kind": "human", "ui": "plain-study"}
 
     def driver(self, episode: Episode, task: Task) -> Driver:
-        return Driver(episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-                      track_time=True)
+        return Driver(episode, human_play(Broker(HUMAN_MODE)))
 
 
 class StudyPlain:

@@ -393,7 +393,7 @@ def test_watch_bad_input_is_one_line(tmp_path, argv, message):
 def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
     from icplay.agents.llm import ChatModel, LLMPolicy
     from icplay.driver import Broker, Driver, DriverSettings
-    from icplay.driver.lines import LineLoop
+    from icplay.lines import LineLoop
     from icplay.languages import make_env
     from icplay.episode import Episode
 

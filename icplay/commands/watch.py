@@ -9,7 +9,7 @@ session (``--session``, default ``watch``) with its author; a stopped episode re
 where it stopped, in any mode.
 
 Without ``--plain`` the watch screen of the playground opens; ``--plain`` is the line
-mode (``icplay.driver.lines``).
+mode (``icplay.lines``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from icplay.agents.strategies import strategy_name
 from icplay.frontend.config import ConfigError, load_config
 from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
 from icplay.driver import Broker, Driver, DriverSettings, Limits
-from icplay.driver.lines import first_unfinished, run_tasks
+from icplay.lines import first_unfinished, run_tasks
 from icplay.languages import make_env
 
 if TYPE_CHECKING:   # the types only: the modules themselves load when the command runs

@@ -21,7 +21,7 @@ from icplay.frontend.config import AgentChoice
 from icplay.frontend.policies import PolicyError, checked_choice, make_policy
 from icplay.process import UserError
 from icplay.study.model import Study
-from icplay.study.plain import StudyPlain
+from icplay.lines.study import StudyPlain
 from icplay.study.queue import Queue, resolve
 from icplay.tasks.model import Task
 
@@ -91,7 +91,7 @@ def _policy(agent: AgentChoice, task: Task) -> tuple[Any, dict[str, Any]]:
 
 
 class WatchSeat:
-    """An agent acts on each task, the annotator supervises (``icplay.study.plain.Seat``)."""
+    """An agent acts on each task, the annotator supervises (``icplay.lines.study.Seat``)."""
 
     supervised = True
 

@@ -16,7 +16,7 @@ from icplay.commands.play import study_env_factory, study_queue
 from icplay.commands.study import study_errors
 from icplay.commands.watch import actions_of
 from icplay.driver import Broker, Driver, DriverSettings, Limits
-from icplay.episode import Episode
+from icplay.episode import AgentError, Episode
 from icplay.frontend.config import AgentChoice
 from icplay.frontend.policies import PolicyError, checked_choice, make_policy
 from icplay.process import UserError
@@ -77,9 +77,11 @@ def check_agent(agent: AgentChoice, queue: Queue, first: str | None) -> None:
     policy, _ = _policy(agent, resolve(entry.ref, str(queue.study.path), queue.study.task_files))
     client = getattr(getattr(policy, "model", None), "client", None)
     if callable(client):
+        import openai    # start-up: the client library only when an agent is checked
+
         try:
             client()
-        except Exception as exc:     # the client library's own error types: one sentence
+        except (AgentError, openai.OpenAIError) as exc:     # no key, or the client refuses its settings
             raise UserError(f"the study's agent cannot start: {exc}") from None
 
 

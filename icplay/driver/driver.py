@@ -404,7 +404,7 @@ class Driver:
             return self.apply(None, decision)
         except StoreWriteError:
             raise        # nothing more can be saved: the episode ends (run), no further action is taken
-        except Exception as exc:
+        except Exception as exc:   # the env's own failure, of whatever library (Docker, MariaDB, a plug-in's)
             self._emit(Failure(f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind))
             return True
 
@@ -430,7 +430,7 @@ class Driver:
             self._end()
             if self.on_failure == "raise":
                 raise
-        except Exception as exc:
+        except Exception as exc:   # anything else ends the episode: saved ``error`` with its message, said
             message = f"{type(exc).__name__}: {exc}"
             self.stop_episode("error", message)
             self._emit(Failure(message, fatal=True))

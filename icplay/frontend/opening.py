@@ -27,6 +27,7 @@ from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
 from icplay.frontend.leases import Lease, SandboxPool
 from icplay.session import Session
+from icplay.store import TrajectoryFileError
 from icplay.tasks.model import Task
 from icplay.threads import Worker
 
@@ -191,10 +192,18 @@ class EpisodeHost:
             if leaving:
                 self._give_back()
 
+    def _prior(self) -> Trajectory | None:
+        """The task's saved trajectory; None when there is none, or when it cannot be read
+        (``open_episode`` then sets it aside and says so, as in every front end)."""
+        try:
+            return self.session.load(self.task)
+        except TrajectoryFileError:
+            return None
+
     def _open(self, policy: dict[str, Any], make_driver: Callable[[Episode], Driver], retry: bool,
               set_base: Callable[[float], None] | None) -> Driver | None:
         try:
-            prior = self.session.load(self.task)
+            prior = self._prior()
             if prior is not None and prior.status == "submitted" and not retry:
                 self.emit(Viewing(prior))
                 return None
@@ -217,7 +226,7 @@ class EpisodeHost:
                 self.driver = make_driver(opening.episode)
             self.emit(Opened(opening.episode, opening.replayed, self.lease.env.sandbox_kind, self.driver))
             return self.driver
-        except Exception as exc:    # shown on the screen: the app stays usable
+        except Exception as exc:    # whatever failed (a sandbox, a database, a plug-in's env): shown, the app stays usable
             self.emit(Failed(describe(exc)))
             return None
 

@@ -81,7 +81,7 @@ def check_agent(agent: AgentChoice, queue: Queue, first: str | None) -> None:
 
         try:
             client()
-        except (AgentError, openai.OpenAIError) as exc:     # no key, or the client refuses its settings
+        except (AgentError, openai.OpenAIError, ValueError) as exc:   # no key; the client refuses its settings
             raise UserError(f"the study's agent cannot start: {exc}") from None
 
 

@@ -11,7 +11,8 @@
 - the events (``events.py``): one frozen dataclass per kind, the states as ``State``;
 - ``CallerLoop`` (``external.py``): the driver with the caller as its policy (library front ends).
 
-See docs/driver.md. Nothing here imports textual.
+See docs/driver.md. Nothing here imports textual, reads or writes the terminal, or names a
+language (line mode is ``icplay.lines``; what differs by language is its spec's).
 """
 
 from icplay.driver.broker import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,

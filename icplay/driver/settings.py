@@ -12,14 +12,12 @@ import threading
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from icplay.driver.broker import Broker
+from icplay.driver.events import Event
 from icplay.episode import Gate, Policy, Trajectory, usage_tokens
 from icplay.languages import TurnRule
-
-if TYPE_CHECKING:      # the broker's and the events' modules import nothing of this one
-    from icplay.driver.broker import Broker
-    from icplay.driver.events import Event
 
 # The protocols, one vocabulary for every front end: ``agent`` ends an episode by its
 # submit (reward 0 until then); ``intercode`` scores every action and ends when solved.
@@ -111,10 +109,10 @@ class DriverSettings:
     policy: Policy | None = None
     protocol: str = AGENT_PROTOCOL
     limits: Limits = field(default_factory=Limits)
-    broker: "Broker | Gate | None" = None
+    broker: Broker | Gate | None = None
     budget: Budget | None = None
     should_stop: Callable[[], bool] | None = None
-    on_event: tuple[Callable[["Event"], None], ...] = ()
+    on_event: tuple[Callable[[Event], None], ...] = ()
     on_turn: Callable[[Trajectory], None] | None = None
     on_failure: str = "raise"
     track_time: bool = False
@@ -129,10 +127,10 @@ class DriverSettings:
             raise ValueError("on_failure is 'raise' (headless) or 'ask' (a human decides)")
 
 
-def human_play(broker: "Broker", **more: Any) -> DriverSettings:
-    """A human's own play (``play``, a study's queue): no policy, no turn limit, failures
-    told to her, the worked time kept; ``more``: any other setting."""
-    return DriverSettings(limits=Limits(max_turns=None), broker=broker, on_failure="ask", track_time=True, **more)
+def human_play(broker: Broker) -> DriverSettings:
+    """A human's own play (``play --plain``, a study's queue): no policy, no turn limit,
+    failures told to her, the worked time kept."""
+    return DriverSettings(limits=Limits(max_turns=None), broker=broker, on_failure="ask", track_time=True)
 
 
 __all__ = ["DriverSettings", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL",

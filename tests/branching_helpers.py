@@ -3,7 +3,7 @@ reviewer decides (edits, rejections) through the real Driver, on a real env."""
 
 from __future__ import annotations
 
-from icplay.driver import Driver, Limits
+from icplay.driver import Driver, DriverSettings, Limits
 from icplay.episode import Decision, Episode, Proposal
 from icplay.languages import make_env
 from icplay.store import save_trajectory
@@ -46,7 +46,7 @@ def watched_episode(task, sandbox, proposals, decisions, path, annotator="ann"):
     try:
         episode = Episode(env, task, save=lambda t: save_trajectory(t, path), policy=agent.describe(),
                           annotator=annotator)
-        Driver(episode, agent, "agent", Limits(max_turns=10), broker=ScriptedReviewer(decisions)).run()
+        Driver(episode, DriverSettings(agent, "agent", Limits(max_turns=10), broker=ScriptedReviewer(decisions))).run()
     finally:
         env.close()
     return episode.trajectory

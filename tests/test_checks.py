@@ -211,6 +211,11 @@ def _built_str(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join")
 
 
+def by_place(found: list[str]) -> list[str]:
+    """Findings ``path:line what`` in the order of the files and their lines."""
+    return sorted(found, key=lambda line: (line.split(":")[0], int(line.split(":")[1].split()[0]), line))
+
+
 def markup_from_values(root: Path) -> list[str]:
     """Every place under ``root`` that hands Textual a str built from values where it reads
     markup: such text goes as Text (``icplay.tui.shown``) or with ``markup=False``. (A str held
@@ -235,7 +240,7 @@ def markup_from_values(root: Path) -> list[str]:
                 found.append(f"{where} exit message")
             elif name in MARKUP_CALLS and any(_built_str(arg) for arg in node.args):
                 found.append(f"{where} {name}")
-    return sorted(found, key=lambda line: (line.split(":")[0], int(line.split(":")[1].split()[0])))
+    return by_place(found)
 
 
 def test_no_widget_gets_markup_built_from_values():
@@ -256,3 +261,112 @@ def test_markup_built_from_values_is_caught(tmp_path):
         "    self.notify('Saved.')\n")
     assert markup_from_values(package) == ["tui/screen.py:2 update", "tui/screen.py:3 notify without markup=False",
                                            "tui/screen.py:4 border title", "tui/screen.py:5 add_row"]
+
+
+# Issue 31: the driver is the loop every front end runs on, not a front end itself. It does no
+# terminal I/O (line mode is icplay/lines, beside the TUI) and names no language and no key of
+# one language's reward (what differs by language is asked of its spec, icplay/languages).
+TERMINAL_CALLS = {"print", "input", "breakpoint"}
+TERMINAL_STREAMS = {"stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__"}
+TERMINAL_MODULES = {"tty", "termios", "curses", "readline", "getpass", "pty"}
+LANGUAGE_NAMES = {"bash", "sql", "python", "ctf", "mysql", "sqlite"}
+# the keys that only one language's reward breakdown has (Bash's parts, SQL's measures, Python's binding)
+REWARD_KEYS = {"p1", "p2", "p3", "cosine", "different_content", "iou", "kendall_tau_b", "rows_matched",
+               "gold_function"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of ``tree``'s module, classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _terminal_use(node: ast.AST) -> str | None:
+    """What terminal I/O ``node`` is, if it is some."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in TERMINAL_CALLS:
+        return f"{node.func.id}()"
+    if isinstance(node, ast.Attribute) and node.attr == "isatty":
+        return "isatty"
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "sys"
+            and node.attr in TERMINAL_STREAMS):
+        return f"sys.{node.attr}"
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+        hit = [n for n in names if n.split(".")[0] in TERMINAL_MODULES]
+        return f"import {hit[0]}" if hit else None
+    return None
+
+
+def front_end_in(root: Path) -> list[str]:
+    """Every place under ``root`` that does terminal I/O, or names a language or a key of one
+    language's reward in a string literal (docstrings aside)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            use = _terminal_use(node)
+            if use is not None:
+                found.append(f"{where} terminal I/O: {use}")
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                  and node.value.lower() in LANGUAGE_NAMES | REWARD_KEYS):
+                found.append(f"{where} names {node.value!r}")
+    return by_place(found)
+
+
+def test_the_driver_is_no_front_end():
+    assert front_end_in(ROOT / "icplay" / "driver") == []
+
+
+def test_a_front_end_in_the_driver_is_caught(tmp_path):
+    package = tmp_path / "driver"
+    package.mkdir()
+    (package / "loop.py").write_text(
+        '"""The loop, for bash and sql alike (a docstring may say so)."""\n'
+        "import sys\nimport termios\n\n\n"
+        "def show(env, b, write=print):\n"
+        "    print(b)\n"
+        "    line = input('> ')\n"
+        "    sys.stdout.write(line)\n"
+        "    if env.name in ('bash', 'sql'):\n"
+        "        return b['p1'] + b.get('IOU', 0)\n"
+        "    return sys.stdin.isatty()\n")
+    assert front_end_in(package) == [
+        "driver/loop.py:3 terminal I/O: import termios", "driver/loop.py:7 terminal I/O: print()",
+        "driver/loop.py:8 terminal I/O: input()", "driver/loop.py:9 terminal I/O: sys.stdout",
+        "driver/loop.py:10 names 'bash'", "driver/loop.py:10 names 'sql'", "driver/loop.py:11 names 'IOU'",
+        "driver/loop.py:11 names 'p1'", "driver/loop.py:12 terminal I/O: isatty",
+        "driver/loop.py:12 terminal I/O: sys.stdin"]
+
+
+MAX_CLASS_LINES = 400   # issue 31: a class you can read in one sitting
+
+
+def long_classes(root: Path) -> list[str]:
+    """Every class under ``root`` longer than MAX_CLASS_LINES."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name} "
+                             f"({node.end_lineno - node.lineno + 1} lines)")
+    return found
+
+
+def test_the_loop_and_line_mode_have_no_long_class():
+    """The driver and line mode (issue 31's items 2 and 3); the whole tree once LiveScreen is split."""
+    assert long_classes(ROOT / "icplay" / "driver") + long_classes(ROOT / "icplay" / "lines") == []
+
+
+def test_a_long_class_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES))
+    (package / "big.py").write_text(f"class Small:\n    x = 1\n\n\nclass Big:\n{body}")
+    assert long_classes(package) == [f"pkg/big.py:5 Big ({MAX_CLASS_LINES + 1} lines)"]

@@ -18,7 +18,7 @@ from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced, rate_lim
 from icplay.agents.llm import ChatModel, LLMPolicy  # noqa: E402
 from icplay.agents.replay import GoldPolicy  # noqa: E402
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, PAUSED, PROPOSAL,  # noqa: E402
-                           SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
+                           SUBMIT_PROPOSAL, Broker, Decision, Driver, DriverSettings, Limits)
 from icplay.driver.events import (CallCancelled, Delta, Failure, RequestOpened, Retrying, State,  # noqa: E402
                                   StateChanged)
 from icplay.languages import make_env  # noqa: E402
@@ -114,7 +114,8 @@ def driver_for(env, policy, mode=CONFIRM, protocol="agent", tmp_path=None, episo
     saved = []
     episode = episode or Episode(env, TASK, save=lambda t: saved.append(t.status),
                                  policy={"kind": "llm", "model": "scripted"})
-    return Driver(episode, policy, protocol, Limits(max_turns=10), broker=Broker(mode), on_failure="ask", **kw)
+    return Driver(episode, DriverSettings(policy, protocol, Limits(max_turns=10), broker=Broker(mode), on_failure="ask",
+                                          **kw))
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -260,7 +261,7 @@ def test_a_stopped_watched_episode_resumes_in_another_mode(env, server, tmp_path
 def test_pause_after_step_and_step_exactly_one_in_auto(env):
     broker = Broker(AUTO)
     broker.pause_after_step()
-    driver = Driver(Episode(env, TASK), GoldPolicy(), "agent", broker=broker, on_failure="ask")
+    driver = Driver(Episode(env, TASK), DriverSettings(GoldPolicy(), "agent", broker=broker, on_failure="ask"))
     watch = Watch(driver).start()
     watch.request(PAUSED)
     assert driver.trajectory.turns == []

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, Failure, Limits, RequestOpened
+from icplay.driver import ACTION, HUMAN_MODE, Broker, Decision, Driver, DriverSettings, Failure, Limits, RequestOpened
 from icplay.driver.external import CallerLoop
 from icplay.episode import Episode
 
@@ -35,8 +35,8 @@ class Human:
         self.episode = Episode(env, TASK, save=lambda t: self.saved.append(t.status), policy={"kind": "human"})
         self.events: list = []
         self.requests: queue.Queue = queue.Queue()
-        self.driver = Driver(self.episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE),
-                             on_event=self._on_event, on_failure="ask", **kw)
+        self.driver = Driver(self.episode, DriverSettings(limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE),
+                                                          on_event=(self._on_event,), on_failure="ask", **kw))
         self.thread = self.driver.start()
 
     def _on_event(self, event) -> None:

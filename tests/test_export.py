@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent / "agents"))
 
 from fake_openai_server import ByTask, FakeOpenAIServer, fenced  # noqa: E402
 
-from icplay.driver import ACTION, CONFIRM, PROPOSAL, Broker, Decision, Driver, Limits  # noqa: E402
+from icplay.driver import ACTION, CONFIRM, PROPOSAL, Broker, Decision, Driver, DriverSettings, Limits  # noqa: E402
 from icplay.driver.events import RequestOpened  # noqa: E402
 from icplay.languages import make_env  # noqa: E402
 from icplay.episode import Proposal  # noqa: E402
@@ -126,7 +126,7 @@ def test_export_preference_of_a_watched_episode_gives_one_pair_per_edit_and_reje
         session = Session("watch", home=tmp_path / "home")
         policy = ScriptedPolicy([wrong, "DELETE FROM books", gold])
         episode, _ = session.open_episode(env, TASK, policy=policy.describe())
-        driver = Driver(episode, policy, "agent", Limits(max_turns=10), broker=Broker(CONFIRM))
+        driver = Driver(episode, DriverSettings(policy, "agent", Limits(max_turns=10), broker=Broker(CONFIRM)))
         requests: queue.Queue = queue.Queue()
         driver.listeners.append(lambda e: requests.put(e.request) if isinstance(e, RequestOpened) else None)
         thread = threading.Thread(target=driver.run, daemon=True)

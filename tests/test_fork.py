@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.driver import Driver, Limits
+from icplay.driver import Driver, DriverSettings, Limits
 from icplay.episode import Proposal
 from icplay.languages import make_env
 from icplay.episode import Episode
@@ -87,7 +87,7 @@ def test_fork_continued_by_an_agent(tmp_path, sql_env):
     episode, replayed = open_fork(sql_env, source, 2, forks, policy={"kind": "gold"})
     assert replayed == 2
     assert "42" in episode.act("SELECT x FROM scratch").observation
-    traj = Driver(episode, GoldAfterFork(), limits=Limits(max_turns=5)).run()
+    traj = Driver(episode, DriverSettings(GoldAfterFork(), limits=Limits(max_turns=5))).run()
     assert traj.status == "submitted" and traj.reward == 1.0
     assert traj.forked_from == {"id": source.id, "turn": 2}
     assert [t.author for t in traj.turns] == ["human", "human", "human", "agent"]

@@ -52,6 +52,10 @@ def test_contracts_are_kept():
      "icplay.tui is not allowed to import icplay.commands"),
     ("icplay/tui/widgets/panes.py", "import icplay.cli", "icplay.tui is not allowed to import icplay.cli"),
     ("icplay/bash/compat.py", "import icplay.episode", "icplay.bash.compat is not allowed to import icplay.episode"),
+    # line mode is a front end beside the TUI, not part of the driver (issue 31)
+    ("icplay/driver/driver.py", "import icplay.lines", "icplay.driver is not allowed to import icplay.lines"),
+    ("icplay/lines/loop.py", "import icplay.tui.shown", "icplay.lines is not allowed to import icplay.tui"),
+    ("icplay/tui/shown.py", "import icplay.lines", "icplay.tui is not allowed to import icplay.lines"),
 ])
 def test_a_break_is_caught(tmp_path, module, line, broken):
     tool = lint_imports()

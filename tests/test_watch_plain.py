@@ -392,8 +392,8 @@ def test_watch_bad_input_is_one_line(tmp_path, argv, message):
 
 def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
     from icplay.agents.llm import ChatModel, LLMPolicy
-    from icplay.driver import Broker, Driver
-    from icplay.driver.lines import LineLoop
+    from icplay.driver import Broker, Driver, DriverSettings
+    from icplay.lines import LineLoop
     from icplay.languages import make_env
     from icplay.episode import Episode
 
@@ -403,7 +403,8 @@ def test_on_a_terminal_the_reply_streams_as_it_is_written(tmp_path):
         env = make_env("sql", sandbox="sqlite")
         try:
             policy = LLMPolicy(ChatModel("m", base_url=server.url, api_key="k"), "react", "agent")
-            driver = Driver(Episode(env, SQL["bookshop-01"]), policy, broker=Broker("auto"), on_failure="ask")
+            driver = Driver(Episode(env, SQL["bookshop-01"]), DriverSettings(policy, broker=Broker("auto"),
+                                                                             on_failure="ask"))
             outcome = LineLoop(driver, read_line=lambda prompt: "", write=lambda s: shown.append(s + "\n"),
                                write_raw=shown.append, live=True).run()
         finally:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from icplay.driver.driver import PROTOCOLS, Budget, Driver, Limits, protocol_name
+from icplay.driver.driver import PROTOCOLS, Budget, Driver, DriverSettings, Limits, protocol_name
 from icplay.envs.base import Env
 from icplay.episode import Episode, Gate, Policy, Saver, Trajectory, usage_tokens
 from icplay.tasks.model import Task
@@ -49,8 +49,8 @@ def play(env: Env, task: Task, policy: Policy, protocol: str = "intercode", limi
     describe = getattr(policy, "describe", None)
     info = dict(policy_info or (describe() if callable(describe) else {"kind": type(policy).__name__}))
     episode = Episode(env, task, save=save, policy=info)
-    driver = Driver(episode, policy, protocol, limits, broker=gate, budget=budget, should_stop=should_stop,
-                    on_turn=on_turn)
+    driver = Driver(episode, DriverSettings(policy, protocol, limits or Limits(), broker=gate, budget=budget,
+                                            should_stop=should_stop, on_turn=on_turn))
     if on_driver is not None:
         on_driver(driver)
     return driver.run()

@@ -1,7 +1,7 @@
 """``icplay play``: solve tasks yourself — the Textual app, or ``--plain`` line mode.
 
 The plain mode is for plain terminals and scripts: the driver's line loop
-(``icplay.driver.lines``) with the human as the only source of actions. It reads actions
+(``icplay.lines``) with the human as the only source of actions. It reads actions
 from stdin (SQL statements may span lines and end with ``;``), prints each observation,
 and on ``submit`` prints the reward with its breakdown and moves on to the next task.
 Every turn is saved as it happens in a session (``icplay.session``): a task left
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from icplay.driver.lines import HUMAN_HELP as REPL_HELP  # noqa: F401  (kept for importers)
-from icplay.driver.lines import describe_reward, format_table  # noqa: F401
+from icplay.lines import HUMAN_HELP as REPL_HELP  # noqa: F401  (kept for importers)
+from icplay.lines import describe_reward, format_table  # noqa: F401
 from icplay.frontend.config import add_annotator_argument
 from icplay.languages import add_sandbox_argument, make_env, names
 from icplay.tasks.model import Task, TaskFileError
@@ -92,8 +92,8 @@ def run(args) -> int:
         print(f"icplay: --plain needs an environment: icplay play ENV --plain, ENV one of {', '.join(names())}",
               file=sys.stderr)
         return 2
-    from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
-    from icplay.driver.lines import first_unfinished, run_tasks
+    from icplay.driver import Broker, Driver, HUMAN_MODE, human_play
+    from icplay.lines import first_unfinished, run_tasks
 
     all_tasks = select_tasks(args.env, args.tasks, None, args.image)
     tasks = select_tasks(args.env, args.tasks, args.task, args.image)
@@ -105,9 +105,8 @@ def run(args) -> int:
     env = make_env(args.env, sandbox=args.sandbox, image=args.image, progress=lambda line: print(line, file=sys.stderr),
                    **({"compat": args.compat} if args.compat else {}))
     try:
-        return run_tasks(tasks, env, session, lambda episode: Driver(
-            episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-            track_time=True), first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
+        return run_tasks(tasks, env, session, lambda episode: Driver(episode, human_play(Broker(HUMAN_MODE))),
+                         first=len(all_tasks) - len(tasks) + 1, total=len(all_tasks))
     finally:
         env.close()
 
@@ -120,7 +119,7 @@ def run_study(args) -> int:
 
         return run_study_app(args, queue)
     from icplay.commands.study import study_errors
-    from icplay.study.plain import StudyPlain
+    from icplay.lines.study import StudyPlain
 
     with study_errors():
         return StudyPlain(queue, study_env_factory(args)).run(args.task)

@@ -9,7 +9,7 @@ session (``--session``, default ``watch``) with its author; a stopped episode re
 where it stopped, in any mode.
 
 Without ``--plain`` the watch screen of the playground opens; ``--plain`` is the line
-mode (``icplay.driver.lines``).
+mode (``icplay.lines``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from icplay.commands.run import configured_model_options, load_replay
 from icplay.agents.strategies import strategy_name
 from icplay.frontend.config import ConfigError, load_config
 from icplay.commands.play import cli_annotator, env_from_tasks, open_session, select_tasks
-from icplay.driver import Broker, Driver, Limits
-from icplay.driver.lines import first_unfinished, run_tasks
+from icplay.driver import Broker, Driver, DriverSettings, Limits
+from icplay.lines import first_unfinished, run_tasks
 from icplay.languages import make_env
 
 if TYPE_CHECKING:   # the types only: the modules themselves load when the command runs
@@ -176,8 +176,8 @@ def run(args) -> int:
 
     def make_driver(episode):
         episode.trajectory.adopt_policy(info)
-        return Driver(episode, policy, args.protocol, Limits(max_turns=args.turns), broker=broker,
-                      on_failure="ask", track_time=True)
+        return Driver(episode, DriverSettings(policy, args.protocol, Limits(max_turns=args.turns), broker=broker,
+                                              on_failure="ask", track_time=True))
 
     try:
         return run_tasks(tasks, env, session, make_driver, policy_info=info, first=first, total=playable)

@@ -15,13 +15,13 @@ from typing import Any
 from icplay.commands.play import study_env_factory, study_queue
 from icplay.commands.study import study_errors
 from icplay.commands.watch import actions_of
-from icplay.driver import Broker, Driver, Limits
-from icplay.episode import Episode
+from icplay.driver import Broker, Driver, DriverSettings, Limits
+from icplay.episode import AgentError, Episode
 from icplay.frontend.config import AgentChoice
 from icplay.frontend.policies import PolicyError, checked_choice, make_policy
 from icplay.process import UserError
 from icplay.study.model import Study
-from icplay.study.plain import StudyPlain
+from icplay.lines.study import StudyPlain
 from icplay.study.queue import Queue, resolve
 from icplay.tasks.model import Task
 
@@ -77,9 +77,11 @@ def check_agent(agent: AgentChoice, queue: Queue, first: str | None) -> None:
     policy, _ = _policy(agent, resolve(entry.ref, str(queue.study.path), queue.study.task_files))
     client = getattr(getattr(policy, "model", None), "client", None)
     if callable(client):
+        import openai    # start-up: the client library only when an agent is checked
+
         try:
             client()
-        except Exception as exc:     # the client library's own error types: one sentence
+        except (AgentError, openai.OpenAIError, ValueError) as exc:   # no key; the client refuses its settings
             raise UserError(f"the study's agent cannot start: {exc}") from None
 
 
@@ -91,7 +93,7 @@ def _policy(agent: AgentChoice, task: Task) -> tuple[Any, dict[str, Any]]:
 
 
 class WatchSeat:
-    """An agent acts on each task, the annotator supervises (``icplay.study.plain.Seat``)."""
+    """An agent acts on each task, the annotator supervises (``icplay.lines.study.Seat``)."""
 
     supervised = True
 
@@ -110,5 +112,5 @@ class WatchSeat:
         made = self._made.pop(task.key, None)
         policy, info = made if made is not None else _policy(self.agent, task)
         episode.trajectory.adopt_policy({**info, "ui": PLAIN_UI})
-        return Driver(episode, policy, self.agent.protocol, self.limits, broker=self.broker, on_failure="ask",
-                      track_time=True)
+        return Driver(episode, DriverSettings(policy, self.agent.protocol, self.limits, broker=self.broker,
+                                              on_failure="ask", track_time=True))

@@ -1,7 +1,8 @@
 """The steppable episode driver: propose, decide, apply, score, finish — one loop for every front end.
 
-``Driver`` takes an existing ``Episode`` (new, or resumed with its turns replayed) and a
-policy (None: the human is the only source of actions). Each ``step()`` is: wait while
+``Driver(episode, settings)`` takes an existing ``Episode`` (new, or resumed with its turns
+replayed) and one ``DriverSettings`` (``icplay/driver/settings.py``: the policy — None, the
+human is the only source of actions —, the protocol, limits, broker, listeners). Each ``step()`` is: wait while
 paused (``Broker.checkpoint``); in human mode ask the human (no model call); otherwise
 ``propose()`` (the policy, cancellable mid-request), ``decide()`` (the broker, or a plain
 Gate), ``apply()`` (run / edit / reject / submit / stop / take over / hand back) and, under
@@ -21,122 +22,68 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+import logging
+from contextlib import nullcontext
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple
 
 from icplay.driver.broker import AUTO, HUMAN_MODE, Broker, Request, RequestKind
-from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
-                                  Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
-                                  TurnRecorded)
+from icplay.driver.calls import PolicyCalls
+from icplay.driver.command import CommandGuard
+from icplay.driver.events import (Event, Failure, Finished, ModeChanged, Output, RequestClosed, RequestOpened,
+                                  Scored, State, StateChanged, TurnRecorded)
+from icplay.driver.settings import (AGENT_PROTOCOL, INTERCODE_PROTOCOL, PROTOCOLS, Budget, DriverSettings, Limits,
+                                    protocol_name)
 from icplay.envs.base import SubmitResult, parse_submit
 from icplay.tasks.model import Task
-from icplay.languages import TurnRule, intercode_turn
+from icplay.languages import intercode_turn
 from icplay.store import StoreWriteError
 from icplay.threads import Worker
 from icplay.episode import (AGENT, AGENT_EDITED, EDIT, HAND_BACK, HUMAN, REJECT, RUN, STOP, SUBMIT, TAKE_OVER,
-                            AgentError, Cancelled, Decision, Episode, Gate, Policy, Proposal, Trajectory, Turn,
-                            add_usage, usage_tokens)
+                            AgentError, Cancelled, Decision, Episode, Gate, Proposal, Trajectory, Turn)
 
-# The protocols, one vocabulary for every front end: ``agent`` ends an episode by its
-# submit (reward 0 until then); ``intercode`` scores every action and ends when solved.
-AGENT_PROTOCOL, INTERCODE_PROTOCOL = "agent", "intercode"
-PROTOCOLS = (INTERCODE_PROTOCOL, AGENT_PROTOCOL)
-_OLDER_NAMES = {"submit": AGENT_PROTOCOL}   # the library front ends' first name for ``agent``
-
-
-def protocol_name(name: str) -> str:
-    """``name`` as one of PROTOCOLS (``submit``, the library's older name, is ``agent``);
-    ValueError otherwise."""
-    name = _OLDER_NAMES.get(name, name)
-    if name not in PROTOCOLS:
-        raise ValueError(f"unknown protocol {name!r} (one of: {', '.join(PROTOCOLS)})")
-    return name
-
-
-@dataclass
-class Limits:
-    max_turns: int | None = 10         # None: no limit (human play)
-    max_tokens: int | None = None      # per episode, prompt + completion
-    max_cost: float | None = None      # per episode, dollars
-    max_seconds: float | None = None   # wall time per episode
-
-
-class Budget:
-    """Tokens and dollars for a whole run, shared by its episodes (thread-safe)."""
-
-    def __init__(self, max_tokens: int | None = None, max_cost: float | None = None):
-        self.max_tokens, self.max_cost = max_tokens, max_cost
-        self.tokens = 0
-        self.cost = 0.0
-        self._lock = threading.Lock()
-
-    def add(self, usage: dict[str, Any]) -> None:
-        with self._lock:
-            self.tokens += usage_tokens(usage)
-            self.cost += usage.get("cost") or 0.0
-
-    def exhausted(self) -> str | None:
-        with self._lock:
-            if self.max_tokens is not None and self.tokens >= self.max_tokens:
-                return f"the run's token limit ({self.max_tokens:,}) is reached"
-            if self.max_cost is not None and self.cost >= self.max_cost:
-                return f"the run's cost limit (${self.max_cost:g}) is reached"
-        return None
+log = logging.getLogger(__name__)
 
 
 class Driver:
     """Drives one episode step by step; see the module docstring."""
 
-    def __init__(self, episode: Episode, policy: Policy | None = None, protocol: str = "agent",
-                 limits: Limits | None = None, broker: Broker | Gate | None = None, budget: Budget | None = None,
-                 should_stop: Callable[[], bool] | None = None,
-                 on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None = None,
-                 on_turn: Callable[[Trajectory], None] | None = None, on_failure: str = "raise",
-                 track_time: bool = False, turn_rule: TurnRule | None = None, run_blank: bool = False,
-                 around_action: Callable[[], AbstractContextManager[object]] | None = None):
-        protocol = protocol_name(protocol)
-        if on_failure not in ("raise", "ask"):
-            raise ValueError("on_failure is 'raise' (headless) or 'ask' (a human decides)")
+    def __init__(self, episode: Episode, settings: DriverSettings | None = None):
+        if settings is not None and not isinstance(settings, DriverSettings):
+            raise TypeError(f"Driver(episode, settings) takes a DriverSettings, not {type(settings).__name__} "
+                            "(icplay.driver.DriverSettings: policy, protocol, limits, broker, ...)")
+        self.settings = settings = settings or DriverSettings()
         self.episode = episode
-        self.policy = policy
-        self.protocol = protocol
-        self.limits = limits or Limits()
-        self.broker, self._gate = _broker_and_gate(broker)
-        self.budget = budget
-        self.should_stop = should_stop
-        self.listeners: list[Callable[[Event], None]] = _listeners(on_event)
-        self.on_turn = on_turn
-        self.on_failure = on_failure
+        self.policy = policy = settings.policy
+        self.protocol = settings.protocol
+        self.limits = settings.limits
+        self.broker, self._gate = _broker_and_gate(settings.broker)
+        self.budget = settings.budget
+        self.listeners: list[Callable[[Event], None]] = list(settings.on_event)
+        self.on_failure = settings.on_failure
         self.save_failure: Exception | None = None     # the StoreWriteError that ended the episode
         # how an action is scored under ``intercode``: InterCode's loop for the task's language,
         # or (the library front ends) RUN_THEN_SUBMIT, every action scored as the state stands
-        self.turn_rule = turn_rule or intercode_turn(episode.task.env)
-        self.run_blank = run_blank      # a blank proposed action runs as a turn (the gym's contract)
-        # wraps each command (the TUI pauses the garbage collector while a big result is built)
-        self.around_action = around_action or nullcontext
+        self.turn_rule = settings.turn_rule or intercode_turn(episode.task.env)
+        self.around_action = settings.around_action or nullcontext
         self.max_turns = _turn_cap(self.limits.max_turns, getattr(policy, "max_turns", None))
-        traj = episode.trajectory
         if policy is not None:
-            traj.policy.setdefault("usage", {})
-            traj.policy.update({"protocol": protocol, "max_turns": self.max_turns})
+            episode.trajectory.policy.setdefault("usage", {})
+            episode.trajectory.policy.update({"protocol": self.protocol, "max_turns": self.max_turns})
         self.state = State.IDLE
         self.last_score: SubmitResult | None = None
         self._scored_state = False     # last_score describes the current state (nothing ran since)
         self._stop = threading.Event()
         self._stop_reason: str | None = None
         self._stop_status = "stopped"
-        self._interrupt_turn: int | None = None             # interrupt the command of this turn when it starts
-        self._cancel: threading.Event | None = None
-        self._running_command = False
-        self._command_over: threading.Event | None = None   # set when the running command has ended
-        self._interrupting: threading.Event | None = None   # the command an interrupt repeats for
         self._lock = threading.Lock()
+        self._command = CommandGuard(self._lock, lambda: self.episode.env.interrupt())
         self._started = time.monotonic()
-        self._worked_before = traj.time_worked or 0.0
+        self._calls = (PolicyCalls(policy, self._lock, self.limits, self.budget, self._started, self._emit)
+                       if policy is not None else None)
+        self._worked_before = episode.trajectory.time_worked or 0.0
         self._ended = False
-        if track_time:
+        if settings.track_time:
             episode.before_save = self._note_time
         self.broker.reopen()          # a broker may serve one episode after another
         self.broker.listeners.append(self._on_broker)
@@ -163,8 +110,8 @@ class Driver:
         for listener in list(self.listeners):
             try:
                 listener(event)
-            except Exception:   # a broken view must not break the episode
-                pass
+            except Exception:   # a view's own bug (any kind): logged, and the episode goes on without it
+                log.exception("a listener of the driver's events failed")
 
     def _set_state(self, state: State) -> None:
         self.state = state
@@ -193,7 +140,7 @@ class Driver:
                 self._stop_reason = reason
                 self._stop_status = status
             self._stop.set()
-            running = self._running_command
+            running = self._command.running
         self.cancel_call()
         self.broker.withdraw_all()
         if running:
@@ -205,42 +152,15 @@ class Driver:
         self.stop(status="running")
 
     def interrupt(self, turn: int | None = None) -> None:
-        """Interrupt the running command (the turn is kept, marked interrupted).
-
-        The envs drop an interrupt that arrives before the command has really started
-        (they clear the flag as a step begins), and a view learns that a command runs a
-        moment before it does; so the interrupt is repeated every 0.25 s until that
-        command has ended. Without a running command it does nothing, unless ``turn`` (the
-        index the human's answered command will have) names a command that has not started
-        yet: that one is interrupted as it starts."""
-        with self._lock:
-            over = self._command_over if self._running_command else None
-            if over is None:
-                if turn is not None and len(self.trajectory.turns) == turn:
-                    self._interrupt_turn = turn
-                return
-            if self._interrupting is over:
-                return
-            self._interrupting = over
-        self._env_interrupt()
-
-        def again() -> None:
-            while not over.wait(0.25):
-                self._env_interrupt()
-
-        threading.Thread(target=again, name="icplay-interrupt", daemon=True).start()
-
-    def _env_interrupt(self) -> None:
-        try:
-            self.episode.env.interrupt()
-        except Exception:
-            pass
+        """Interrupt the running command (the turn is kept, marked interrupted), repeated until
+        it has ended (``icplay/driver/command.py``). Without a running command it does nothing,
+        unless ``turn`` (the index the human's answered command will have) names a command that
+        has not started yet: that one is interrupted as it starts."""
+        self._command.interrupt(turn, len(self.trajectory.turns))
 
     def cancel_call(self) -> None:
-        with self._lock:
-            cancel = self._cancel
-        if cancel is not None:
-            cancel.set()
+        if self._calls is not None:
+            self._calls.cancel()
 
     @property
     def stopping(self) -> bool:
@@ -252,82 +172,22 @@ class Driver:
         traj = self.trajectory
         if self.max_turns is not None and traj.turns_taken >= self.max_turns:
             return "turns"
-        spent = self._budget_spent()
+        spent = self.limits.spent(traj.usage, self._started)
         if spent is not None:
             return spent
         if traj.turns and (ends := traj.turns[-1].info.get("ends_episode")):
             return str(ends)       # the policy's own end (``truncated``: no budget left to ask again with)
         return None
 
-    def _budget_spent(self) -> str | None:
-        """Which budget of ``self.limits`` (tokens, cost, time) is spent, else None."""
-        usage = self.trajectory.usage
-        if self.limits.max_tokens is not None and usage_tokens(usage) >= self.limits.max_tokens:
-            return "tokens"
-        if self.limits.max_cost is not None and (usage.get("cost") or 0) >= self.limits.max_cost:
-            return "cost"
-        if self.limits.max_seconds is not None and time.monotonic() - self._started >= self.limits.max_seconds:
-            return "time"
-        return None
-
     # -- the steps ----------------------------------------------------------------------
     def propose(self) -> Proposal | None:
-        """Ask the policy (cancellable); None when the call was cancelled. Usage is summed."""
-        if self.policy is None:
+        """Ask the policy (cancellable, ``icplay/driver/calls.py``); None when the call was
+        cancelled. Usage is summed."""
+        if self._calls is None:
             raise RuntimeError("this driver has no policy: the human is the only source of actions")
-        cancel = threading.Event()
-        with self._lock:
-            self._cancel = cancel
-            if self._stop.is_set():
-                cancel.set()
-        if self.broker.mode == HUMAN_MODE:   # taken over just before the call: no call
-            cancel.set()
+        skip = self.broker.mode == HUMAN_MODE     # taken over just before the call: no call
         self._set_state(State.THINKING)
-        timer = self._time_limit_timer(cancel)
-        try:
-            proposal = self.policy.propose(self.task, self.trajectory, cancel=cancel, notify=self._policy_note)
-        except Cancelled as exc:
-            self._add_call_usage(exc.usage)     # a call cut short still cost its tokens
-            self._emit(CallCancelled())
-            return None
-        finally:
-            if timer is not None:
-                timer.cancel()
-            with self._lock:
-                self._cancel = None
-        self._add_call_usage(proposal.info.get("usage") or {})
-        if cancel.is_set():    # stopped or taken over as the reply arrived: drop it
-            self._emit(CallCancelled())
-            return None
-        self._emit(Proposed(proposal))
-        return proposal
-
-    def _time_limit_timer(self, cancel: threading.Event) -> threading.Timer | None:
-        """A timer that cancels the call when the episode's wall time runs out in the middle of it."""
-        if self.limits.max_seconds is None:
-            return None
-        left = self.limits.max_seconds - (time.monotonic() - self._started)
-        timer = threading.Timer(max(0.0, left), cancel.set)
-        timer.daemon = True
-        timer.start()
-        return timer
-
-    def _add_call_usage(self, call_usage: dict[str, Any]) -> None:
-        if not call_usage:
-            return
-        traj = self.trajectory
-        traj.policy["usage"] = add_usage(traj.usage, call_usage)
-        if self.budget is not None:
-            self.budget.add(call_usage)
-
-    def _policy_note(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "delta":
-            self._emit(Delta(str(data.get("text", ""))))
-        elif kind == "reasoning":
-            self._emit(Reasoning(str(data.get("text", ""))))
-        elif kind == "retry":
-            self._emit(Retrying(attempt=int(data.get("attempt") or 0), delay=float(data.get("delay") or 0.0),
-                                message=str(data.get("message") or ""), until=data.get("until")))
+        return self._calls.propose(self.task, self.trajectory, self._stop, skip)
 
     def decide(self, proposal: Proposal) -> Decision:
         """The gate's verdict on ``proposal`` in the current mode (may wait for a human)."""
@@ -380,7 +240,7 @@ class Driver:
         is_submit, arg = parse_submit(move.action)
         if is_submit:          # what will run is a submit (also a human's edit to "submit")
             return self._submit(arg)
-        if not move.action.strip() and not (self.run_blank and move.author == AGENT):
+        if not move.action.strip() and not (self.settings.run_blank and move.author == AGENT):
             return True
         self.run_action(move.action, move.author, move.proposed, move.thought, comment, dict(move.info))
         if self._stop.is_set():
@@ -401,10 +261,7 @@ class Driver:
             if self._stop.is_set():
                 return None
             # from here a stop() sees the command and interrupts it
-            self._running_command = True
-            over = self._command_over = threading.Event()
-            asked = self._interrupt_turn == len(self.trajectory.turns)
-            self._interrupt_turn = None
+            over, asked = self._command.begin(len(self.trajectory.turns))
         self._set_state(State.RUNNING)
         if asked:
             self.interrupt()
@@ -413,17 +270,15 @@ class Driver:
                 turn = self.episode.act(action, author=author, proposed=proposed, thought=thought, comment=comment,
                                         on_output=lambda text: self._emit(Output(text)), info=info)
         finally:
-            with self._lock:
-                self._running_command = False
-            over.set()
+            self._command.end(over)
         self._scored_state = False
         self._after_turn(turn)
         return turn
 
     def _after_turn(self, turn: Turn) -> None:
         self._emit(TurnRecorded(turn))
-        if self.on_turn is not None:
-            self.on_turn(self.trajectory)
+        if self.settings.on_turn is not None:
+            self.settings.on_turn(self.trajectory)
 
     def score(self) -> SubmitResult:
         """Score the current state without ending the episode (InterCode's per-turn reward)."""
@@ -512,7 +367,7 @@ class Driver:
         """End the episode when a stop, the run's budget or the episode's limits say so."""
         if self._stop.is_set():
             self.stop_episode(error=self._stop_reason)
-        elif self.should_stop is not None and self.should_stop():
+        elif self.settings.should_stop is not None and self.settings.should_stop():
             self.stop_episode(error="the run was stopped")
         elif self.budget is not None and (why := self.budget.exhausted()):
             self.stop_episode(error=why)
@@ -529,8 +384,8 @@ class Driver:
             proposal = self.propose()
         except Cancelled:
             return True
-        except Exception as exc:
-            if self.on_failure == "raise" or not isinstance(exc, AgentError):
+        except AgentError as exc:
+            if self.on_failure == "raise":
                 raise
             self._emit(Failure(str(exc), fatal=exc.fatal))
             decision = self.broker.ask_after_failure(str(exc))
@@ -549,7 +404,7 @@ class Driver:
             return self.apply(None, decision)
         except StoreWriteError:
             raise        # nothing more can be saved: the episode ends (run), no further action is taken
-        except Exception as exc:
+        except Exception as exc:   # the env's own failure, of whatever library (Docker, MariaDB, a plug-in's)
             self._emit(Failure(f"{type(exc).__name__}: {exc}", fatal=False, during=decision.kind))
             return True
 
@@ -575,7 +430,7 @@ class Driver:
             self._end()
             if self.on_failure == "raise":
                 raise
-        except Exception as exc:
+        except Exception as exc:   # anything else ends the episode: saved ``error`` with its message, said
             message = f"{type(exc).__name__}: {exc}"
             self.stop_episode("error", message)
             self._emit(Failure(message, fatal=True))
@@ -584,8 +439,8 @@ class Driver:
         return self.trajectory
 
 
-__all__ = ["Driver", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL", "protocol_name",
-           "State"]
+__all__ = ["Driver", "DriverSettings", "Event", "Limits", "Budget", "PROTOCOLS", "AGENT_PROTOCOL", "INTERCODE_PROTOCOL",
+           "protocol_name", "State"]
 
 
 def _broker_and_gate(broker: Broker | Gate | None) -> tuple[Broker, Gate | None]:
@@ -593,13 +448,6 @@ def _broker_and_gate(broker: Broker | Gate | None) -> tuple[Broker, Gate | None]
     if isinstance(broker, Broker) or broker is None:
         return broker or Broker(AUTO), None
     return Broker(AUTO), broker
-
-
-def _listeners(on_event: Callable[[Event], None] | list[Callable[[Event], None]] | None
-               ) -> list[Callable[[Event], None]]:
-    if isinstance(on_event, list):
-        return list(on_event)
-    return [on_event] if on_event else []
 
 
 def _turn_cap(limit: int | None, policy_cap: int | None) -> int | None:

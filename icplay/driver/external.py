@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.driver.driver import AGENT_PROTOCOL, INTERCODE_PROTOCOL, Driver, Limits, protocol_name
+from icplay.driver.driver import AGENT_PROTOCOL, INTERCODE_PROTOCOL, Driver, DriverSettings, Limits, protocol_name
 from icplay.envs import Env
 from icplay.episode import Episode, Proposal, Trajectory
 from icplay.languages import make_env
@@ -110,8 +110,8 @@ class CallerLoop:
         if self.env is None:
             self.env = self._factory()
         episode = Episode(self.env, task, save=self._saver(), policy=policy or {"kind": "library"})
-        self.driver = Driver(episode, self._policy, protocol=self.protocol, limits=Limits(max_turns=None),
-                             turn_rule=RUN_THEN_SUBMIT, run_blank=True)
+        self.driver = Driver(episode, DriverSettings(self._policy, self.protocol, Limits(max_turns=None),
+                                                     turn_rule=RUN_THEN_SUBMIT, run_blank=True))
         return episode.query
 
     def step(self, action: str) -> Outcome:

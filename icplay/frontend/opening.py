@@ -1,4 +1,8 @@
-"""One screen's episode: opened on a leased sandbox, driven by ``icplay.driver``, given back.
+"""Opening a task's episode, for every front end; and one screen's episode on a leased sandbox.
+
+``open_episode`` is how every front end (the TUI's screens, line mode, a study's queue in
+line mode) opens a task's episode: resumed from its saved turns (replayed into the fresh
+env) or new, with what could not be read set aside and said (``Opening``).
 
 A screen (a page, a tab) owns one ``EpisodeHost``. On the host's own thread it leases an
 env from the pool, opens the task's episode (resumed: saved turns replayed; a submitted
@@ -19,9 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from icplay.driver.driver import Driver
+from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
 from icplay.frontend.leases import Lease, SandboxPool
 from icplay.session import Session
+from icplay.store import TrajectoryFileError
 from icplay.tasks.model import Task
 from icplay.threads import Worker
 
@@ -58,6 +64,31 @@ def is_big(turn: Turn) -> bool:
 
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A task's episode as it was opened."""
+    episode: Episode
+    replayed: int                    # saved turns replayed into the env (0: a new episode)
+    set_aside: tuple[str, ...] = ()  # one sentence per saved file that could not be read (moved aside)
+
+    @property
+    def resumed(self) -> str | None:
+        """The line that says the episode was resumed, or None for a new one."""
+        return f"(resumed: {self.replayed} saved turn(s) replayed)" if self.replayed else None
+
+
+def open_episode(session: Session, env: Env, task: Task, policy: dict[str, Any] | None = None,
+                 before_save: Callable[[Trajectory], None] | None = None,
+                 on_replay: Callable[[int, int, Turn], None] | None = None) -> Opening:
+    """``task``'s episode in ``session`` on ``env``: resumed (its saved turns replayed, each
+    reported to ``on_replay``) or new (``policy``: what the trajectory says of who acts). The
+    driver is built on it by the front end (``Driver(opening.episode, settings)``)."""
+    episode, replayed = session.open_episode(env, task, policy=policy, on_replay=on_replay, before_save=before_save)
+    set_aside = tuple(session.set_aside)
+    del session.set_aside[:len(set_aside)]
+    return Opening(episode, replayed, set_aside)
 
 
 # -- what the host reports before its driver runs (posted from the host's thread) ----------
@@ -161,10 +192,18 @@ class EpisodeHost:
             if leaving:
                 self._give_back()
 
+    def _prior(self) -> Trajectory | None:
+        """The task's saved trajectory; None when there is none, or when it cannot be read
+        (``open_episode`` then sets it aside and says so, as in every front end)."""
+        try:
+            return self.session.load(self.task)
+        except TrajectoryFileError:
+            return None
+
     def _open(self, policy: dict[str, Any], make_driver: Callable[[Episode], Driver], retry: bool,
               set_base: Callable[[float], None] | None) -> Driver | None:
         try:
-            prior = self.session.load(self.task)
+            prior = self._prior()
             if prior is not None and prior.status == "submitted" and not retry:
                 self.emit(Viewing(prior))
                 return None
@@ -173,9 +212,10 @@ class EpisodeHost:
             self.lease = self.pool.lease(self.task.env, progress=lambda line: self.emit(Progress(line)))
             try:
                 with gc_paused():
-                    episode, replayed = self.session.open_episode(
-                        self.lease.env, self.task, policy=policy, before_save=self.before_save,
-                        on_replay=lambda n, total, turn: self.emit(Replaying(n, total, turn.action)))
+                    opening = open_episode(self.session, self.lease.env, self.task, policy, self.before_save,
+                                           lambda n, total, turn: self.emit(Replaying(n, total, turn.action)))
+                for note in opening.set_aside:
+                    self.emit(Progress(note))
             except BaseException:
                 lease, self.lease = self.lease, None
                 lease.discard()
@@ -183,10 +223,10 @@ class EpisodeHost:
             with self._lock:
                 if self._leaving:        # left while it opened: saved as it stands
                     return None
-                self.driver = make_driver(episode)
-            self.emit(Opened(episode, replayed, self.lease.env.sandbox_kind, self.driver))
+                self.driver = make_driver(opening.episode)
+            self.emit(Opened(opening.episode, opening.replayed, self.lease.env.sandbox_kind, self.driver))
             return self.driver
-        except Exception as exc:    # shown on the screen: the app stays usable
+        except Exception as exc:    # whatever failed (a sandbox, a database, a plug-in's env): shown, the app stays usable
             self.emit(Failed(describe(exc)))
             return None
 
@@ -212,5 +252,5 @@ class EpisodeHost:
             lease.give_back()
 
 
-__all__ = ["EpisodeHost", "HostEvent", "Progress", "Replaying", "Opened", "Viewing", "Failed", "gc_paused", "is_big",
+__all__ = ["open_episode", "Opening", "EpisodeHost", "HostEvent", "Progress", "Replaying", "Opened", "Viewing", "Failed", "gc_paused", "is_big",
            "describe", "BIG_RESULT"]

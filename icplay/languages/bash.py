@@ -23,6 +23,19 @@ def score_rows(b: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def score_lines(b: dict) -> list[str]:
+    """The reward's three parts and the changes that cost it, as line mode prints them."""
+    if "p1" not in b:
+        return []
+    lines = [f"  p1 file system {b['p1']:.2f}   p2 contents {b['p2']:.2f}   p3 answer {b['p3']:.2f}"]
+    for key, label in (("missing", "changes you did not make"), ("extra", "changes the gold did not make"),
+                       ("different_content", "files with different content")):
+        if b.get(key):
+            lines.append(f"  {label}: " + ", ".join(" ".join(x) if isinstance(x, (list, tuple)) else str(x)
+                                                    for x in b[key]))
+    return lines
+
+
 PROMPTS = Prompts(
     name="Bash",
     setting="Bash shell on Linux (a persistent session: cd, variables and functions carry over between commands)",
@@ -44,7 +57,7 @@ SPEC = LanguageSpec(
     env="icplay.envs.bash:make_bash_env", env_factory="icplay.envs.bash:SharedBashEnvs",
     prompts=PROMPTS,
     pane="icplay.tui.widgets.panes:BashPane", keys_scope="bash",
-    score_rows=score_rows, uses_image=True,
+    score_rows=score_rows, score_lines=score_lines, uses_image=True,
     images=(Image("bash", "icplay-bash:latest", "docker/bash.Dockerfile",
                   "Bash tasks: coreutils and friends, /testbed committed to git"),),
     submit_scores="the last command's output and the files as they are now",

@@ -101,7 +101,8 @@ class LanguageSpec:
       ``keys_scope`` names the key table of its input ("bash" for a command line,
       "sql" for an editor).
     - ``score_rows(breakdown) -> [(label, value), ...]``: the reward explained, for the
-      score screen and ``--plain``; without one, the breakdown's items.
+      score screen and ``--plain``; without one, the breakdown's items. ``score_lines(breakdown)
+      -> [line, ...]``: line mode's own shorter form, when the language has one (else the rows).
     - ``gold_actions(task) -> [action, ...]``: what the gold policy plays, ending with
       ``submit`` or ``submit ARG`` (default: the gold, then ``submit``).
     - ``uses_image``: ``--image`` applies (a Docker image to run the tasks on).
@@ -128,6 +129,7 @@ class LanguageSpec:
     env_factory: Ref | None = None
     default_sandbox: Ref | None = None
     score_rows: Callable[[dict], list[tuple[str, str]]] | None = None
+    score_lines: Callable[[dict], list[str]] | None = None
     gold_actions: Callable[[Task], list[str]] | None = None
     images: tuple[Image, ...] = ()
     uses_image: bool = False
@@ -160,6 +162,12 @@ class LanguageSpec:
         if self.score_rows is not None:
             return self.score_rows(breakdown)
         return [(str(k), str(v)) for k, v in breakdown.items()]
+
+    def explain_lines(self, breakdown: dict | None) -> list[str]:
+        """The reward explained in indented lines (line mode): ``score_lines``, else the rows."""
+        if self.score_lines is not None:
+            return self.score_lines(breakdown or {})
+        return [f"  {label}: " + value.replace("\n", "\n    ") for label, value in self.explain(breakdown)]
 
     def gold(self, task: Task) -> list[str]:
         if self.gold_actions is not None:

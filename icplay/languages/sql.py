@@ -27,6 +27,13 @@ def score_rows(b: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def score_lines(b: dict) -> list[str]:
+    """The reward's measures on one line, as line mode prints them."""
+    if "iou" not in b:
+        return []
+    return ["  " + "   ".join(f"{k} {v}" for k, v in b.items() if k != "reward" and not isinstance(v, (list, dict)))]
+
+
 def task_lines(task: Task) -> list[str]:
     return [f"Database: {task.db}"] if task.db else []
 
@@ -53,7 +60,7 @@ SPEC = LanguageSpec(
     name="sql", title="SQL", sandboxes=("sqlite", "mysql"),
     env="icplay.envs.sql:make_sql_env", prompts=PROMPTS,
     pane="icplay.tui.widgets.panes:SqlPane", keys_scope="sql",
-    score_rows=score_rows,
+    score_rows=score_rows, score_lines=score_lines,
     images=(Image("sql", "icplay-sql:latest", "docker/sql.Dockerfile", "SQL tasks: MariaDB server on port 3306"),),
     submit_scores="the rows of the last query",
     description="SQL queries over a database (SQLite or MariaDB)",

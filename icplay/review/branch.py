@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from icplay.driver import Driver, Limits
+from icplay.driver import Driver, DriverSettings, Limits
 from icplay.envs.base import Env
 from icplay.episode import AGENT_EDITED, HUMAN, Episode, Proposal, Trajectory, Turn
 from icplay.review.fork import ForkError, fork
@@ -177,7 +177,7 @@ def play(source: Trajectory, k: int, task: Task, plan: Continuation, how: Branch
             policy.prefix_taken = traj.turns_taken
         protocol = str(source.policy.get("protocol") or "agent")
         limits = how.limits if plan.script is None else Limits(max_turns=None)
-        Driver(episode, policy, protocol, limits).run()
+        Driver(episode, DriverSettings(policy, protocol, limits)).run()
     finally:
         env.close()
     if how.on_branch is not None:

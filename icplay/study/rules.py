@@ -4,7 +4,7 @@
 shown now, may this task be tried again (and as which attempt), how long is left, has the
 time run out, is the schema hidden, may the SQL editor recall earlier queries, are per-turn
 scores shown. The Textual app
-(icplay/tui) and ``--plain`` (icplay/study/plain.py) both hold one and ask it; neither
+(icplay/tui) and ``--plain`` (icplay/lines/study.py) both hold one and ask it; neither
 decides a rule itself. Outside a study ``FREE`` answers as icplay always has (everything
 allowed, no limit). A refusal is one sentence that names the study file and the rule, so
 an annotator (or the lead) knows where it comes from.

@@ -15,7 +15,7 @@ import re
 
 from rich.text import Text
 
-from icplay.driver.lines import display
+from icplay.frontend.display import display
 from icplay.store import printable
 
 

@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from icplay.driver import (ACTION, AUTO, CONFIRM, FAILED, HUMAN_MODE, INVALID, MODES, PAUSED, PROPOSAL,
-                           SUBMIT_PROPOSAL, Broker, Decision, Driver, Limits)
+                           SUBMIT_PROPOSAL, Broker, Decision, Driver, DriverSettings, Limits)
 from icplay.driver.broker import Request
 from icplay.driver.events import (CallCancelled, Delta, Event, Failure, Finished, ModeChanged, Output, Proposed,
                                   Reasoning, RequestClosed, RequestOpened, Retrying, Scored, State, StateChanged,
@@ -346,8 +346,9 @@ class LiveScreen(Screen[None]):
             else:
                 policy, info = self.prebuilt
                 episode.trajectory.adopt_policy({**info, "protocol": self.agent.protocol, "ui": "tui-watch"})
-        return Driver(episode, policy, protocol=protocol, limits=self.limits, broker=self.broker,
-                      on_event=self._from_driver, on_failure="ask", around_action=self.host.around_action)
+        return Driver(episode, DriverSettings(policy, protocol, self.limits, broker=self.broker,
+                                              on_event=(self._from_driver,), on_failure="ask",
+                                              around_action=self.host.around_action))
 
     def _from_host(self, event: HostEvent) -> None:
         """On the host's thread: to the UI thread as a Message."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from icplay.driver.lines import display
+from icplay.frontend.display import display
 
 from .test_display_hostile import bash_playground, plain, run_action
 

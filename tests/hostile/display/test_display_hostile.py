@@ -15,7 +15,7 @@ import shlex
 
 import pytest
 
-from icplay.driver.lines import display
+from icplay.frontend.display import display
 from icplay.store import load_trajectory, save_trajectory
 from icplay.tui.screens.live import LiveScreen
 from icplay.tui.screens.modals import TaskScreen

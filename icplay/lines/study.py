@@ -1,6 +1,6 @@
 """``icplay play|watch --study NAME --annotator A --plain``: an annotator's queue in line mode.
 
-Each task of the queue runs in the driver's line loop (``icplay.driver.lines``, as ``play
+Each task of the queue runs in line mode's loop (``icplay.lines.LineLoop``, as ``play
 --plain`` and ``watch --plain``), saved in the annotator's session of the study. Who acts is
 the ``Seat``: the annotator herself (``HumanSeat``, play), or an agent she supervises (watch:
 icplay/commands/watch_study.py builds that seat, since the agent's policy is a front end's). After a task (submitted, or ended
@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
-from icplay.driver.lines import EOF, QUIT, LineLoop, StdinLines, display
+from icplay.driver import Broker, Driver, HUMAN_MODE, human_play
 from icplay.envs.base import Env
+from icplay.frontend.display import display
+from icplay.frontend.opening import open_episode
+from icplay.lines.answers import QUIT
+from icplay.lines.loop import LineLoop
+from icplay.lines.stdin import EOF, StdinLines
+from icplay.lines.tasks import tell_opening
 from icplay.episode import Episode, Trajectory
 from icplay.session import format_duration
 from icplay.study.queue import DONE, Entry, Queue, resolve
 from icplay.study.rules import PlayRules
 from icplay.tasks.model import Task
-from icplay.study.model import load_study
 
 
 def after_help(gold: bool, retry: bool) -> str:
@@ -56,8 +59,7 @@ class HumanSeat:
         return {"kind": "human", "ui": "plain-study"}
 
     def driver(self, episode: Episode, task: Task) -> Driver:
-        return Driver(episode, None, limits=Limits(max_turns=None), broker=Broker(HUMAN_MODE), on_failure="ask",
-                      track_time=True)
+        return Driver(episode, human_play(Broker(HUMAN_MODE)))
 
 
 class StudyPlain:
@@ -124,12 +126,10 @@ class StudyPlain:
         self.write(display(f"\n=== task {task.key} ({n} of {total} in {self.queue.annotator}'s queue)"
                            + (f" [{task.hardness}]" if task.hardness else "") + " ==="))
         self.write(display(task.query))
-        episode, replayed = self.session.open_episode(self._env(task), task, policy=self.seat.policy_info(task))
-        while self.session.set_aside:
-            print(f"icplay: {self.session.set_aside.pop(0)}", file=sys.stderr)
+        opening = open_episode(self.session, self._env(task), task, self.seat.policy_info(task))
+        tell_opening(opening, self.write)
+        episode = opening.episode
         traj = episode.trajectory
-        if replayed:
-            self.write(f"(resumed: {replayed} saved turn(s) replayed)")
         if (traj.attempt or 1) > 1:
             self.write(f"(attempt {traj.attempt}{', after the gold was seen' if traj.after_gold_seen else ''})")
         driver = self.seat.driver(episode, task)
@@ -202,9 +202,7 @@ class StudyPlain:
         got = self.stdin.peek(timeout=3600.0 * 24)
         while got is None:
             got = self.stdin.peek(timeout=3600.0 * 24)
-        self.stdin.take()
-        if got is EOF:
-            self.stdin._head.insert(0, EOF)
+        if self.stdin.take() is EOF:
             self.write("")
             return None
         assert isinstance(got, str)
@@ -212,8 +210,3 @@ class StudyPlain:
             self.write(got)
         return got.strip()
 
-
-def play_study_plain(study_name: str, annotator: str, task: str | None, make_env: Callable[[str], Env],
-                     home: Path | None = None) -> int:
-    queue = Queue(load_study(study_name, home), annotator, home)
-    return StudyPlain(queue, make_env).run(task)

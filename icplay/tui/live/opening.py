@@ -10,7 +10,7 @@ from rich.text import Text
 
 from icplay.driver import HUMAN_MODE, Driver
 from icplay.driver.events import Event, Output
-from icplay.episode import Episode
+from icplay.episode import AgentError, Episode
 from icplay.frontend.opening import EpisodeHost, Failed, HostEvent, Opened, Progress, Replaying, Viewing
 from icplay.frontend.policies import PolicyError, make_policy
 from icplay.tui.live.ends import OVER_FAILED, OVER_SUBMITTED
@@ -69,7 +69,7 @@ class Opening:
         def warm() -> None:
             try:
                 client()
-            except Exception:       # a missing key is said by the first call, in the panel
+            except AgentError:      # no API key: the first call says so, in the panel
                 pass
 
         self.screen.run_worker(warm, name="icplay-warm-model", group="warm", thread=True, exit_on_error=False)

@@ -272,6 +272,30 @@ async def test_a_bad_key_is_shown_in_the_panel_and_the_human_can_take_over(watch
         fake.stop()
 
 
+async def test_no_key_at_all_is_said_in_the_panel_and_the_warmed_client_ends_quietly(make_app, shop_catalog,
+                                                                                     monkeypatch, home):
+    """No key and no base URL: the model's client, warmed while the sandbox starts, meets the
+    missing key (an AgentError, caught: its worker ends in success, not error), and the first
+    call says it in the panel."""
+    from textual.worker import Worker, WorkerState
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    states: list[WorkerState] = []
+
+    def seen(screen, event: Worker.StateChanged) -> None:
+        if event.worker.name == "icplay-warm-model":
+            states.append(event.state)
+
+    monkeypatch.setattr(LiveScreen, "on_worker_state_changed", seen, raising=False)
+    app = make_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None,
+                   watch=AgentChoice(policy="llm", model="fake-model", mode="confirm"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_request(pilot, "failed")
+        assert "no API key" in watch(app).panel.failure
+        await wait_for(pilot, lambda: WorkerState.SUCCESS in states, 10, "the warm worker's end")
+        assert WorkerState.ERROR not in states
+
+
 async def test_the_picker_key_lets_the_configured_agent_try_the_highlighted_task(make_app, shop_catalog, home):
     import json
 

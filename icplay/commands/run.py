@@ -153,7 +153,9 @@ def _runner(args, setup: dict, out: Path):
                     max_seconds=args.episode_time)
     spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle, compat=args.compat),
                    policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, setup["info"])
-    budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
+    needs_cost = _needs_cost(args, setup)
+    budget = Budget(args.run_tokens, args.run_cost, needs_cost) if (args.run_tokens or args.run_cost or needs_cost) \
+        else None
     progress = None if args.quiet else Progress(len(tasks), sys.stderr)
     if not args.quiet:
         print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
@@ -277,8 +279,8 @@ def _chosen_policy(args, kind: str, task_set, tasks: list):
 
 
 def build_llm(args):
-    """``icplay run``'s LLM policy from its PolicySpec; a missing key, an unpriced cost limit
-    or unreadable demos are one sentence each."""
+    """``icplay run``'s LLM policy from its PolicySpec; a missing key or unreadable demos are one
+    sentence each; a cost limit on an unpriced model is said to count the server's cost."""
     from icplay.executors.specs import policy_spec_from_args
 
     spec = policy_spec_from_args(args, "llm")
@@ -289,11 +291,21 @@ def build_llm(args):
     model = policy.model
     model.key()      # fails now, in one sentence, when there is no key (the client is made at the first call)
     model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
-    for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
-        if value is not None and model.prices.lookup(args.model) is None:
-            raise UserError(f"{option} needs the price of {args.model!r}, which icplay does not know: give it "
-                            f"with --price {args.model}=IN,OUT (dollars per million tokens)")
+    limited = [option for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost))
+               if value is not None]
+    if limited and model.prices.lookup(args.model) is None and not args.quiet:
+        print(f"icplay: no price known for {args.model!r}: {' and '.join(limited)} count the server's own cost "
+              f"(usage.cost, as routers send it); a call without one stops the run (--price {args.model}=IN,OUT "
+              "gives a price)", file=sys.stderr)
     return policy
+
+
+def _needs_cost(args, setup: dict) -> str | None:
+    """The model's name when a cost limit is set and icplay has no price for it: its calls must
+    then bring their cost from the server, or the run stops (a limit is never silently off)."""
+    if (args.run_cost is None and args.episode_cost is None) or setup["kind"] != "llm":
+        return None
+    return args.model if setup["policy"].model.prices.lookup(args.model) is None else None
 
 
 def configured_model_options(args) -> dict:

@@ -24,7 +24,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, Sto
 
 ONE_LINE_ERRORS: tuple[type[BaseException], ...] = (UserError, *USER_ERRORS)
 
-__all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "main"]   # the first two kept here for old callers
+__all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "console", "main"]   # the first two kept here for old callers
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if interrupted or shutdown.signal:
                 shutdown.stop_open_episodes()
+
+
+def console() -> None:
+    """The ``icplay`` command: ``main``, then the process ends (``exit_process``: without the
+    interpreter's teardown where the command allows it)."""
+    from icplay.process import exit_process
+
+    exit_process(main())
 
 
 def _run(args, shutdown: Shutdown) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
 from icplay.languages import add_sandbox_argument, names
-from icplay.process import UserError
+from icplay.process import UserError, skip_teardown
 from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
 from icplay.commands.play import env_from_tasks
 from icplay.formats.native import runs_root
@@ -106,14 +106,16 @@ def run(args) -> int:
     from icplay.agents.pricing import PriceTableError
 
     env_from_tasks(args, "run")
-    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
-        from icplay.agents.llm import preload_client
+    from icplay.agents.llm import preload_client
 
+    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
         preload_client()     # the openai package loads while the tasks load and the sandboxes start
     try:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
+    if setup["kind"] == "llm":
+        preload_client(setup["policy"].model)     # its client made before the first episode asks for it
     out = _run_folder(args, setup)
     runner = _runner(args, setup, out)
     try:
@@ -124,7 +126,9 @@ def run(args) -> int:
         if args.ray and "Ray" in str(exc):
             raise UserError(str(exc)) from None
         raise
-    return _report(args, setup, out, runner, result)
+    code = _report(args, setup, out, runner, result)
+    skip_teardown()      # every episode saved and every worker ended: no need to free each object at exit
+    return code
 
 
 def _run_folder(args, setup: dict) -> Path:

@@ -15,7 +15,7 @@ import sys
 from icplay import __version__
 from icplay.paths import home_dir
 from icplay.sandbox.base import SandboxError
-from icplay.process import Shutdown, UserError
+from icplay.process import Shutdown, UserError, exit_process
 from icplay.store import StoreError, TrajectoryFileError
 from icplay.tasks.model import TaskFileError
 import icplay.commands as commands
@@ -107,8 +107,6 @@ def main(argv: list[str] | None = None) -> int:
 def console() -> None:
     """The ``icplay`` command: ``main``, then the process ends (``exit_process``: without the
     interpreter's teardown where the command allows it)."""
-    from icplay.process import exit_process
-
     exit_process(main())
 
 

@@ -92,7 +92,7 @@ def exit_process(code: int) -> None:
     import atexit
     import os
 
-    getattr(threading, "_shutdown")()    # what the interpreter's exit does first: joins non-daemon threads
+    threading._shutdown()  # type: ignore[attr-defined]  # what the exit does first: joins non-daemon threads
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -567,7 +567,7 @@ def preload_client(model: "ChatModel | None" = None) -> None:
             import openai  # noqa: F401
 
             if model is not None:
-                model.client().chat.completions     # the resource's modules load at its first use
+                _ = model.client().chat.completions     # the resource's modules load at its first use
         except Exception:          # the first call says what is wrong
             pass
 

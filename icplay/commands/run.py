@@ -21,6 +21,8 @@ from icplay.commands.play import env_from_tasks
 from icplay.formats.native import runs_root
 from icplay.agents.protocols import Budget, Limits
 from icplay.languages import default_sandbox, sandboxes
+from icplay.languages import get as get_language
+from icplay.languages.spec import resolve
 from icplay.tasks.registry import find_set
 from icplay.formats.export import ExportError
 from icplay.agents.families import model_options_of
@@ -114,8 +116,9 @@ def run(args) -> int:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
-    if setup["kind"] == "llm":
-        preload_client(setup["policy"].model)     # its client made before the first episode asks for it
+    if setup["kind"] == "llm":   # its client made before the first episode asks; then what the first score loads
+        warm = get_language(args.env).warm
+        preload_client(setup["policy"].model, then=resolve(warm) if warm is not None else None)
     out = _run_folder(args, setup)
     runner = _runner(args, setup, out)
     try:

@@ -155,6 +155,12 @@ def mysql_query_to_sqlite(sql: str) -> str | None:
         return None
 
 
+def load_sqlglot() -> None:
+    """Import sqlglot and its MySQL and SQLite dialects (0.2 s and more), as a SQLite
+    episode's first score needs them to rewrite its gold (the SQL language's ``warm``)."""
+    mysql_query_to_sqlite("SELECT 1")
+
+
 def _snippet(statement: str, width: int = 80) -> str:
     flat = " ".join(statement.split())
     return flat if len(flat) <= width else flat[:width] + "..."

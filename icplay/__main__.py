@@ -1,6 +1,6 @@
 """``python -m icplay``: the same as the ``icplay`` command."""
 
-from icplay.cli import main
+from icplay.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

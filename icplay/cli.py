@@ -15,7 +15,7 @@ import sys
 from icplay import __version__
 from icplay.paths import home_dir
 from icplay.sandbox.base import SandboxError
-from icplay.process import Shutdown, UserError
+from icplay.process import Shutdown, UserError, exit_process
 from icplay.store import StoreError, TrajectoryFileError
 from icplay.tasks.model import TaskFileError
 import icplay.commands as commands
@@ -24,7 +24,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (TaskFileError, SandboxError, Sto
 
 ONE_LINE_ERRORS: tuple[type[BaseException], ...] = (UserError, *USER_ERRORS)
 
-__all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "main"]   # the first two kept here for old callers
+__all__ = ["Shutdown", "UserError", "USER_ERRORS", "build_parser", "console", "main"]   # the first two kept here for old callers
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if interrupted or shutdown.signal:
                 shutdown.stop_open_episodes()
+
+
+def console() -> None:
+    """The ``icplay`` command: ``main``, then the process ends (``exit_process``: without the
+    interpreter's teardown where the command allows it)."""
+    exit_process(main())
 
 
 def _run(args, shutdown: Shutdown) -> int:

@@ -63,13 +63,43 @@ def test_a_listing_that_failed_is_a_reason():
     assert strict_reasons(agent, gold)[0] == "git status (reward) failed: x"
 
 
+class _Scripted:
+    """A FactsSource whose script run asks for the pristine index when ``moved``."""
+
+    kind, scoring_scratch = "fake", None
+    pristine_git = {"index": b"DIRC" + bytes(4000), "head": "a" * 40, "roots": ["testbed"]}
+
+    def __init__(self, moved: bool):
+        self.moved, self.sent = moved, []
+
+    def exec(self, argv, timeout=30.0):
+        nonce, index = argv[9], argv[10]
+        self.sent.append(index)
+        if index == "?" and self.moved:
+            return 0, f"\0{nonce}:ask\0"
+        return 0, f"\0{nonce}:both\0 M testbed/a\0\0{nonce}:both-exit\0000\0{nonce}:hashes\0\0{nonce}:end\0"
+
+
+def test_the_pristine_index_is_sent_only_when_the_script_asks_for_it():
+    import base64
+
+    from icplay.envs.bash_facts import gather
+
+    still, moved = _Scripted(moved=False), _Scripted(moved=True)
+    assert gather(still).changes == gather(moved).changes == [("M", "testbed/a")]
+    assert still.sent == ["?"]
+    assert moved.sent == ["?", base64.b64encode(moved.pristine_git["index"]).decode()]
+
+
 # The hashes' definition, as plain pipelines: what bash_facts computes with fewer processes
-# must stay exactly this (gold hashes travel in Harbor exports; both sides must agree).
+# must stay exactly this (the reward's hash travels in Harbor exports; the strict one, h,
+# every entry's type and name and the executable files' names as lines tagged a, e and x,
+# sorted together, is compared live, both sides made by the same script).
 REFERENCE_HASHES = r"""
 cd / && for p in "$@"; do
   h=$( (cd -P -- "$p" && find . -type f -print0 | sort -z | xargs -0 -r md5sum) | md5sum | cut -d' ' -f1)
-  s=$( (cd -P -- "$p" && printf '%s\n' "$h" && find . ! -name . -printf '%y %p\n' | sort \
-       && find . -type f -perm -u+x -print | sort) | md5sum | cut -d' ' -f1)
+  s=$( (cd -P -- "$p" && { printf 'a %s\n' "$h"; find . ! -name . -printf 'e %y %p\n';
+       find . -type f -perm -u+x -printf 'x %p\n'; } | sort) | md5sum | cut -d' ' -f1)
   printf '%s\0%s\0%s\0' "$p" "$h" "$s"
 done
 """

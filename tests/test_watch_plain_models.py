@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent / "agents"))
 
 from fake_openai_server import FakeOpenAIServer, Reply, Script, fenced, openai_reasoning_refusals  # noqa: E402
@@ -29,10 +31,10 @@ def test_watch_plain_with_a_reasoning_model(tmp_path):
         proc.send("")
         proc.expect("thinking: Maybe")
         proc.expect("(truncated: the reply was cut at the token limit, finish_reason length; raise --max-tokens)")
-        proc.expect("the model's reply was cut at the token limit before it held an action")
+        proc.expect("the model's reply was cut at the token limit; what it held was not run")
         proc.expect("decide> ")
         proc.send("")                                       # ask again
-        proc.expect("(the reply was cut at the token limit before it held an action)")
+        proc.expect("(the reply was cut at the token limit; what it held was not run)")
         proc.expect("thinking: The genre column.")
         proc.expect(f"agent proposes: {GOLD}")
         proc.expect("decide> ")
@@ -56,3 +58,19 @@ def test_watch_plain_with_a_reasoning_model(tmp_path):
     assert not any("DELETE" in (t["action"] or "") for t in turns)
     assert traj["policy"]["family"] == "openai-reasoning"
     assert traj["policy"]["params"] == {"max_completion_tokens": 16000, "reasoning_effort": "low"}
+
+
+def test_watch_checks_the_key_at_once_and_makes_the_client_at_the_first_call(tmp_path, monkeypatch):
+    from icplay.cli import build_parser
+    from icplay.commands.watch import _llm_policy
+    from icplay.process import UserError
+
+    monkeypatch.setenv("ICPLAY_HOME", str(tmp_path))
+    args = build_parser().parse_args(["watch", "sql", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                      "--api-key", "k"])
+    policy, info = _llm_policy(args)
+    assert policy.model._client is None and info["model"] == "m"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = build_parser().parse_args(["watch", "sql", "--model", "gpt-4o"])
+    with pytest.raises(UserError, match="^no API key: set OPENAI_API_KEY or pass --api-key"):
+        _llm_policy(args)

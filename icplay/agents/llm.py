@@ -556,15 +556,26 @@ def with_budget(params: dict[str, Any], budget: int | None) -> dict[str, Any]:
 TRUNCATED_HINT = "the reply was cut at the token limit (finish_reason length); raise --max-tokens"
 
 
-def preload_client() -> None:
+def preload_client(model: "ChatModel | None" = None, then: Callable[[], Any] | None = None) -> None:
     """Import the openai package on a helper thread (it takes a second or more: its types are
     hundreds of pydantic models), so that it loads while a run loads its tasks and starts
-    its sandboxes, not ahead of them; the first call waits for it if it is not done."""
+    its sandboxes, not ahead of them; the first call waits for it if it is not done. With
+    ``model``, its client is made there too (an SSL context, an HTTP client and the chat
+    resource: 0.1 s and more), so the first request does not make it; then ``then`` runs
+    there (what the env's first score loads), while that request is out."""
     def load() -> None:
         try:
             import openai  # noqa: F401
+
+            if model is not None:
+                _ = model.client().chat.completions     # the resource's modules load at its first use
         except Exception:          # the first call says what is wrong
             pass
+        if then is not None:
+            try:
+                then()
+            except Exception:      # the score that needs it says what is wrong
+                pass
 
     threading.Thread(target=load, name="icplay-import-openai", daemon=True).start()
 

@@ -15,12 +15,14 @@ from pathlib import Path
 
 from icplay.agents.families import add_model_arguments
 from icplay.languages import add_sandbox_argument, names
-from icplay.process import UserError
+from icplay.process import UserError, skip_teardown
 from icplay.store import TrajectoryFileError, TrajectoryStore, safe_name
 from icplay.commands.play import env_from_tasks
 from icplay.formats.native import runs_root
 from icplay.agents.protocols import Budget, Limits
 from icplay.languages import default_sandbox, sandboxes
+from icplay.languages import get as get_language
+from icplay.languages.spec import resolve
 from icplay.tasks.registry import find_set
 from icplay.formats.export import ExportError
 from icplay.agents.families import model_options_of
@@ -106,14 +108,17 @@ def run(args) -> int:
     from icplay.agents.pricing import PriceTableError
 
     env_from_tasks(args, "run")
-    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
-        from icplay.agents.llm import preload_client
+    from icplay.agents.llm import preload_client
 
+    if (args.policy or ("replay" if args.replay else "llm")) == "llm":
         preload_client()     # the openai package loads while the tasks load and the sandboxes start
     try:
         setup = build(args)
     except (PriceTableError, ValueError, TrajectoryFileError, AgentError) as exc:
         raise UserError(str(exc)) from None
+    if setup["kind"] == "llm":   # its client made before the first episode asks; then what the first score loads
+        warm = get_language(args.env).warm
+        preload_client(setup["policy"].model, then=resolve(warm) if warm is not None else None)
     out = _run_folder(args, setup)
     runner = _runner(args, setup, out)
     try:
@@ -124,7 +129,9 @@ def run(args) -> int:
         if args.ray and "Ray" in str(exc):
             raise UserError(str(exc)) from None
         raise
-    return _report(args, setup, out, runner, result)
+    code = _report(args, setup, out, runner, result)
+    skip_teardown()      # every episode saved and every worker ended: no need to free each object at exit
+    return code
 
 
 def _run_folder(args, setup: dict) -> Path:
@@ -153,7 +160,9 @@ def _runner(args, setup: dict, out: Path):
                     max_seconds=args.episode_time)
     spec = RunSpec(EnvSpec(args.env, setup["sandbox"], args.image, recycle=not args.no_recycle, compat=args.compat),
                    policy_spec_from_args(args, setup["kind"], setup["set"]), args.protocol, limits, setup["info"])
-    budget = Budget(args.run_tokens, args.run_cost) if (args.run_tokens or args.run_cost) else None
+    needs_cost = _needs_cost(args, setup)
+    budget = Budget(args.run_tokens, args.run_cost, needs_cost) if (args.run_tokens or args.run_cost or needs_cost) \
+        else None
     progress = None if args.quiet else Progress(len(tasks), sys.stderr)
     if not args.quiet:
         print(f"icplay: {label}: {len(tasks)} episodes, -j {args.jobs}, saving to {out}", file=sys.stderr)
@@ -277,8 +286,8 @@ def _chosen_policy(args, kind: str, task_set, tasks: list):
 
 
 def build_llm(args):
-    """``icplay run``'s LLM policy from its PolicySpec; a missing key, an unpriced cost limit
-    or unreadable demos are one sentence each."""
+    """``icplay run``'s LLM policy from its PolicySpec; a missing key or unreadable demos are one
+    sentence each; a cost limit on an unpriced model is said to count the server's cost."""
     from icplay.executors.specs import policy_spec_from_args
 
     spec = policy_spec_from_args(args, "llm")
@@ -289,11 +298,21 @@ def build_llm(args):
     model = policy.model
     model.key()      # fails now, in one sentence, when there is no key (the client is made at the first call)
     model.on_note = lambda note: print(f"icplay: {note}", file=sys.stderr)   # what a refusal taught, once
-    for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost)):
-        if value is not None and model.prices.lookup(args.model) is None:
-            raise UserError(f"{option} needs the price of {args.model!r}, which icplay does not know: give it "
-                            f"with --price {args.model}=IN,OUT (dollars per million tokens)")
+    limited = [option for option, value in (("--run-cost", args.run_cost), ("--episode-cost", args.episode_cost))
+               if value is not None]
+    if limited and model.prices.lookup(args.model) is None and not args.quiet:
+        print(f"icplay: no price known for {args.model!r}: {' and '.join(limited)} count the server's own cost "
+              f"(usage.cost, as routers send it); a call without one stops the run (--price {args.model}=IN,OUT "
+              "gives a price)", file=sys.stderr)
     return policy
+
+
+def _needs_cost(args, setup: dict) -> str | None:
+    """The model's name when a cost limit is set and icplay has no price for it: its calls must
+    then bring their cost from the server, or the run stops (a limit is never silently off)."""
+    if (args.run_cost is None and args.episode_cost is None) or setup["kind"] != "llm":
+        return None
+    return args.model if setup["policy"].model.prices.lookup(args.model) is None else None
 
 
 def configured_model_options(args) -> dict:

@@ -111,9 +111,10 @@ def _replay_policy(spec: str, tasks: list[Task]) -> tuple[Policy, dict[str, Any]
 
 
 def _llm_policy(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
-    """The model of --model with the command line's options, its client made now (a missing
-    key is one sentence before any task starts), and its description."""
-    from icplay.agents.llm import AgentError
+    """The model of --model with the command line's options, its key checked now (a missing key
+    is one sentence before any task starts; the client is made at the first call, the openai
+    package loading meanwhile), and its description."""
+    from icplay.agents.llm import AgentError, preload_client
     from icplay.frontend.policies import PolicySpec
 
     if not args.model:
@@ -123,7 +124,8 @@ def _llm_policy(args: argparse.Namespace) -> tuple[Policy, dict[str, Any]]:
                             options=configured_model_options(args), timeout=args.timeout, retries=args.retries,
                             strategy=strategy_name(args.strategy), protocol=args.protocol,
                             actions=actions_of(args)).build(args.env)
-        policy.model.client()   # no key: one sentence now
+        policy.model.key()      # no key: one sentence now, at no import's cost
+        preload_client()
     except (AgentError, ValueError) as exc:
         raise UserError(str(exc)) from None
     return policy, {k: v for k, v in policy.describe().items() if v is not None}

@@ -66,18 +66,26 @@ class Limits:
 
 
 class Budget:
-    """Tokens and dollars for a whole run, shared by its episodes (thread-safe)."""
+    """Tokens and dollars for a whole run, shared by its episodes (thread-safe).
 
-    def __init__(self, max_tokens: int | None = None, max_cost: float | None = None):
+    ``needs_cost``: a cost limit is set (the run's or each episode's) for a model icplay has no
+    price for, so the calls' costs must come from the server (a router's ``usage.cost``); the first
+    call that comes back without one stops the run, as the limit could not hold."""
+
+    def __init__(self, max_tokens: int | None = None, max_cost: float | None = None, needs_cost: str | None = None):
         self.max_tokens, self.max_cost = max_tokens, max_cost
+        self.needs_cost = needs_cost       # the model's name, when its calls must bring their cost
         self.tokens = 0
         self.cost = 0.0
+        self.uncosted = 0                  # calls that came back without a cost
         self._lock = threading.Lock()
 
     def add(self, usage: dict[str, Any]) -> None:
         with self._lock:
             self.tokens += usage_tokens(usage)
             self.cost += usage.get("cost") or 0.0
+            if usage.get("cost") is None:
+                self.uncosted += usage.get("cost_unknown") or usage.get("calls") or 0
 
     def exhausted(self) -> str | None:
         with self._lock:
@@ -85,6 +93,10 @@ class Budget:
                 return f"the run's token limit ({self.max_tokens:,}) is reached"
             if self.max_cost is not None and self.cost >= self.max_cost:
                 return f"the run's cost limit (${self.max_cost:g}) is reached"
+            if self.needs_cost and self.uncosted:
+                return (f"the cost limit cannot hold: the server sent no cost (usage.cost) for a call and icplay "
+                        f"has no price for {self.needs_cost!r}; give it with --price {self.needs_cost}=IN,OUT "
+                        "(dollars per million tokens)")
         return None
 
 

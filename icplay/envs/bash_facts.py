@@ -45,7 +45,8 @@ IGNORED = "!!"
 
 TOOL_PATH = "/usr/bin:/bin"
 
-# $1 nonce, $2 pristine index (base64, or - for the repository's own), $3 its md5, $4
+# $1 nonce, $2 pristine index (base64; ? when icplay sends it only if asked: the script prints
+# its ask section when the solver's index or HEAD moved; - for the repository's own), $3 its md5, $4
 # pristine HEAD (or -), $5 scratch folder (or - for mktemp's default), $6 the top-level
 # names git tracks, joined by '/'. It hashes every path its listings name. cwd: the
 # worktree's root (/ on Docker, the episode's root folder on bwrap), whose .git it reads. Few processes: every one costs a fork on a busy machine.
@@ -107,6 +108,7 @@ if [ "$pristine" != - ]; then
   [ "$head" = "ref: refs/heads/main" ] && [ -f "$wt/.git/refs/heads/main" ] && IFS= read -r ref < "$wt/.git/refs/heads/main"
   if [ "$sum" != "$psum" ] || [ "$ref" != "$phead" ]; then
     same=
+    [ "$pristine" = '?' ] && { printf '\0%s:ask\0' "$n"; exit 0; }
     printf '%s' "$pristine" | /usr/bin/base64 -d > "$priv/pristine-index" 2>/dev/null
     strict_index=$priv/pristine-index
   fi
@@ -133,15 +135,16 @@ for p in "${paths[@]}"; do
     h=$(/usr/bin/readlink -- "$p" | /usr/bin/md5sum); h=link:${h%% *} s=$h
   elif [ -d "$p" ]; then
     # h: md5 of the files' md5sum lines in name order; s: md5 of h, every entry's type and
-    # name, and the executable files' names (each list sorted). One find lists all three;
-    # cd here, not in a subshell, and results through files: every process costs a fork.
+    # name, and the executable files' names, as lines tagged a, e and x sorted together (each
+    # list sorted, in that order). One find lists them all; cd here, not in a subshell, and
+    # results through files: every process costs a fork.
     if cd -P -- "$p" 2>/dev/null; then
-      /usr/bin/find . -type f -fprint0 "$priv/f" , ! -name . -printf '%y %p\n' , -type f -perm -u+x -fprint "$priv/x" \
-        | /usr/bin/sort > "$priv/l"
+      /usr/bin/find . -type f -fprint0 "$priv/f" , ! -name . -printf 'e %y %p\n' , -type f -perm -u+x -printf 'x %p\n' \
+        > "$priv/l"
       /usr/bin/sort -z -- "$priv/f" | /usr/bin/xargs -0 -r /usr/bin/md5sum | /usr/bin/md5sum > "$priv/h"
       read -r h _ < "$priv/h"
-      printf '%s\n' "$h" > "$priv/h"
-      /usr/bin/sort -- "$priv/x" | /usr/bin/cat -- "$priv/h" "$priv/l" - | /usr/bin/md5sum > "$priv/s"
+      printf 'a %s\n' "$h" >> "$priv/l"
+      /usr/bin/sort -- "$priv/l" | /usr/bin/md5sum > "$priv/s"
       read -r s _ < "$priv/s"
       cd -- "$wt" || exit 3
     else
@@ -237,15 +240,11 @@ def gather(sandbox: FactsSource) -> Facts:
     (``head``) and the top-level names git tracks (``roots``: the strict listing's ignored
     entries count only below them; none known, none count). ``scoring_scratch``: a folder
     for the call's private git folder (None: mktemp's)."""
-    nonce = "icplay-facts-" + secrets.token_hex(8)
-    pristine = sandbox.pristine_git or {}
-    index = pristine.get("index")
-    argv = ["/usr/bin/env", "-i", f"PATH={TOOL_PATH}", "/bin/bash", "--noprofile", "--norc", "-c", FACTS_SCRIPT,
-            "icplay-facts", nonce, base64.b64encode(index).decode() if index else "-",
-            hashlib.md5(index).hexdigest() if index else "-", pristine.get("head") or "-",
-            sandbox.scoring_scratch or "-", "/".join(pristine.get("roots") or ())]
-    code, output = sandbox.exec(argv, timeout=150)
+    nonce, code, output = _run_script(sandbox, with_index=False)
     found = _sections(output, nonce)
+    if "ask" in found:       # the solver's index or HEAD moved: the strict listing needs the pristine index
+        nonce, code, output = _run_script(sandbox, with_index=True)
+        found = _sections(output, nonce)
     if "end" not in found:
         raise SandboxError(f"the {sandbox.kind} sandbox's scoring facts could not be read "
                            f"(exit {code}): {output.strip()[-300:]}")
@@ -261,7 +260,7 @@ def gather(sandbox: FactsSource) -> Facts:
             listings[name] = [("error", f"git status failed: {body.strip()[:200]}")]
         else:
             listings[name] = parse_porcelain(body)
-    roots = {r.strip("/") for r in pristine.get("roots") or ()}
+    roots = {r.strip("/") for r in (sandbox.pristine_git or {}).get("roots") or ()}
     reward = [(s, p) for s, p in listings["reward"] if s != IGNORED]
     strict = [(s, p) for s, p in listings["strict"] if s != IGNORED or p.split("/", 1)[0] in roots]
     hashes, strict_hashes = {}, {}
@@ -270,3 +269,18 @@ def gather(sandbox: FactsSource) -> Facts:
         hashes[fields[i]] = fields[i + 1]
         strict_hashes[fields[i]] = fields[i + 2]
     return Facts(reward, strict, hashes, strict_hashes, errors)
+
+
+def _run_script(sandbox: FactsSource, with_index: bool) -> tuple[str, int, str]:
+    """(nonce, exit code, output) of one run of FACTS_SCRIPT, frozen. The pristine index (10 kB and
+    more as base64, which the sandbox's shell parses on every call) goes only ``with_index``;
+    otherwise the script asks for it when it needs it."""
+    nonce = "icplay-facts-" + secrets.token_hex(8)
+    pristine = sandbox.pristine_git or {}
+    index = pristine.get("index")
+    sent = (base64.b64encode(index).decode() if with_index else "?") if index else "-"
+    argv = ["/usr/bin/env", "-i", f"PATH={TOOL_PATH}", "/bin/bash", "--noprofile", "--norc", "-c", FACTS_SCRIPT,
+            "icplay-facts", nonce, sent, hashlib.md5(index).hexdigest() if index else "-", pristine.get("head") or "-",
+            sandbox.scoring_scratch or "-", "/".join(pristine.get("roots") or ())]
+    code, output = sandbox.exec(argv, timeout=150)
+    return nonce, code, output

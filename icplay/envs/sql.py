@@ -1,8 +1,9 @@
 """InterCode-SQL: reset / step / submit over a database backend, scored as InterCode scores.
 
 - ``reset(task)`` starts the episode on a pristine copy of the task's database (the
-  backend's job) and runs the gold query right away, while the copy is still pristine;
-  its rows are kept for scoring. (InterCode ran the gold on the agent's database at
+  backend's job) and has the gold query's rows for scoring from a pristine copy: run at
+  once, or, where the backend runs golds on a fresh copy of the database the episode began
+  on (SQLite), when first needed, so a run's first model request never waits for golds. (InterCode ran the gold on the agent's database at
   submit time, so agent DDL could change the gold's answer; icplay does not.)
 - ``step(sql)`` runs one statement; the observation is InterCode's string of the rows
   list (``[(1, 'a'), ...]``), ``None`` for a statement without a result set, or
@@ -92,15 +93,28 @@ class SqlEnv:
         self.sandbox_kind = backend.kind
         self.task: Task | None = None
         self.last: QueryResult | None = None
-        self.gold: QueryResult | None = None
+        self._gold: QueryResult | None = None
+        self._gold_later: Callable[[], QueryResult] | None = None
 
     def reset(self, task: Task) -> str:
-        """Pristine database for ``task``, gold rows computed, the query returned."""
+        """Pristine database for ``task``, its gold rows due (see the module docstring), the query returned."""
         self.task = task
         self.last = None
+        self._gold = self._gold_later = None
         self.backend.reset(task.db, task.extra.get("databases"))
-        self.gold = self.backend.gold(task.gold)
+        deferred = getattr(self.backend, "deferred_gold", None)
+        if deferred is not None:
+            self._gold_later = deferred(task.gold)
+        else:
+            self._gold = self.backend.gold(task.gold)
         return task.query
+
+    @property
+    def gold(self) -> QueryResult | None:
+        """The gold query's result on the episode's pristine database (None before a reset)."""
+        if self._gold is None and self._gold_later is not None:
+            self._gold, self._gold_later = self._gold_later(), None
+        return self._gold
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:
         """Run one SQL statement; errors are observations, never exceptions."""
@@ -117,9 +131,10 @@ class SqlEnv:
 
     def score(self) -> SubmitResult:
         """The reward the last observation would get now (InterCode's per-turn reward)."""
-        if self.gold is None:
+        gold = self.gold
+        if gold is None:
             raise RuntimeError("no episode: call reset(task) first")
-        return score_rows(self.last, self.gold, self.backend.kind)
+        return score_rows(self.last, gold, self.backend.kind)
 
     def submit(self, arg: str | None = None) -> SubmitResult:
         """End the episode: score the last observation against the gold rows."""

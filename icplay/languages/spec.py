@@ -113,6 +113,9 @@ class LanguageSpec:
     - ``intercode_turn``: one turn of InterCode's experiment loop (``--protocol intercode``
       and ``icplay rescore``; see ``icplay/languages/turns.py``): by default the action
       runs and a submit with no argument scores the state.
+    - ``warm() -> None``: loads what the env's first score needs beyond the env itself
+      (modules); ``icplay run`` calls it on a helper thread once the model client is made,
+      so it happens while the first model request is out, not ahead of it.
     - ``submit_scores``: what a bare ``submit`` scores, in words, for the confirmation
       (``icplay/languages/submitting.py``): the last result, or with a submit argument
       (``prompts.submit_arg``) what a submit without one scores.
@@ -140,6 +143,7 @@ class LanguageSpec:
     input_help: str = ""
     prompt: str | None = None
     intercode_turn: TurnRule = RUN_THEN_SUBMIT
+    warm: Ref | None = None
 
     def sandbox_names(self) -> tuple[str, ...]:
         """The sandboxes it runs on, a shell language's read from the sandbox registry now."""

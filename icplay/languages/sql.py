@@ -58,7 +58,7 @@ PROMPTS = Prompts(
 
 SPEC = LanguageSpec(
     name="sql", title="SQL", sandboxes=("sqlite", "mysql"),
-    env="icplay.envs.sql:make_sql_env", prompts=PROMPTS,
+    env="icplay.envs.sql:make_sql_env", prompts=PROMPTS, warm="icplay.sql.convert:load_sqlglot",
     pane="icplay.tui.widgets.panes:SqlPane", keys_scope="sql",
     score_rows=score_rows, score_lines=score_lines,
     images=(Image("sql", "icplay-sql:latest", "docker/sql.Dockerfile", "SQL tasks: MariaDB server on port 3306"),),

@@ -26,7 +26,7 @@ FAILED_HELP = "decide: [enter] try again · t take over · s submit · q stop"
 WATCH_HUMAN_HELP = HUMAN_HELP.replace(":quit", ":agent (hand back to the agent), :quit")
 NO_AGENT = "there is no agent here (icplay watch lets one work)"
 
-INVALID_LINES = {"truncated": "the model's reply was cut at the token limit before it held an action",
+INVALID_LINES = {"truncated": "the model's reply was cut at the token limit; what it held was not run",
                  "reasoning_only": "the model's reply held only reasoning, no answer"}
 TRUNCATED_NOTE = "(truncated: the reply was cut at the token limit, finish_reason length; raise --max-tokens)"
 
@@ -76,7 +76,7 @@ def invalid_note(turn: Turn) -> str:
     """Why a reply ran nothing, as the transcript says it."""
     why = turn.info.get("invalid_reason")
     if why == "truncated":
-        return "(the reply was cut at the token limit before it held an action)"
+        return "(the reply was cut at the token limit; what it held was not run)"
     if why == "reasoning_only":
         return "(the reply held only reasoning, no answer)"
     return display(f"(the reply held no action: {str(turn.info.get('raw') or '').strip()[:300]})")

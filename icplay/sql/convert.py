@@ -23,14 +23,13 @@ comments) are skipped.
 from __future__ import annotations
 
 import functools
-
 import re
-
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from typing import TYPE_CHECKING
 
 from icplay.sql.base import SqlBackendError, leading_verb
+
+if TYPE_CHECKING:     # sqlglot is imported where it is used: it costs 0.2 s, and SQLite's reset needs only
+    from sqlglot import exp    # CONVERTER_VERSION (golds convert later, dumps only once)
 
 CONVERTER_VERSION = 2   # part of the SQLite cache key: bump when the output changes
 
@@ -48,10 +47,8 @@ _DECIMAL = {"DECIMAL", "UDECIMAL", "BIGDECIMAL", "MONEY", "SMALLMONEY"}
 _TEMPORAL = {"DATE": "DATE", "DATE32": "DATE", "DATETIME": "DATETIME", "DATETIME64": "DATETIME",
              "TIMESTAMP": "TIMESTAMP", "TIMESTAMPTZ": "TIMESTAMP", "TIMESTAMPLTZ": "TIMESTAMP", "TIME": "TIME"}
 _BINARY = {"BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BINARY", "VARBINARY"}
-_DROPPED_CONSTRAINTS = (
-    exp.AutoIncrementColumnConstraint, exp.CharacterSetColumnConstraint, exp.CollateColumnConstraint,
-    exp.CommentColumnConstraint, exp.OnUpdateColumnConstraint,
-)
+_DROPPED_CONSTRAINTS = ("AutoIncrementColumnConstraint", "CharacterSetColumnConstraint", "CollateColumnConstraint",
+                        "CommentColumnConstraint", "OnUpdateColumnConstraint")
 
 
 def sqlite_type(kind: exp.DataType | None) -> tuple[str, bool]:
@@ -75,6 +72,9 @@ def sqlite_type(kind: exp.DataType | None) -> tuple[str, bool]:
 
 
 def _convert_create_table(create: exp.Create) -> exp.Create:
+    from sqlglot import exp
+
+    dropped = tuple(getattr(exp, name) for name in _DROPPED_CONSTRAINTS)
     schema = create.this
     if isinstance(schema, exp.Schema):
         kept = []
@@ -85,7 +85,7 @@ def _convert_create_table(create: exp.Create) -> exp.Create:
                 type_name, is_text = sqlite_type(item.args.get("kind"))
                 item.set("kind", exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=type_name))
                 constraints = [c for c in item.args.get("constraints") or []
-                               if not isinstance(c.args.get("kind"), _DROPPED_CONSTRAINTS)]
+                               if not isinstance(c.args.get("kind"), dropped)]
                 if is_text:
                     constraints.append(exp.ColumnConstraint(
                         kind=exp.CollateColumnConstraint(this=exp.Var(this=TEXT_COLLATION))))
@@ -104,6 +104,10 @@ def convert_statement(statement: str) -> list[str]:
     """The SQLite statements for one MySQL dump statement (none if it only sets up MySQL)."""
     if _EXECUTABLE_FIRST.match(statement) or leading_verb(statement) in SKIPPED_VERBS:
         return []
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
     try:
         trees = sqlglot.parse(statement, read="mysql")
     except SqlglotError as exc:
@@ -136,6 +140,9 @@ def mysql_query_to_sqlite(sql: str) -> str | None:
     Used for gold queries, which are written for MySQL: the rewrite keeps MySQL's
     meaning where SQLite differs (``/`` on integers, ``CONCAT``, backticks).
     """
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
         trees = [t for t in sqlglot.parse(sql, read="mysql") if t is not None]
     except SqlglotError:
@@ -146,6 +153,12 @@ def mysql_query_to_sqlite(sql: str) -> str | None:
         return trees[0].sql(dialect="sqlite")
     except SqlglotError:
         return None
+
+
+def load_sqlglot() -> None:
+    """Import sqlglot and its MySQL and SQLite dialects (0.2 s and more), as a SQLite
+    episode's first score needs them to rewrite its gold (the SQL language's ``warm``)."""
+    mysql_query_to_sqlite("SELECT 1")
 
 
 def _snippet(statement: str, width: int = 80) -> str:

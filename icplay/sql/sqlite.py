@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from icplay.paths import home_dir
 from icplay.sql.base import (
@@ -185,9 +185,10 @@ class SqliteBackend:
         os.replace(partial, path)
         return path
 
-    def _image(self, db: str) -> bytes:
-        assert self._catalog is not None
-        return TEMPLATES.image(self.template_file(self._catalog, db))
+    def _image(self, db: str, catalog: Catalog | None = None) -> bytes:
+        catalog = catalog or self._catalog
+        assert catalog is not None
+        return TEMPLATES.image(self.template_file(catalog, db))
 
     def _send_template(self, db: str) -> str:
         """The worker's key of ``db``'s image, sent to it if it lacks it."""
@@ -196,10 +197,10 @@ class SqliteBackend:
         self._worker.send_image(key, lambda: self._image(db))
         return key
 
-    def _copy(self, db: str) -> sqlite3.Connection:
-        """A fresh in-memory copy of a database of the current catalog, in this process (golds)."""
+    def _copy(self, db: str, catalog: Catalog) -> sqlite3.Connection:
+        """A fresh in-memory copy of a database of ``catalog``, in this process (golds)."""
         conn = episode_connection()
-        conn.deserialize(self._image(db))
+        conn.deserialize(self._image(db, catalog))
         confine(conn, self._gold_deadline)
         return conn
 
@@ -250,9 +251,19 @@ class SqliteBackend:
 
     def gold(self, sql: str) -> QueryResult:
         """Run a gold query on a fresh pristine copy of the episode's database, in this process."""
-        if self._db is None:
+        return self.deferred_gold(sql)()
+
+    def deferred_gold(self, sql: str) -> Callable[[], QueryResult]:
+        """The gold of the episode just reset, run when called (on a fresh pristine copy of the
+        database the episode began on, in this process: nothing the episode did since reaches it,
+        a ``USE`` neither), so an env can leave it out of the way of a run's first model request."""
+        catalog, db = self._catalog, self._db
+        if catalog is None or db is None:
             raise SqlBackendError("no episode: call reset(db, databases) first")
-        conn = self._copy(self._db)
+        return lambda: self._gold_on(catalog, db, sql)
+
+    def _gold_on(self, catalog: Catalog, db: str, sql: str) -> QueryResult:
+        conn = self._copy(db, catalog)
         try:
             query = sql
             if self.gold_dialect == "mysql":

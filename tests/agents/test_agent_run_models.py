@@ -75,18 +75,33 @@ def test_an_unknown_deployment_learns_from_refusals_once_and_says_so(tmp_path, c
     assert any("max_completion_tokens" in note for note in traj.policy["learnt"])
 
 
-def test_cost_limits_need_a_price(tmp_path, capsys, monkeypatch):
+def test_a_cost_limit_on_an_unpriced_model_counts_the_router_s_cost(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ICPLAY_PRICES", str(tmp_path / "none.json"))
-    argv = ["sql", "--tasks", "sql", "--limit", "1", "--model", "my-local-model", "--base-url", "http://127.0.0.1:9/v1",
-            "--out", str(tmp_path / "r"), "--run-cost", "1"]
-    code, out, err = run_cli(capsys, *argv)
-    assert code == 1 and err.strip() == (
-        "icplay: --run-cost needs the price of 'my-local-model', which icplay does not know: give it with "
-        "--price my-local-model=IN,OUT (dollars per million tokens)")
+    with FakeOpenAIServer(Script([Reply(fenced("SELECT 1"), usage_cost=0.1)], then=Reply(fenced("SELECT 1"),
+                                                                                        usage_cost=0.1))) as server:
+        code, out, err = run_cli(capsys, "sql", "--tasks", "sql", "--limit", "4", "--model", "my-routed-model",
+                                 "--base-url", server.url, "--api-key", "k", "--turns", "10", "--run-cost", "0.25",
+                                 "--out", str(tmp_path / "r"))
+        calls = len(server.requests)
+    assert code == 1 and "the run's cost limit ($0.25) is reached" in err and "needs the price" not in err
+    assert "count the server's own cost" in err and 3 <= calls <= 4
+
+
+def test_a_cost_limit_with_neither_price_nor_server_cost_stops_at_the_first_call(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ICPLAY_PRICES", str(tmp_path / "none.json"))
+    for flag in ("--run-cost", "--episode-cost"):
+        with FakeOpenAIServer(Script([fenced("SELECT 1")], then=fenced("SELECT 1"))) as server:
+            code, out, err = run_cli(capsys, "sql", "--tasks", "sql", "--limit", "3", "--model", "my-local-model",
+                                     "--base-url", server.url, "--api-key", "k", "--turns", "10", flag, "1",
+                                     "--out", str(tmp_path / flag))
+            calls = len(server.requests)
+        assert code == 1 and calls == 1, (flag, err)
+        assert ("the cost limit cannot hold: the server sent no cost (usage.cost) for a call and icplay has no price "
+                "for 'my-local-model'; give it with --price my-local-model=IN,OUT") in err
     code, out, err = run_cli(capsys, "sql", "--tasks", "sql", "--limit", "1", "--model", "my-local-model", "--base-url",
                              "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r"), "--episode-cost", "1",
                              "--price", "my-local-model=0.1,0.2")
-    assert "needs the price" not in err and "nothing is listening at http://127.0.0.1:9/v1" in err
+    assert "no price known" not in err and "nothing is listening at http://127.0.0.1:9/v1" in err
 
 
 def test_bad_request_options_are_one_sentence(tmp_path, capsys):

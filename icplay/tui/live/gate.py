@@ -54,7 +54,7 @@ def call_label(info: dict[str, Any]) -> str:
 
 def invalid_reason(info: dict[str, Any]) -> str:
     """Why a reply holds no action that can run, in words."""
-    return {"truncated": "the reply was cut at the token limit before it held an action",
+    return {"truncated": "the reply was cut at the token limit; what it held was not run",
             "reasoning_only": "the reply held only reasoning, no answer",
             "no_call": "the reply called no tool"}.get(info.get("invalid_reason") or "",
                                                        "the reply has no action" if info.get("tool_call") is None

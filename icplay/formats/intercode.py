@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import AGENT, Trajectory, Turn
-from icplay.json_shape import JsonFileError, kind_of, loads, read_json_text
+from icplay.json_shape import DuplicateKeyError, JsonFileError, kind_of, loads, read_json_text
 from icplay.tasks.model import TaskFileError
 
 # Observations InterCode's policy wrote when a reply held no code: nothing was executed.
@@ -213,9 +213,17 @@ def load_json_or_jsonl(path: Path) -> Any:
         raise TaskFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
         return loads(text)
+    except DuplicateKeyError as exc:
+        raise TaskFileError(path, str(exc)) from None
     except json.JSONDecodeError as whole:
+        records = []
         try:
-            return [loads(line) for line in text.splitlines() if line.strip()]
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    records.append(loads(line))
+            return records
+        except DuplicateKeyError as exc:
+            raise TaskFileError(path, f"line {number}: {exc}") from None
         except json.JSONDecodeError:
             raise TaskFileError(path, f"not JSON or JSONL: {whole.msg} at line {whole.lineno} column "
                                       f"{whole.colno}") from None

@@ -52,9 +52,10 @@ HOLD = (
     'case "$state" in T|t|Z|X) continue;; esac; '
     'kill -STOP "$p" 2>/dev/null && { __w_held="$__w_held$p "; fresh=1; }; done; [ $fresh = 1 ] || break; done; '
     # a stop sent while a process is inside its own kill() lands after that call: the control
-    # shell is continued only once each held process is seen stopped (or gone)
+    # shell is continued only once each held process is seen stopped (or gone); one still
+    # running (a tracer let it go on) is stopped again
     'for p in $__w_held; do for ((round = 0; round < 2000; round++)); do line=; read -r line 2>/dev/null < "/proc/$p/stat" || break; '
-    'rest=${line##*) }; case "${rest%% *}" in T|t|Z|X) break;; esac; done; done; '
+    'rest=${line##*) }; case "${rest%% *}" in T|t|Z|X) break;; esac; kill -STOP "$p" 2>/dev/null; done; done; '
     '[ -z "$ctl" ] || kill -CONT "$ctl" 2>/dev/null; return 0; }\n'
     '__w_release() { local p; for p in $__w_held; do kill -CONT "$p" 2>/dev/null; done; __w_held=" "; }\n'
 )

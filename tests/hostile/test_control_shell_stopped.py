@@ -103,3 +103,16 @@ def test_a_recycle_after_the_control_shell_was_stopped_is_prompt(docker_client, 
         assert sandbox.run("echo fresh").output.strip() == "fresh"
     finally:
         sandbox.close()
+
+
+@pytest.mark.docker
+def test_the_control_shells_stdin_output_and_memory_are_out_of_reach(play_docker):
+    """Where icplay sends the control shell its side commands (its stdin) and reads their
+    output: a solver that could write there would run commands with the control shell's
+    capabilities and forge what scoring reads. Its shell has one capability fewer: EPERM."""
+    played = play_docker()
+    tried = played.act(OTHER_SHELLS + 'echo "control $p"; for fd in 0 1 2; do (echo "touch /tmp/forged-$fd" > /proc/$p/fd/$fd) '
+                       '2>&1 && echo wrote-$fd; done; cat /proc/$p/environ /proc/$p/maps 2>&1 | head -2; done').observation
+    assert "control " in tried and "wrote-" not in tried, tried
+    assert tried.count("Permission denied") >= 5, tried
+    assert "forged" not in played.sandbox.exec(["/bin/ls", "/tmp"])[1]

@@ -216,17 +216,19 @@ def load_json_or_jsonl(path: Path) -> Any:
     except DuplicateKeyError as exc:
         raise TaskFileError(path, str(exc)) from None
     except json.JSONDecodeError as whole:
-        records = []
         try:
-            for number, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    records.append(loads(line))
-            return records
-        except DuplicateKeyError as exc:
-            raise TaskFileError(path, f"line {number}: {exc}") from None
+            return [_record(path, number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
         except json.JSONDecodeError:
             raise TaskFileError(path, f"not JSON or JSONL: {whole.msg} at line {whole.lineno} column "
                                       f"{whole.colno}") from None
+
+
+def _record(path: Path, number: int, line: str) -> Any:
+    """One line of a JSON Lines file; a key stated twice is refused naming the line."""
+    try:
+        return loads(line)
+    except DuplicateKeyError as exc:
+        raise TaskFileError(path, f"line {number}: {exc}") from None
 
 
 def read_results(path: str | Path) -> list[RecordedEpisode]:

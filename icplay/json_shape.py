@@ -14,6 +14,7 @@ and ``FieldError`` names the field by its path (``turns[3].reward``).
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -57,24 +58,30 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.1f}".removesuffix(".0") + " MB"
 
 
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_STRUCTURE = bytes(b if b in b'[]{},"' else ord("x") for b in range(256))   # the rest: x
+_WHITESPACE = b" \t\r\n"
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
-def nesting_depth(raw: bytes, limit: int | None = None) -> int:
+def outline(raw: bytes) -> bytes:
+    """The JSON text ``raw`` as its structure alone: brackets and commas outside strings, each
+    string and each other value as ``x``s, no whitespace (``{"a": [1, "b,]"]}`` is
+    ``{xxx[x,x]}``). C-speed bytes methods only: escapes dropped, strings cut out by splitting
+    on quotes. What ``nesting_depth`` and the duplicate-key check count."""
+    kept = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(_STRUCTURE, _WHITESPACE)
+    return b"x".join(kept.split(b'"')[::2])
+
+
+def nesting_depth(raw: bytes, limit: int | None = None, shape: bytes | None = None) -> int:
     """How deep the JSON text ``raw`` nests its arrays and objects (brackets inside strings
     do not count). With a ``limit``: counted up to ``limit`` + 1, and 0 when the file has
-    too few brackets to be deeper than the limit.
+    too few brackets to be deeper than the limit. ``shape``: ``outline(raw)``, if made.
 
-    No recursion and no per-character Python: escapes and everything but brackets and
-    quotes are dropped with bytes methods, strings are cut out by splitting on quotes,
-    then each pass removes the innermost ``[]`` and ``{}`` pairs: the passes are the depth.
-    About half the time ``json.loads`` takes over the same text, and nothing for a file
-    with fewer brackets than the limit."""
+    No recursion and no per-character Python: each pass removes the innermost ``[]`` and
+    ``{}`` pairs of the outline's brackets: the passes are the depth."""
     if limit is not None and raw.count(b"[") + raw.count(b"{") <= limit:
         return 0                                 # cannot be deeper than the limit: not counted
-    kept = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
-    brackets = b"".join(kept.split(b'"')[::2])
+    brackets = (outline(raw) if shape is None else shape).translate(None, b",x")
     depth = 0
     while brackets and (limit is None or depth <= limit):
         shorter = _INNERMOST.sub(b"", brackets)
@@ -128,11 +135,16 @@ def read_json_bytes(path: str | Path, what: str = "a trajectory file") -> bytes:
     """The bytes of ``path`` if it is a regular file (``read_capped``), small enough and not
     nested too deep to parse safely; ``JsonFileError`` (one sentence naming the limit) if
     not. OSError passes through for the caller to word."""
-    raw = read_capped(path, what)
-    depth = nesting_depth(raw, MAX_DEPTH)
-    if depth > MAX_DEPTH:
+    return _checked(read_capped(path, what), path, what)[0]
+
+
+def _checked(raw: bytes, path: str | Path, what: str) -> tuple[bytes, bytes | None]:
+    """``raw`` and its outline (None when it has no object, so no key to state twice), once
+    its depth is within MAX_DEPTH; ``JsonFileError`` if not."""
+    shape = outline(raw) if b"{" in raw else None
+    if nesting_depth(raw, MAX_DEPTH, shape) > MAX_DEPTH:
         raise JsonFileError(path, f"nested more than {MAX_DEPTH} levels deep, over the limit for {what}")
-    return raw
+    return raw, shape
 
 
 def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
@@ -140,17 +152,42 @@ def read_json_text(path: str | Path, what: str = "a trajectory file") -> str:
     return read_json_bytes(path, what).decode("utf-8")
 
 
+def read_json(path: str | Path, what: str = "a trajectory file") -> tuple[Any, bytes]:
+    """The decoded JSON of ``path`` and the very bytes it came from: ``read_json_bytes`` then
+    ``loads`` (a duplicate key refused), the text's outline made once for both checks.
+    JsonFileError, json.JSONDecodeError (DuplicateKeyError among them), UnicodeDecodeError
+    and OSError pass through for the caller to word."""
+    raw, shape = _checked(read_capped(path, what), path, what)
+    return loads(raw.decode("utf-8"), shape=shape, raw=raw), raw
+
+
 _ODD_NUMBER = re.compile(r"\d{4301,}")   # where the error is, for its line and column
 
 
-def loads(text: str | bytes) -> Any:
+class DuplicateKeyError(json.JSONDecodeError):
+    """An object of the file states a key twice; ``field`` is where (``turns[3].reward``).
+
+    JSON leaves it to each reader which of the two counts (Python's takes the last, others
+    the first), so such a file could be read one way here and another way elsewhere: a
+    trajectory with two ``task`` blocks, a reward stated twice."""
+
+    def __init__(self, field: str, doc: str, pos: int):
+        super().__init__(f"{field} is stated twice: other readers may take the other one, so the file is refused", doc, pos)
+        self.field = field
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def loads(text: str | bytes, shape: bytes | None = None, raw: bytes | None = None) -> Any:
     """``json.loads`` of a file from anywhere, where every failure is ``json.JSONDecodeError``:
     a number of more digits than Python converts raised a plain ``ValueError`` that readers
-    catching ``JSONDecodeError`` let through as a traceback. (``NaN`` and ``Infinity`` are
-    read, as icplay writes them in saved rows: SQLite's ``SELECT 1e999``; ``check_fields``
-    refuses them where a number counts, a reward.)"""
+    catching ``JSONDecodeError`` let through as a traceback; a key stated twice in one object
+    is ``DuplicateKeyError``. (``NaN`` and ``Infinity`` are read, as icplay writes them in
+    saved rows: SQLite's ``SELECT 1e999``; ``check_fields`` refuses them where a number
+    counts, a reward.) ``shape``/``raw``: the text's outline and bytes, if the caller has them."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:
@@ -158,6 +195,89 @@ def loads(text: str | bytes) -> Any:
         where = _ODD_NUMBER.search(doc)
         raise json.JSONDecodeError(f"a number icplay does not read ({str(exc).split(';')[0]})", doc,
                                    where.start() if where else 0) from None
+    if type(value) in (dict, list):
+        _refuse_duplicates(value, text, shape, raw)
+    return value
+
+
+def _entries_written(shape: bytes) -> int:
+    """How many members and elements the text's objects and arrays hold: one more than its
+    commas in each that is not empty."""
+    return (shape.count(b",") + shape.count(b"[") + shape.count(b"{") - shape.count(b"[]") - shape.count(b"{}"))
+
+
+def _entries_read(value: Any) -> int:
+    """How many members and elements the decoded objects and arrays hold, at C speed: the
+    garbage collector's referents of a str-keyed dict are its values, of a list its items,
+    of a str or a number none. A key stated twice leaves one member (and its value's own)
+    fewer than were written."""
+    total, level = 0, [value]
+    while level:
+        level = gc.get_referents(*level)
+        total += len(level)
+    return total
+
+
+def _refuse_duplicates(value: Any, text: str | bytes, shape: bytes | None, raw: bytes | None) -> None:
+    """DuplicateKeyError if an object of ``text`` states a key twice. Costs two counts, not a
+    hook per object: only when the decoded value holds fewer entries than the text wrote
+    (any key stated twice makes it so) is the text read again to find the key and its place."""
+    if shape is None:
+        if raw is None:
+            raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        if b"{" not in raw:
+            return
+        shape = outline(raw)
+    if _entries_read(value) == _entries_written(shape):
+        return
+    _find_duplicate(text)
+
+
+def _find_duplicate(text: str | bytes) -> None:
+    """The slow reading, for a text whose counts disagree: the first object that states a key
+    twice, named by its path (``turns[3].info``)."""
+    twice: list[tuple[dict, str]] = []
+
+    def pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict:
+        made = dict(pairs)
+        if len(made) != len(pairs) and not twice:
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    twice.append((made, key))
+                    break
+                seen.add(key)
+        return made
+
+    root = json.loads(text, object_pairs_hook=pairs_to_dict)
+    if not twice:
+        return          # the counts disagreed for another reason: nothing stated twice
+    holder, key = twice[0]
+    doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    where = _path_to(root, holder)
+    raise DuplicateKeyError(f"{where}.{key}" if where else key, doc, _second_mention(doc, key))
+
+
+def _path_to(root: Any, target: dict) -> str:
+    """Where ``target`` sits in ``root``, as ``turns[3].info`` ("" for the root itself)."""
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, where = stack.pop()
+        if node is target:
+            return where
+        if type(node) is dict:
+            stack.extend((v, f"{where}.{k}" if where else k) for k, v in node.items())
+        elif type(node) is list:
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(node))
+    return ""
+
+
+def _second_mention(doc: str, key: str) -> int:
+    """Where the key is written a second time (for the error's line and column; 0 if not found)."""
+    mark = json.dumps(key, ensure_ascii=False)
+    first = doc.find(mark)
+    second = doc.find(mark, first + 1) if first >= 0 else -1
+    return max(second, 0)
 
 
 # -- field by field ---------------------------------------------------------------------------

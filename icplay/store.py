@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from icplay.episode import Trajectory
-from icplay.json_shape import FieldError, JsonFileError, kind_of, loads, read_json_bytes
+from icplay.json_shape import DuplicateKeyError, FieldError, JsonFileError, kind_of, read_json, read_json_bytes
 
 
 class TrajectoryFileError(ValueError):
@@ -127,14 +127,16 @@ def read_trajectory(path: str | Path) -> tuple[Trajectory, bytes]:
     file that was checked, not one swapped in after the check)."""
     path = Path(path)
     try:
-        raw = read_json_bytes(path)
-        return trajectory_from_json(loads(raw.decode("utf-8")), path), raw
+        data, raw = read_json(path)
+        return trajectory_from_json(data, path), raw
     except FileNotFoundError:
         raise TrajectoryFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TrajectoryFileError(f"{path}: a folder, not a trajectory file") from None
     except JsonFileError as exc:
         raise TrajectoryFileError(str(exc)) from None
+    except DuplicateKeyError as exc:
+        raise TrajectoryFileError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise TrajectoryFileError(f"{path}: not a trajectory file, not JSON: {exc}") from None
     except UnicodeDecodeError as exc:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from icplay.episode import AGENT, Trajectory, Turn
-from icplay.json_shape import JsonFileError, kind_of, loads, read_json_text
+from icplay.json_shape import DuplicateKeyError, JsonFileError, kind_of, loads, read_json_text
 from icplay.tasks.model import TaskFileError
 
 # Observations InterCode's policy wrote when a reply held no code: nothing was executed.
@@ -213,12 +213,22 @@ def load_json_or_jsonl(path: Path) -> Any:
         raise TaskFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
         return loads(text)
+    except DuplicateKeyError as exc:
+        raise TaskFileError(path, str(exc)) from None
     except json.JSONDecodeError as whole:
         try:
-            return [loads(line) for line in text.splitlines() if line.strip()]
+            return [_record(path, number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
         except json.JSONDecodeError:
             raise TaskFileError(path, f"not JSON or JSONL: {whole.msg} at line {whole.lineno} column "
                                       f"{whole.colno}") from None
+
+
+def _record(path: Path, number: int, line: str) -> Any:
+    """One line of a JSON Lines file; a key stated twice is refused naming the line."""
+    try:
+        return loads(line)
+    except DuplicateKeyError as exc:
+        raise TaskFileError(path, f"line {number}: {exc}") from None
 
 
 def read_results(path: str | Path) -> list[RecordedEpisode]:

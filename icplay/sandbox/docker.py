@@ -90,7 +90,7 @@ _STOP_SHELL = (
 )
 # When icplay's connection ends, only the traps are left, on the shells last told.
 WARDEN = (
-    warden.ALIVE +
+    warden.ALIVE + warden.HOLD +
     "trap '" + _SPARED + _STOP_SHELL + _KILL_ALL_BUT + '; [ -n "$keep" ] && kill -CONT "$keep" 2>/dev/null' + "' USR2\n"
     "trap '" + _SPARED + "keep=; " + _KILL_ALL_BUT + "' HUP\n"
     "trap 'exit 0' TERM INT\n"
@@ -473,10 +473,31 @@ class DockerSandbox:
         pid1 = self._pid1
         if pid1 is None:
             raise SandboxError("the container's pid 1 is not attached: its warden cannot be told the shell")
-        line, answer = warden.registration(role, pid, secrets.token_hex(8))
+        self._tell_warden(pid1, *warden.registration(role, pid, secrets.token_hex(8)))
+
+    def _tell_warden(self, pid1: faithful_mode.Pid1Streams, line: bytes, answer: bytes) -> None:
         with self._register_lock:
             pid1.write(line)
             pid1.wait_for(answer, timeout=REGISTER_TIMEOUT)
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """Every process of the container but pid 1 and the control shell stopped by the warden,
+        and the control shell continued, then let go (``warden.HOLD``): the solver, root in its
+        container, may stop the control shell, and its processes would race a ``docker exec``.
+        A warden that does not answer (the container died) holds nothing; the caller finds that."""
+        pid1 = None if self.faithful else self._pid1
+        if pid1 is not None:
+            try:
+                self._tell_warden(pid1, *warden.request("hold", secrets.token_hex(8)))
+            except (SandboxError, OSError):
+                pid1 = None
+        try:
+            yield
+        finally:
+            if pid1 is not None:
+                with contextlib.suppress(SandboxError, OSError):
+                    self._tell_warden(pid1, *warden.request("release", secrets.token_hex(8)))
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its
@@ -681,11 +702,16 @@ class DockerSandbox:
         self.shell.interrupt()
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
-        """Run a side command (the reward's); through the control shell when it is there.
+        """Run a side command (the reward's); through the control shell when it is there, with
+        every other process of the container held by the warden meanwhile (``_held``).
 
         A container that died is replaced first: it is scored as the new container the
         agent was told about."""
         self._settle()
+        with self._held():
+            return self._exec_held(argv, timeout)
+
+    def _exec_held(self, argv: list[str], timeout: float) -> tuple[int, str]:
         if self.control is not None:
             # the solver's processes stopped while it runs, with the solver's own capabilities
             drop = shlex.join(CONTROL_DROP) + " " if self._hardened else ""
@@ -697,7 +723,7 @@ class DockerSandbox:
             if result.exit_code is not None or result.truncated_bytes or result.stopped_for_output:
                 # output beyond the control shell's cap stays cut: the caller finds its end missing
                 return (-1 if result.exit_code is None else result.exit_code), result.output
-            self._close_control()    # killed or stuck: Docker's exec still works
+            self._close_control()    # killed or stuck: Docker's exec still works, the solver still held
         elif self._gone() is not None:
             self._replace()
         if self._hardened:
@@ -732,7 +758,8 @@ class DockerSandbox:
             self.shell.close()
         if not (self.recyclable and self.control is not None and self.container is not None):
             return False
-        result = self.control.run(f"__ic_recycle {keep or ''}", timeout=RECYCLE_TIMEOUT)
+        with self._held():
+            result = self.control.run(f"__ic_recycle {keep or ''}", timeout=RECYCLE_TIMEOUT)
         self.last_recycle_note = result.output.strip()[-300:]
         if result.exit_code != 0 or "icplay-pristine" not in result.output:
             self.recyclable = False
@@ -795,7 +822,8 @@ class DockerSandbox:
             raise SandboxError("the sweep left processes running")
         if self.control is None or not shell_pid:
             raise SandboxError("no control shell to sweep with")
-        self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)
+        with self._held():
+            self.control.run(f"__ic_keep={int(shell_pid)}; __ic_kill_others; __ic_keep=", timeout=10)
 
     def _kill_shell(self, _shell_pid: int) -> None:
         """Have the warden kill the session's shell, and wait until it is gone: the

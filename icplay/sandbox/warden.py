@@ -37,9 +37,34 @@ def registered(role: str, into: str) -> str:
             '__w_t=$__w_was; ')
 
 
+# __w_hold: every process but pid 1 and the registered control shell stopped (a process
+# already stopped is left so, and not counted), then the control shell continued. The solver
+# is root in its container and may stop the control shell (same uid): this undoes that where
+# it cannot act again, since nothing of it runs until __w_release continues what was stopped.
+# Pid 1 cannot be stopped from inside its pid namespace. Builtins only, as the stops.
+HOLD = (
+    '__w_held=" "\n'
+    '__w_hold() { local round d p line rest state fresh ctl; ' + registered("control", "ctl") +
+    'for round in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do fresh=0; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; case "$p" in 1|"$ctl") continue;; esac; '
+    'case "$__w_held" in *" $p "*) continue;; esac; '
+    'line=; read -r line 2>/dev/null < "$d/stat" || continue; rest=${line##*) }; state=${rest%% *}; '
+    'case "$state" in T|t|Z|X) continue;; esac; '
+    'kill -STOP "$p" 2>/dev/null && { __w_held="$__w_held$p "; fresh=1; }; done; [ $fresh = 1 ] || break; done; '
+    # a stop sent while a process is inside its own kill() lands after that call: the control
+    # shell is continued only once each held process is seen stopped (or gone); one still
+    # running (a tracer let it go on) is stopped again
+    'for p in $__w_held; do for ((round = 0; round < 2000; round++)); do line=; read -r line 2>/dev/null < "/proc/$p/stat" || break; '
+    'rest=${line##*) }; case "${rest%% *}" in T|t|Z|X) break;; esac; kill -STOP "$p" 2>/dev/null; done; done; '
+    '[ -z "$ctl" ] || kill -CONT "$ctl" 2>/dev/null; return 0; }\n'
+    '__w_release() { local p; for p in $__w_held; do kill -CONT "$p" 2>/dev/null; done; __w_held=" "; }\n'
+)
+
+
 def registration_loop(when_icplay_is_gone: str) -> str:
     """The warden's last lines: it reads icplay's lines and answers each with its NONCE once it
-    holds the pid; a read cut by a trapped signal is read again. (No ``IFS=`` before that
+    holds the pid (``shell``, ``control``) or has done what it was asked (``hold``,
+    ``release``: see HOLD, which the script must define); a read cut by a trapped signal is read again. (No ``IFS=`` before that
     read: it would hold in the traps, which run while the read waits, and split their reads.)
     At the end of its stdin (icplay is gone), ``when_icplay_is_gone`` runs."""
     return (
@@ -48,7 +73,7 @@ def registration_loop(when_icplay_is_gone: str) -> str:
         "  if [ $rc -gt 128 ]; then continue; elif [ $rc -ne 0 ]; then break; fi\n"
         "  __w_alive \"$pid\" || __w_t=-\n"
         "  case $what in shell) __w_shell=$pid __w_shell_t=$__w_t;; control) __w_control=$pid __w_control_t=$__w_t;; "
-        "*) continue;; esac\n"
+        "hold) __w_hold;; release) __w_release;; *) continue;; esac\n"
         "  printf '\\036%s\\036\\n' \"$nonce\"\n"
         "done\n"
         f"{when_icplay_is_gone}\n"
@@ -58,3 +83,9 @@ def registration_loop(when_icplay_is_gone: str) -> str:
 def registration(role: str, pid: int, nonce: str) -> tuple[bytes, bytes]:
     """(the line icplay writes to the warden, the answer it waits for)."""
     return f"{role} {int(pid)} {nonce}\n".encode(), b"\x1e" + nonce.encode() + b"\x1e\n"
+
+
+def request(what: str, nonce: str) -> tuple[bytes, bytes]:
+    """``hold`` or ``release``: (the line icplay writes to the warden, the answer it waits for)."""
+    assert what in ("hold", "release"), what
+    return f"{what} - {nonce}\n".encode(), b"\x1e" + nonce.encode() + b"\x1e\n"

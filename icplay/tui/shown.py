@@ -32,14 +32,20 @@ def shown(value: object, style: str = "") -> Text:
 # Operating-system commands (ESC ] ... BEL or ESC \): titles and OSC 8 hyperlinks, which
 # Rich's ANSI reader would turn into a link on screen
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+# An ESC that does not begin a whole CSI sequence (ESC [ ... final byte): Rich's ANSI reader
+# leaves such an ESC in the text (``ESC c`` resets the terminal, ``ESC # 8`` filled the
+# screen with E's through the TUI), so it is shown as ^[ instead
+_NOT_CSI = re.compile(r"\x1b(?!\[[0-?]*[ -/]*[@-~])")
 
 
 def ansi_safe(text: str) -> str:
     """Output fit for ``Text.from_ansi``: its colour sequences kept; hyperlinks and other
-    operating-system commands dropped; other controls and bidirectional characters as escapes."""
+    operating-system commands dropped; any other ESC, other controls and bidirectional
+    characters as escapes."""
     if "\x1b]" in text:
         text = _OSC.sub("", text)
-    return display(printable(text), keep_escape=True)
+    text = display(printable(text), keep_escape=True)
+    return _NOT_CSI.sub("^[", text) if "\x1b" in text else text
 
 
 def from_ansi(text: str) -> Text:

@@ -563,8 +563,8 @@ def preload_client() -> None:
     def load() -> None:
         try:
             import openai  # noqa: F401
-        except Exception:          # the first call says what is wrong
-            pass
+        except Exception:          # a broken install, whatever it raises: the first call imports it
+            pass                   # again and says what is wrong there, where it is shown
 
     threading.Thread(target=load, name="icplay-import-openai", daemon=True).start()
 

@@ -79,7 +79,8 @@ def check_agent(agent: AgentChoice, queue: Queue, first: str | None) -> None:
     if callable(client):
         try:
             client()
-        except Exception as exc:     # the client library's own error types: one sentence
+        except Exception as exc:     # any agent's client library (openai's OpenAIError, a plug-in's own):
+                                     # one sentence, before any sandbox starts
             raise UserError(f"the study's agent cannot start: {exc}") from None
 
 

@@ -176,7 +176,7 @@ class EpisodeHost:
                     episode, replayed = self.session.open_episode(
                         self.lease.env, self.task, policy=policy, before_save=self.before_save,
                         on_replay=lambda n, total, turn: self.emit(Replaying(n, total, turn.action)))
-            except BaseException:
+            except BaseException:   # even Ctrl+C: the half-opened env is discarded, the error re-raised
                 lease, self.lease = self.lease, None
                 lease.discard()
                 raise

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from icplay.driver import Broker, Driver, HUMAN_MODE, Limits
@@ -24,7 +23,6 @@ from icplay.session import format_duration
 from icplay.study.queue import DONE, Entry, Queue, resolve
 from icplay.study.rules import PlayRules
 from icplay.tasks.model import Task
-from icplay.study.model import load_study
 
 
 def after_help(gold: bool, retry: bool) -> str:
@@ -211,9 +209,3 @@ class StudyPlain:
         if self.stdin.echo:
             self.write(got)
         return got.strip()
-
-
-def play_study_plain(study_name: str, annotator: str, task: str | None, make_env: Callable[[str], Env],
-                     home: Path | None = None) -> int:
-    queue = Queue(load_study(study_name, home), annotator, home)
-    return StudyPlain(queue, make_env).run(task)

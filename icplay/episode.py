@@ -426,15 +426,6 @@ class Gate(Protocol):
     def decide(self, proposal: Proposal, trajectory: Trajectory) -> Decision: ...
 
 
-class AutoGate:
-    """Lets every proposal through unchanged (headless runs)."""
-
-    def decide(self, proposal: Proposal, trajectory: Trajectory) -> Decision:
-        if proposal.action is None:
-            return Decision(SUBMIT)
-        return Decision(RUN)
-
-
 Saver = Callable[[Trajectory], None]
 
 

@@ -116,7 +116,7 @@ def own_paths() -> list[Path]:
     for where in (lambda: repo_root(), cache_dir, home_dir, intercode_dir):
         try:
             folder = where()
-        except Exception:
+        except (OSError, RuntimeError, tarfile.TarError):   # no home, a bundle that cannot be unpacked: no folder to hide
             continue
         if folder is not None:
             found.append(Path(folder))

@@ -32,5 +32,5 @@ def load_plugin(found: dict[str, EntryPoint], name: str, what: str, known: Calla
         raise error(f"no {what} {name!r} (known: {', '.join(known())})")
     try:
         return plugin.load()
-    except Exception as exc:
+    except Exception as exc:   # a third-party package's import may raise anything: one sentence naming it
         raise error(f"the {name!r} {what}'s package failed to load: {type(exc).__name__}: {exc}") from None

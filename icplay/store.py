@@ -63,7 +63,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:   # even Ctrl+C: no temporary file left behind, the error re-raised
         try:
             os.unlink(tmp)
         except FileNotFoundError:
@@ -285,7 +285,7 @@ def stop_open_trajectories(error: str = "icplay was stopped") -> list[Path]:
         try:
             claim.store.save(traj)
             stopped.append(claim.path)
-        except Exception:
+        except StoreError:   # a full disk, a folder gone: the other episodes are still saved
             pass
     return stopped
 

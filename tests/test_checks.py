@@ -370,3 +370,74 @@ def test_a_long_class_is_caught(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES))
     (package / "big.py").write_text(f"class Small:\n    x = 1\n\n\nclass Big:\n{body}")
     assert long_classes(package) == [f"pkg/big.py:5 Big ({MAX_CLASS_LINES + 1} lines)"]
+
+
+# Files other helpers of issue 31 are restructuring now, which mend their own handlers and dead
+# code: left out of the two checks below until the lead merges them (the lead removes this).
+RESTRUCTURING = ("icplay/sandbox/docker.py", "icplay/sandbox/warden.py", "icplay/sql/mysql.py", "icplay/driver/",
+                 "icplay/tui/screens/live.py", "icplay/rescore/", "icplay/review/", "icplay/session.py",
+                 "icplay/harbor/", "icplay/bash/compat", "icplay/compat/", "icplay/commands/rescore.py")
+
+
+def test_vulture_finds_no_dead_code():
+    """pyproject's [tool.vulture]: icplay/ with ci/vulture_whitelist.py, where each name used out
+    of vulture's sight says where it is used."""
+    done = subprocess.run([tool("vulture")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 3), done.stderr[-2000:]     # 3: dead code found
+    found = [line for line in done.stdout.splitlines() if not line.startswith(RESTRUCTURING)]
+    assert found == []
+
+
+def test_vulture_catches_dead_code(tmp_path):
+    (tmp_path / "pkg.py").write_text("def used():\n    return 1\n\n\ndef dead():\n    return used()\n")
+    done = subprocess.run([tool("vulture"), "--min-confidence", "60", "pkg.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "unused function 'dead'" in done.stdout
+
+
+BROAD = {"Exception", "BaseException"}
+
+
+def _broad(handler: ast.ExceptHandler) -> bool:
+    """A bare ``except:``, or one naming Exception or BaseException (alone or in a tuple)."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return handler.type is None or any(isinstance(k, ast.Name) and k.id in BROAD for k in kinds)
+
+
+def unexplained_broad_excepts(root: Path, skip: tuple[str, ...] = ()) -> list[str]:
+    """Every handler under ``root`` that catches everything with no comment on its ``except``
+    line saying why here (the failure it stands for, and why it is not raised on)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = str(path.relative_to(root.parent))
+        if name.startswith(skip):
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ExceptHandler) and _broad(node):
+                line = lines[node.lineno - 1]
+                comment = line.split("#", 1)[1] if "#" in line else ""
+                if len(comment.split()) < 3:      # a reason, not a word or two
+                    found.append(f"{name}:{node.lineno} {line.strip()}")
+    return found
+
+
+def test_every_broad_except_says_why():
+    """issue 31: a handler names the failures it handles; one that must catch everything (a
+    worker thread, a plug-in's code, a server's 500) says why on its line."""
+    assert unexplained_broad_excepts(ROOT / "icplay", RESTRUCTURING) == []
+
+
+def test_an_unexplained_broad_except_is_caught(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text(
+        "def f(g):\n"
+        "    try:\n        g()\n    except Exception:\n        pass\n"
+        "    try:\n        g()\n    except:  # fine\n        pass\n"
+        "    try:\n        g()\n    except (OSError, BaseException):\n        raise\n"
+        "    try:\n        g()\n    except Exception:   # a plug-in's code: said, the others go on\n        pass\n"
+        "    try:\n        g()\n    except OSError:\n        pass\n")
+    assert unexplained_broad_excepts(package) == ["pkg/m.py:4 except Exception:", "pkg/m.py:8 except:  # fine",
+                                                  "pkg/m.py:12 except (OSError, BaseException):"]

@@ -21,8 +21,6 @@ from icplay.envs.bash_reward import (
     BashReward,
     bash_reward,
     file_diff_score,
-    hashes_as_directory,
-    parse_git_status,
     paths_to_hash,
 )
 from icplay.envs.sql_reward import (
@@ -32,7 +30,7 @@ from icplay.envs.sql_reward import (
     row_key,
     sql_reward,
 )
-from icplay.envs.tfidf import answer_similarity, tfidf_cosine, tokenize
+from icplay.envs.tfidf import tfidf_cosine, tokenize
 
 VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "vectors"
 
@@ -88,69 +86,6 @@ def test_tokenize_follows_python_unicode_word_rules():
     assert tokenize("ÉCOLE file_name x 42") == ["école", "file_name", "42"]
 
 
-def test_answer_similarity_falls_back_to_equality():
-    assert answer_similarity("", "") == 1.0
-    assert answer_similarity("!", "!") == 1.0
-    assert answer_similarity("!", "?") == 0.0
-    assert answer_similarity(None, None) == 1.0
-    assert answer_similarity("some output", None) == 0.0
-    assert answer_similarity("", "some output") == 0.0
-
-
-# --- git status parsing -----------------------------------------------------------------
-
-
-def test_parse_git_status_common_forms():
-    text = (
-        "?? new_dir/\n"
-        " M testbed/notes.txt\n"
-        "A  staged.txt\n"
-        " D gone.log\n"
-        "AM staged_then_changed.py\n"
-        "R  old_name.txt -> new_name.txt\n"
-    )
-    assert parse_git_status(text) == [
-        ("??", "new_dir/"),
-        ("M", "testbed/notes.txt"),
-        ("A", "staged.txt"),
-        ("D", "gone.log"),
-        ("AM", "staged_then_changed.py"),
-        ("R", "new_name.txt"),
-    ]
-
-
-def test_parse_git_status_quoted_paths():
-    text = (
-        '?? "my file.txt"\n'
-        ' M "dir with space/a\\"quote\\".txt"\n'
-        'R  "old name" -> "new name"\n'
-        'C  plain.txt -> "copy of plain.txt"\n'
-        '?? "caf\\303\\251.txt"\n'
-        '?? "tab\\there"\r\n'
-    )
-    assert parse_git_status(text) == [
-        ("??", "my file.txt"),
-        ("M", 'dir with space/a"quote".txt'),
-        ("R", "new name"),
-        ("C", "copy of plain.txt"),
-        ("??", "café.txt"),
-        ("??", "tab\there"),
-    ]
-
-
-def test_parse_git_status_empty_and_noise():
-    assert parse_git_status("") == []
-    assert parse_git_status("\n\n") == []
-    assert parse_git_status("## main\n?? a.txt\n") == [("??", "a.txt")]
-
-
-def test_parse_git_status_agrees_with_intercode_on_plain_output():
-    text = "?? a/\n M b.txt\nA  c.txt\n D d\n?? e/f.json\n"
-    tokens = text.split()
-    intercode_pairs = {(tokens[i], tokens[i + 1]) for i in range(0, len(tokens), 2)}
-    assert set(parse_git_status(text)) == intercode_pairs
-
-
 # --- Bash reward ------------------------------------------------------------------------
 
 
@@ -159,11 +94,6 @@ def test_paths_to_hash_only_common_added_untracked_or_copied():
     gold = [("??", "out/"), ("A", "x.txt"), ("M", "y.txt"), ("C", "z.txt"), ("A", "only_agent")]
     assert paths_to_hash(agent, gold) == ["out/", "x.txt", "z.txt"]
     assert paths_to_hash([], gold) == []
-
-
-def test_hashes_as_directory_follows_the_dot_rule():
-    assert hashes_as_directory("out/")
-    assert not hashes_as_directory("out/report.txt")
 
 
 def test_nothing_changed_and_empty_outputs_is_a_perfect_score():
@@ -241,6 +171,13 @@ def test_bash_reward_to_dict_is_json_ready():
     assert data["extra"] == [["??", "a b.txt"]]
     assert set(data) >= {"reward", "p1", "p2", "p3", "missing", "extra", "same_content",
                          "different_content", "cosine"}
+
+
+def test_bash_reward_falls_back_to_equality_without_a_token_or_an_observation():
+    """InterCode's fallback when its vectorizer raises or an observation is missing."""
+    def cosine(agent, gold):
+        return bash_reward([], [], {}, {}, agent, gold).cosine
+    assert (cosine("!", "!"), cosine("!", "?"), cosine(None, None), cosine("some output", None)) == (1.0, 0.0, 1.0, 0.0)
 
 
 def test_bash_reward_missing_gold_output():

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from icplay.sandbox.session import ansi_c_quote
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +39,6 @@ def sandbox(request):
     box.start()
     yield box
     box.close()
-
-
-def test_quoting_roundtrips_every_byte():
-    text = "a'b\"c$d`e\\f\ng\x01é!"
-    assert ansi_c_quote(text).startswith("$'")
-    assert "'" not in ansi_c_quote(text)[2:-1]
 
 
 def test_cd_export_functions_and_aliases_persist(sandbox):

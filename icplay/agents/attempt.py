@@ -44,8 +44,9 @@ def close_quietly(response: Any) -> None:
         return
     try:
         response.close()
-    except Exception:
-        pass
+    except Exception as exc:   # a connection that broke under it (the HTTP stack's errors: their
+        if not _broken_connection(exc):   # packages are not imported): already closed; a bug is raised
+            raise
 
 
 def bounded(send: Callable[[dict[str, Any]], None], cancel: threading.Event | None, seconds: float | None) -> None:
@@ -59,7 +60,7 @@ def bounded(send: Callable[[dict[str, Any]], None], cancel: threading.Event | No
     def work() -> None:
         try:
             send(handle)
-        except BaseException as exc:   # handed to the waiting thread
+        except BaseException as exc:   # handed to the waiting thread, which raises it
             box["error"] = exc
         finally:
             done.set()
@@ -110,7 +111,7 @@ def read_stream(stream: Any, reader: ReplyReader, handle: dict[str, Any]) -> Non
             raise
         said = error_object(getattr(exc, "body", None)).get("message") or exc
         raise FailedReply(f"an error in the stream: {str(said)[:120]}") from None
-    except Exception as exc:
+    except Exception as exc:   # only the HTTP stack's own (not imported, so told by module): retried
         if not _broken_connection(exc):
             raise
         raise FailedReply(f"the connection broke in the middle of the reply ({type(exc).__name__})") from None

@@ -78,8 +78,8 @@ def exception_body(exc: Exception) -> dict[str, Any]:
     response = getattr(exc, "response", None)
     try:
         return error_object(response.text) if response is not None else {}
-    except Exception:          # a streamed response that was never read
-        return {}
+    except RuntimeError:       # httpx's ResponseNotRead: a streamed response that was never read has
+        return {}              # no text to quote; the exception's own text is said instead
 
 
 def error_message(exc: Exception) -> str:

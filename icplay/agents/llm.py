@@ -569,7 +569,7 @@ def preload_client(model: "ChatModel | None" = None, then: Callable[[], Any] | N
 
             if model is not None:
                 _ = model.client().chat.completions     # the resource's modules load at its first use
-        except Exception:          # the first call says what is wrong
+        except Exception:          # a broken install, whatever it raises: the first call says what is wrong
             pass
         if then is not None:
             try:

@@ -25,9 +25,6 @@ from icplay.languages import find
 from icplay.store import TrajectoryFileError
 from icplay.tasks.model import Task, TaskFileError
 
-INTERCODE_NO_CODE = intercode.NO_CODE
-
-
 @dataclass
 class Recorded:
     """The actions of one recorded episode; None entries were unparsable replies."""

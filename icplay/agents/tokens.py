@@ -35,8 +35,8 @@ def _encoding(name: str) -> Any:
         import tiktoken
 
         return tiktoken.get_encoding(name)
-    except Exception:          # not installed, or no network for its BPE file
-        return None
+    except (ImportError, OSError, ValueError):   # not installed, no network for its BPE file, a bad
+        return None                               # download (hash): counted by the estimate instead
 
 
 def encoding_for(model: str) -> tuple[str, Any]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+
 from icplay.languages import all_specs
-from icplay.sandbox.images import IMAGES, docker_client, image_exists, image_is_current
+from icplay.sandbox.base import SandboxError
+from icplay.sandbox.images import IMAGES, connect_errors, docker_client, image_exists, image_is_current
 from icplay.sandbox.bwrap import bwrap_problem, isolation_report
 from icplay.paths import home_dir, intercode_dir
 from icplay.tasks.registry import task_sets
@@ -26,6 +29,7 @@ BWRAP_TOOLS = ("bash", "git", "find", "grep", "sed", "gawk", "tree", "jq", "file
 def checks() -> list[tuple[str, bool | None, str]]:
     """(what, ok, detail or fix) for each thing icplay can use; ok None for a note."""
     results: list[tuple[str, bool | None, str]] = []
+    no_docker: tuple[type[Exception], ...] = (SandboxError, *connect_errors())
     try:
         all_specs()   # each language's spec registers its images
         client = docker_client()
@@ -37,7 +41,7 @@ def checks() -> list[tuple[str, bool | None, str]]:
             results.append((f"image {spec.name}", current,
                             "present and current" if current
                             else f"{state}: run `icplay images build {name}` (or it is built on first use)"))
-    except Exception as exc:  # SandboxError carries the one-sentence fix
+    except no_docker as exc:  # no daemon (SandboxError's one-sentence fix), or one failing as it answers: a row
         results.append(("Docker daemon", False, str(exc)))
 
     try:
@@ -45,7 +49,8 @@ def checks() -> list[tuple[str, bool | None, str]]:
         results.append(("bubblewrap", problem is None, "can create sandboxes" if problem is None else problem))
         if problem is None:
             results.extend(isolation_report())   # who the action runs as, its limits and its disk
-    except Exception as exc:  # SandboxError (a bad ICPLAY_BWRAP_* value) carries its own sentence
+    except (SandboxError, OSError, subprocess.SubprocessError) as exc:   # a bad ICPLAY_BWRAP_* value (its own
+                                                                         # sentence), a probe that fails: a row
         results.append(("bubblewrap", False, str(exc)))
     missing = [tool for tool in BWRAP_TOOLS if shutil.which(tool) is None]
     results.append(("host tools for bwrap", not missing,

@@ -109,7 +109,7 @@ def gold_problems(sets: set[str], sandbox: str) -> tuple[dict[str, str], list[st
     for name in sorted(sets):
         try:
             task_set = find_set(name)
-        except Exception as exc:                 # an unknown set, a set whose files are gone
+        except (OSError, ValueError) as exc:     # an unknown set (TaskFileError), a set whose files are gone
             notes.append(f"gold check: set {name!r} not checked ({exc})")
             continue
         check = GOLD_CHECKS.get(task_set.env)

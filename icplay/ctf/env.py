@@ -113,15 +113,10 @@ class CtfEnv(PooledShellEnv):
     name = "ctf"
     capabilities = frozenset({STREAMS_OUTPUT, HAS_CWD})
 
-    def __init__(self, sandboxes: CtfSandboxes, owns_sandboxes: bool = True, lazy: bool = False):
-        super().__init__(sandboxes, owns_sandboxes, lazy)
-        self.setup_output = ""      # what the task's setup printed (not shown to the solver)
-
     # -- episode ------------------------------------------------------------------------
 
     def reset(self, task: Task) -> str:
         self.task = task
-        self.setup_output = ""
         self.held.take(self.sandboxes.pool(task), lambda pool: self._prepared(pool, task))
         return task.query
 
@@ -131,7 +126,7 @@ class CtfEnv(PooledShellEnv):
         sandbox = pool.take()
         try:
             self._prepare(sandbox, task)
-        except BaseException:
+        except BaseException:   # even Ctrl+C: the half-prepared sandbox goes back to be recycled, the error re-raised
             pool.discard(sandbox)
             raise
         if sandbox.capabilities.replaces_dead:
@@ -150,7 +145,7 @@ class CtfEnv(PooledShellEnv):
             raise SandboxError(f"task {task.key}: cannot enter {mount_path(task)}: {result.output.strip()[-200:]}")
         setup = setup_of(task)
         if setup:
-            self.setup_output = sandbox.run(setup, timeout=SETUP_TIMEOUT).output
+            sandbox.run(setup, timeout=SETUP_TIMEOUT)   # what it printed is not the solver's to see
             sandbox.run(f"cd {where}")
 
     def step(self, action: str, on_output: Callable[[str], None] | None = None) -> StepResult:

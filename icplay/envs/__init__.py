@@ -8,16 +8,6 @@ from __future__ import annotations
 
 from icplay.envs.base import (HAS_CWD, HAS_SCHEMA, STREAMS_OUTPUT, Env, StepResult, SubmitResult,
                               capabilities_of, parse_submit)
-from icplay.sandbox.images import docker_client
 
 __all__ = ["Env", "StepResult", "SubmitResult", "parse_submit", "capabilities_of", "STREAMS_OUTPUT", "HAS_CWD",
            "HAS_SCHEMA"]
-
-
-def docker_available() -> bool:
-    """Does a Docker daemon answer? (Bash and Python default to Docker when one does.)"""
-    try:
-        docker_client()
-        return True
-    except Exception:
-        return False

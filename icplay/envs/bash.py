@@ -66,9 +66,6 @@ def strict_reasons(agent: Facts, gold: "GoldRun") -> list[str]:
     return reasons
 
 
-SCORED_STATUSES = ("A", "??", "C")
-
-
 @dataclass(frozen=True)
 class GoldRun:
     """What the gold command does to a pristine sandbox: its output, changes and hashes.
@@ -264,7 +261,7 @@ class BashSandboxes:
     def _gold_quietly(self, task: Task) -> None:
         try:
             self.gold_run(task)
-        except Exception:
+        except Exception:   # a prefetch on a pool thread: scoring calls gold_run again and reports its error
             pass
 
     def _image_for(self, task: Task) -> str:
@@ -431,9 +428,6 @@ def make_bash_env(sandbox: str, image: str | None = None, timeout: float | None 
     if options.get("compat") == "intercode":
         return intercode_bash(sandbox, image, timeout, options.get("reuse_containers", False))
     return BashEnv(_sandboxes(sandbox, image, timeout, progress, recycle))
-
-
-COMPAT_MODES = ("intercode",)
 
 
 def intercode_bash(sandbox: str, image: str | None, timeout: float | None,

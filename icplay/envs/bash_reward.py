@@ -1,6 +1,6 @@
 """InterCode's Bash reward as pure functions: no containers, no I/O.
 
-The environment gathers the facts (``git status --short`` of the agent's and the gold's
+The environment gathers the facts (``git status`` of the agent's and the gold's
 copies, md5 hashes of some paths, the two observations); these functions turn them into
 the reward and a breakdown a human can read. The numbers follow InterCode's
 ``BashEnv.get_reward`` so that icplay's rewards are comparable with the published ones:
@@ -9,7 +9,7 @@ the reward and a breakdown a human can read. The numbers follow InterCode's
     p1 = round(0.33 * (1 - erf(#missing + #extra)), 2)
     p2 = 0.33 if no common (status, path) pair has status A, ?? or C,
          else round(0.33 * same / total, 2)
-    p3 = round(0.33 * answer_similarity, 2)
+    p3 = round(0.33 * cosine, 2)          (TF-IDF cosine of the observations, else equality)
 
 ``missing`` and ``extra`` are set differences of (status, path) pairs, so a pair listed
 twice counts once. The most the parts add up to is exactly 1.0 in floating point; the
@@ -18,7 +18,7 @@ cap at 1.0 only guards that. InterCode does not round the total (0.01 + 0.05 + 0
 
 Where icplay's parser differs from InterCode's: InterCode splits the whole status text on
 whitespace and pairs the tokens, which mangles renames (``R  old -> new``) and crashes on
-quoted paths with spaces. :func:`parse_git_status` reads git's format line by line
+quoted paths with spaces. ``bash_facts.parse_porcelain`` reads ``git status --porcelain -z``
 instead; on ordinary output (one unquoted path per line) both give the same pairs.
 """
 
@@ -70,79 +70,6 @@ class BashReward:
         }
 
 
-# --- git status --short ---------------------------------------------------------------
-
-_C_ESCAPES = {
-    "a": 0x07, "b": 0x08, "t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D,
-    '"': 0x22, "\\": 0x5C,
-}
-
-
-def _read_quoted(text: str, start: int) -> tuple[str, int]:
-    """Decode git's C-style quoted path starting at ``text[start] == '"'``.
-
-    Git escapes bytes (octal ``\\303\\251`` for UTF-8 é under core.quotePath), so we
-    rebuild the bytes and decode them; undecodable bytes survive via surrogateescape,
-    like ``os.fsdecode``. Returns the path and the index after the closing quote.
-    """
-    raw = bytearray()
-    index = start + 1
-    while index < len(text):
-        char = text[index]
-        if char == '"':
-            return raw.decode("utf-8", "surrogateescape"), index + 1
-        if char == "\\" and index + 1 < len(text):
-            following = text[index + 1]
-            octal = text[index + 1:index + 4]
-            if len(octal) == 3 and all(c in "01234567" for c in octal):
-                raw.append(int(octal, 8) & 0xFF)
-                index += 4
-                continue
-            if following in _C_ESCAPES:
-                raw.append(_C_ESCAPES[following])
-                index += 2
-                continue
-        raw.extend(char.encode("utf-8", "surrogateescape"))
-        index += 1
-    # No closing quote: not git's output; keep the text as it was.
-    return text[start:], len(text)
-
-
-def _read_path(text: str, start: int, stop_at_arrow: bool) -> tuple[str, int]:
-    """One path field, quoted or not; unquoted paths never contain spaces in --short."""
-    if text.startswith('"', start):
-        return _read_quoted(text, start)
-    end = text.find(" -> ", start) if stop_at_arrow else -1
-    if end == -1:
-        end = len(text)
-    return text[start:end], end
-
-
-def parse_git_status(text: str) -> list[Change]:
-    """(status, path) pairs from ``git status --short`` output.
-
-    The status is git's two-letter XY code stripped of spaces, as InterCode's whitespace
-    split leaves it (`` M`` and ``M `` both become ``M``; ``??`` stays). For renames and
-    copies (``R  old -> new``) the pair names the new path, which is the one that exists
-    afterwards and the one a copy's content check must hash.
-    """
-    changes: list[Change] = []
-    for line in text.splitlines():
-        line = line.rstrip("\r")
-        if len(line) < 4 or line.startswith("##") or line[2] != " ":
-            continue
-        status = line[:2].strip()
-        if not status:
-            continue
-        is_rename_or_copy = "R" in status or "C" in status
-        path, end = _read_path(line, 3, stop_at_arrow=is_rename_or_copy)
-        if is_rename_or_copy and line.startswith(" -> ", end):
-            path, _ = _read_path(line, end + len(" -> "), stop_at_arrow=False)
-        if path:
-            changes.append((status, path))
-    return changes
-
-
 # --- content hashing --------------------------------------------------------------------
 
 
@@ -150,15 +77,6 @@ def paths_to_hash(agent_changes: Iterable[Change], gold_changes: Iterable[Change
     """The paths p2 compares: common (status, path) pairs whose status is A, ?? or C."""
     common = set(agent_changes) & set(gold_changes)
     return sorted({path for status, path in common if status in CONTENT_CHECKED_STATUSES})
-
-
-def hashes_as_directory(path: str) -> bool:
-    """InterCode's rule for how to hash a path: ``md5deep -r`` unless it contains a '.'.
-
-    A path with a '.' gets ``md5sum`` (a file), any other path is hashed recursively as a
-    directory. The environment should hash the same way in both copies; this says how.
-    """
-    return "." not in path
 
 
 # --- the reward -------------------------------------------------------------------------
@@ -205,7 +123,8 @@ def bash_reward(
                      if agent_observation is not None and gold_observation is not None else None)
     empty_vocabulary = both_observed and vector_cosine is None
     if vector_cosine is None:
-        # InterCode's fallback when the vectorizer raises (see tfidf.answer_similarity).
+        # InterCode's fallback when its vectorizer raises (no token on either side) or an
+        # observation is missing (a gold command that could not run): exact equality
         cosine = 1.0 if agent_observation == gold_observation else 0.0
     else:
         cosine = vector_cosine

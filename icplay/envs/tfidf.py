@@ -60,18 +60,3 @@ def tfidf_cosine(a: str, b: str) -> float | None:
     weights_b = _normalized_weights(counts_b, counts_a)
     shared_terms = weights_a.keys() & weights_b.keys()
     return math.fsum(weights_a[term] * weights_b[term] for term in shared_terms)
-
-
-def answer_similarity(agent_obs: str | None, gold_obs: str | None) -> float:
-    """InterCode's answer similarity: the TF-IDF cosine, else exact equality.
-
-    InterCode falls back to ``1 if agent == gold else 0`` whenever the vectorizer raises,
-    which happens when neither text has a token, and also when an observation is missing
-    (None, e.g. a gold command that could not run); we mirror both cases.
-    """
-    if agent_obs is None or gold_obs is None:
-        return 1.0 if agent_obs == gold_obs else 0.0
-    cosine = tfidf_cosine(agent_obs, gold_obs)
-    if cosine is None:
-        return 1.0 if agent_obs == gold_obs else 0.0
-    return cosine

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from icplay.episode import Trajectory
 from icplay.executors.episode import run_episode
 from icplay.executors.specs import RunSpec
 from icplay.tasks.model import Task
+
+_log = logging.getLogger(__name__)
 
 
 async def run_episodes(tasks: list[Task], spec: RunSpec, *, concurrency: int = 8, store=None) -> list[Trajectory]:
@@ -53,8 +56,8 @@ async def run_episodes(tasks: list[Task], spec: RunSpec, *, concurrency: int = 8
             for env in made:
                 try:
                     env.close()
-                except Exception:
-                    pass
+                except Exception as exc:   # any language's env: one that fails must not keep the rest open
+                    _log.warning("closing an env failed: %s: %s", type(exc).__name__, exc)
             factory.close()
 
         await loop.run_in_executor(pool, close_all)

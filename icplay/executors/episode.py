@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from icplay.agents.protocols import Budget, play
@@ -10,6 +11,8 @@ from icplay.executors.specs import RunSpec
 from icplay.sandbox.base import SandboxError
 from icplay.store import StoreWriteError
 from icplay.tasks.model import Task
+
+_log = logging.getLogger(__name__)
 
 
 class FatalEpisodeError(Exception):
@@ -50,7 +53,7 @@ def run_episode(task: Task, spec: RunSpec, *, env=None, policy: Policy | None = 
         traj = play(env, task, policy, spec.protocol, spec.limits, save=keep, policy_info=dict(spec.policy_info),
                     budget=budget, should_stop=should_stop, on_turn=on_turn, on_driver=on_driver)
         return traj
-    except Exception as exc:
+    except Exception as exc:   # any failure of one episode is recorded as its error; a full disk stops the run
         if isinstance(exc, StoreWriteError):     # a full disk: saving again cannot work; stop the run
             raise FatalEpisodeError(str(exc), None) from exc
         traj = _failed(exc, holder.get("traj"), task, spec, env)
@@ -84,5 +87,5 @@ def _close_built(env: Any, factory: Any) -> None:
         try:
             if close is not None:
                 close()
-        except Exception:
-            pass
+        except Exception as exc:   # the episode is recorded; a failing close (any env's) must not cost it
+            _log.warning("closing an env failed: %s: %s", type(exc).__name__, exc)

@@ -16,6 +16,7 @@ This module never imports textual: progress goes to a plain stream.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sys
 import threading
@@ -35,6 +36,8 @@ from icplay.sandbox.base import SandboxError
 from icplay.store import TrajectoryBusyError, TrajectoryFileError, TrajectoryStore, atomic_write_json
 from icplay.json_shape import read_json_text
 from icplay.tasks.model import Task
+
+_log = logging.getLogger(__name__)
 
 # run.json keys that must match for a folder to be resumed
 IDENTITY_KEYS = ("env", "tasks", "policy", "protocol", "max_turns")
@@ -341,7 +344,7 @@ class Runner:
                 continue
             try:
                 traj = self._play(task)
-            except Exception as exc:   # building the env failed
+            except Exception as exc:   # building the env failed (any language's, a plug-in's too): the run stops, said
                 self.stop(f"{type(exc).__name__}: {exc}" if not isinstance(exc, SandboxError) else str(exc))
             finally:
                 if self.progress:
@@ -415,8 +418,8 @@ class Runner:
         for env in list(self._envs):
             try:
                 env.interrupt()
-            except Exception:
-                pass
+            except Exception as exc:   # any language's env: Ctrl+C must reach the others; the 30 s wait bounds it
+                _log.warning("interrupting an env failed: %s: %s", type(exc).__name__, exc)
         deadline = time.monotonic() + 30
         for w in workers:
             w.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -428,14 +431,14 @@ class Runner:
         for env in self._envs:
             try:
                 env.close()
-            except Exception:
-                pass
+            except Exception as exc:   # any language's env: one that fails must not keep the rest open
+                _log.warning("closing an env failed: %s: %s", type(exc).__name__, exc)
         close_factory = getattr(self.env_factory, "close", None)
         if close_factory is not None:
             try:
                 close_factory()
-            except Exception:
-                pass
+            except Exception as exc:   # the run's results are made; a factory that fails to close is said only
+                _log.warning("closing the env factory failed: %s: %s", type(exc).__name__, exc)
 
     def _result(self, results: dict[int, Trajectory], resumed: list[Trajectory], errors: list[str],
                 started: float) -> RunResult:

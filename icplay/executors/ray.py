@@ -17,6 +17,7 @@ episodes come back, not during them; icplay must be installed on every node (sam
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from typing import Any
@@ -27,6 +28,8 @@ from icplay.executors.local import RunResult, Runner
 from icplay.executors.specs import RunSpec
 from icplay.store import TrajectoryBusyError
 from icplay.tasks.model import Task
+
+_log = logging.getLogger(__name__)
 
 
 class EpisodeWorker:
@@ -52,7 +55,8 @@ class EpisodeWorker:
             traj = exc.trajectory or Trajectory(task=task.to_dict(), env=task.env, sandbox="",
                                                 policy=dict(self.spec.policy_info))
             traj.status, traj.error = "error", str(exc)
-        except Exception as exc:     # the env could not be built on this node
+        except Exception as exc:     # an env that could not be built on this node (a plug-in's error too):
+                                     # recorded as the episode's error, the run goes on
             traj = Trajectory(task=task.to_dict(), env=task.env, sandbox="", policy=dict(self.spec.policy_info),
                               status="error", error=f"{type(exc).__name__}: {exc}")
         return traj.to_dict()
@@ -77,7 +81,7 @@ def connect(ray, address: str | None) -> None:
     options = {"include_dashboard": False} if address is None else {}
     try:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR", **options)
-    except Exception as exc:
+    except Exception as exc:   # Ray's own errors are of many classes (ConnectionError, RuntimeError, ...): one sentence
         raise RuntimeError(f"cannot join the Ray cluster at {address or 'a new local Ray'}: "
                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
 
@@ -164,8 +168,8 @@ class RayRunner(Runner):
             self.store.release(task.set, task.id)
         try:
             ray.get([a.close.remote() for a in actors], timeout=60)
-        except Exception:
-            pass
+        except ray.exceptions.RayError as exc:   # an actor that died or whose close failed: killed below anyway
+            _log.warning("closing the Ray actors' envs failed: %s: %s", type(exc).__name__, exc)
         for actor in actors:
             ray.kill(actor)
 

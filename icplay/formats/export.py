@@ -313,12 +313,6 @@ def _submitter(traj: Trajectory) -> str:
     return HUMAN if traj.policy.get("kind", "human") == "human" else AGENT
 
 
-def chat_messages(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
-                  actions: str | None = None, reasoning: bool = False, rejected: bool = True) -> list[dict[str, Any]]:
-    """The messages of ``chat_conversation``; every assistant message has its ``weight``."""
-    return chat_conversation(traj, strategy, protocol, actions, reasoning, rejected).messages
-
-
 def chat_record(traj: Trajectory, strategy: str = "tryagain", protocol: str | None = None,
                 actions: str | None = None, reasoning: bool = False, rejected: bool = True) -> dict[str, Any]:
     """One line of chat export: ``messages`` (assistant messages weighted 1 or 0), ``tools``
@@ -572,8 +566,8 @@ def task_indexes(trajs: list[Trajectory]) -> dict[tuple[str, str], int]:
         env = next(t.env for t in trajs if str(t.task.get("set", "")) == set_name)
         try:
             tasks = find_set(set_name, env).load()
-        except Exception:
-            tasks = []
+        except (OSError, ValueError):   # a set not here or unreadable (TaskFileError is a ValueError):
+            tasks = []                  # its episodes' own recorded index is used, or the export says why not
         for i, task in enumerate(tasks):
             out[(set_name, task.id)] = i
     for t in trajs:

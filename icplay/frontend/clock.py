@@ -24,10 +24,6 @@ class WorkClock:
     def running(self) -> bool:
         return self._since is not None
 
-    @property
-    def holds(self) -> frozenset[str]:
-        return frozenset(self._holds)
-
     def elapsed(self) -> float:
         since = self._since
         return self._base + (self._now() - since if since is not None else 0.0)

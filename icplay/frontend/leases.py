@@ -8,10 +8,13 @@ around a step. An env whose screen failed with it is closed instead of kept.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Callable
 
 from icplay.envs.base import Env
+
+_log = logging.getLogger(__name__)
 
 # (language, sandbox or None for the default, image or None, progress callback) -> Env
 EnvFactory = Callable[[str, "str | None", "str | None", Callable[[str], None]], Env]
@@ -109,5 +112,5 @@ class SandboxPool:
 def _close(env: Env) -> None:
     try:
         env.close()
-    except Exception:
-        pass
+    except Exception as exc:   # any language's env (a plug-in's too): one that fails must not keep the rest open
+        _log.warning("closing a %s env failed: %s: %s", getattr(env, "name", "?"), type(exc).__name__, exc)

@@ -216,7 +216,7 @@ class EpisodeHost:
                                            lambda n, total, turn: self.emit(Replaying(n, total, turn.action)))
                 for note in opening.set_aside:
                     self.emit(Progress(note))
-            except BaseException:
+            except BaseException:   # even Ctrl+C: the half-opened env is discarded, the error re-raised
                 lease, self.lease = self.lease, None
                 lease.discard()
                 raise

@@ -209,4 +209,3 @@ class StudyPlain:
         if self.stdin.echo:
             self.write(got)
         return got.strip()
-

@@ -55,7 +55,7 @@ def flush():
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:
+        except Exception:   # the solver may have put any object in sys.stdout; what it failed to say is lost
             pass
 
 
@@ -88,7 +88,7 @@ def exception_record(exc):
                  and isinstance(getattr(builtins, k.__name__, None), type)), "Exception")
     try:
         message = str(exc)
-    except BaseException:
+    except BaseException:   # the solver's exception class runs its own __str__: the record goes without it
         message = ""
     return {"module": str(kind.__module__)[:200], "name": str(kind.__qualname__)[:200], "base": base,
             "message": message[:MAX_MESSAGE]}
@@ -99,7 +99,7 @@ def probe(code, k):
     status = "ok"
     try:
         value = eval(compile(code, "<call>", "eval"), NAMESPACE)
-    except BaseException as exc:
+    except BaseException as exc:   # the solver's call, SystemExit too: what it raised is its result
         record, status = {"raised": exception_record(exc)}, "error"
     else:
         try:
@@ -221,7 +221,7 @@ def serve(path):
             os.dup2(conn.fileno(), 2)
             try:
                 status = handle(kind, body)
-            except Exception as exc:
+            except Exception as exc:   # the request loop must outlive a bad request: said on its connection
                 print("icplay: %s" % error_line(exc))
                 status = "error"
             end_if_forked()

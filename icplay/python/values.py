@@ -84,7 +84,7 @@ def _type_name(t):
     try:
         name = type.__getattribute__(t, "__qualname__")
         module = type.__getattribute__(t, "__module__")
-    except Exception:
+    except AttributeError:   # a type made without a __module__ (type() in exec with no __name__)
         return "unnamed"
     if not isinstance(name, str) or not isinstance(module, str):
         return "unnamed"
@@ -109,7 +109,7 @@ def decode_value(text):
         raise ValueError("an encoded value must be text of at most %d characters" % MAX_TEXT)
     try:
         data = json.loads(text)
-    except Exception:
+    except (ValueError, RecursionError):   # not JSON, or nested past the parser's depth
         raise ValueError("an encoded value is not JSON") from None
     try:
         return _Decoder().value(data, 0)
@@ -219,7 +219,7 @@ class _Decoder:
             raise ValueError("a Decimal field is not text")
         try:
             return decimal.Decimal(rest[0])
-        except Exception:
+        except (ArithmeticError, ValueError):   # decimal.InvalidOperation: text that is no number
             raise ValueError("a Decimal field is not a number") from None
 
     def make_fraction(self, tag, rest, depth):

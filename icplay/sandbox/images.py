@@ -92,8 +92,16 @@ def docker_client(timeout: int = 60) -> Any:
         client = engine_client(docker.from_env(timeout=timeout))
         client.ping()
         return client
-    except Exception as exc:  # DockerException, requests' ConnectionError, ...
+    except connect_errors() as exc:   # down, refusing us, or a bad address: one sentence on what to do
         raise SandboxError(_explain_connect_error(exc, host)) from None
+
+
+def connect_errors() -> tuple[type[Exception], ...]:
+    """What reaching an engine's API can raise: docker-py's errors, requests' (OSErrors), and
+    a ValueError for an address it cannot parse (``http://[::1``)."""
+    import docker.errors
+
+    return (docker.errors.DockerException, OSError, ValueError)
 
 
 def _explain_connect_error(exc: BaseException, host: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.docker import DockerSandbox, ImageKind, after_removal
-from icplay.sandbox.images import engine_client
+from icplay.sandbox.images import connect_errors, engine_client
 from icplay.sandbox.registry import register_sandbox
 
 _profiles: dict[str, Path] = {}
@@ -170,7 +170,7 @@ class PodmanService:
                 break
             try:
                 return connect(self.url)
-            except Exception:
+            except connect_errors():   # not listening yet: asked again until the deadline
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(0.1)
@@ -219,7 +219,7 @@ class PodmanKind(ImageKind):
         if named:
             try:
                 return _client(named)
-            except Exception as exc:
+            except connect_errors() as exc:   # the named service is down: one sentence on what to do
                 raise SandboxError(f"Podman does not answer at {HOST_ENV}={named}: {type(exc).__name__}: {exc}; "
                                    "start `podman system service` there or unset it") from None
         with self._service_lock:
@@ -227,7 +227,7 @@ class PodmanKind(ImageKind):
                 return self._service.wait(_client)
             try:
                 return _client(SYSTEM_SOCKET)
-            except Exception:
+            except connect_errors():   # no system service: icplay starts its own below
                 pass
             self._service = PodmanService()
             after_removal(self.close)

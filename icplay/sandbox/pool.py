@@ -10,12 +10,15 @@ recycled container spares Docker the start altogether.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from icplay.sandbox.base import Sandbox
+
+_log = logging.getLogger(__name__)
 
 # Starting a sandbox is CPU work (for Docker, mostly the daemon's): a burst of starts, as
 # when eight workers begin at once, finishes sooner one per core at a time, and the first
@@ -48,10 +51,10 @@ class SandboxPool:
             else:
                 with _START_SLOTS:
                     sandbox.start()
-        except BaseException:
+        except BaseException:   # even Ctrl+C: the half-started sandbox is closed, the error re-raised
             try:
                 sandbox.close()
-            except Exception:
+            except Exception:   # any kind's close (a plug-in's too): the start error is the one to report
                 pass
             raise
         with self._lock:
@@ -101,13 +104,16 @@ class SandboxPool:
     def _recycled(self, sandbox: Sandbox) -> Sandbox | None:
         try:
             ok = sandbox.recycle()
-        except Exception:
+        except Exception as exc:   # any kind's recycle (a plug-in's too): not pristine, so not handed out
+            _log.warning("a %s sandbox could not be recycled: %s: %s", type(sandbox).__name__,
+                         type(exc).__name__, exc)
             ok = False
         if not ok:
             try:
                 sandbox.close()
-            except Exception:
-                pass
+            except Exception as exc:   # a pool worker: a failed close must not end the pool
+                _log.warning("a %s sandbox could not be closed: %s: %s", type(sandbox).__name__,
+                             type(exc).__name__, exc)
             return None
         with self._lock:
             self.recycled += 1
@@ -120,7 +126,7 @@ class SandboxPool:
         def close_when_ready(future: Future[Sandbox | None]) -> None:
             try:
                 sandbox = future.result()
-            except Exception:
+            except Exception:   # a spare that failed to start: nothing to close, nobody took it
                 return
             if sandbox is not None:
                 sandbox.close()

@@ -36,9 +36,11 @@ of its own on USR1), is replaced with a note.
 from __future__ import annotations
 
 import codecs
+import logging
 import shlex
 import re
 import secrets
+import subprocess
 import threading
 import time
 from collections import deque
@@ -46,6 +48,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxError, ShellResult
+
+_log = logging.getLogger(__name__)
 
 # Output beyond the cap is still read (and counted) until this multiple of the cap,
 # then the command is stopped: `yes` must not keep a core busy for the whole timeout.
@@ -79,17 +83,6 @@ ERREXIT_NOTE = "`set -e` was switched off again: with it, any failing command wo
 _MARK = b"\x1e"
 _END = b"\x1e\n"
 _BODY = re.compile(rb"(-?\d+) (\d) (\w+) (\d+) (.*)", re.S)
-
-_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-+=/.,:@%^~")
-
-
-def ansi_c_quote(text: str) -> str:
-    """Quote text as bash's $'...' so it arrives byte for byte without a fork."""
-    out = []
-    for byte in text.encode("utf-8", "surrogateescape"):
-        out.append(chr(byte) if byte in _SAFE else f"\\x{byte:02x}")
-    return "$'" + "".join(out) + "'"
-
 
 def marker_line(nonce: str, status: str) -> str:
     """The shell line that prints the end-of-command marker: status, abort flag, health
@@ -181,7 +174,9 @@ def enter_loop(nonce: str, scratch: str) -> str:
 
 
 class Transport(Protocol):
-    """A started shell's byte streams: stdin in, stdout+stderr out."""
+    """A started shell's byte streams: stdin in, stdout+stderr out. ``read`` and ``close``
+    raise OSError (or subprocess's errors, for a process that will not end) when the stream
+    is gone; anything else is taken for a bug and raised."""
 
     def write(self, data: bytes) -> None: ...
 
@@ -194,7 +189,10 @@ class Transport(Protocol):
 
 @dataclass
 class ShellControl:
-    """What a sandbox provides so the session can manage its shell."""
+    """What a sandbox provides so the session can manage its shell. An error of ``sweep``,
+    ``kill_command``, ``kill_shell`` or ``is_alive`` (whatever the kind raises) is logged as a
+    warning and the action goes on: the deadline still ends it, a failed liveness check
+    counts as alive."""
 
     open: Callable[[], Transport]                # start a fresh bash, return its streams
     kill_command: Callable[[int], None]          # SIGUSR1 the shell, SIGKILL every other process
@@ -476,7 +474,7 @@ class PersistentShell:
         if self.control.started is not None and self._pid is not None:
             try:
                 self.control.started(self._pid)
-            except BaseException:
+            except BaseException:   # even Ctrl+C: the unregistered shell is dropped, the error re-raised
                 self._discard()
                 raise
         if self._ever_started:
@@ -496,8 +494,8 @@ class PersistentShell:
         if transport is not None:
             try:
                 transport.close()
-            except Exception:
-                pass
+            except (OSError, subprocess.SubprocessError):   # a stream already gone, a shell that will not die
+                pass                                         # (killed again with its sandbox): nothing left to do
 
     @staticmethod
     def _pump(transport: Transport, inbox: Inbox) -> None:
@@ -508,9 +506,10 @@ class PersistentShell:
                 if not data:
                     break
                 inbox.feed(data)
-        except Exception:
+        except OSError:   # the stream was closed under the reader: the shell's output ends here
             pass
-        inbox.end()
+        finally:          # anything else is a bug, printed by the thread's excepthook; the shell still ends
+            inbox.end()
 
     def held_bytes(self) -> int:
         """Bytes of output icplay holds for this shell right now (bounded by the cap)."""
@@ -650,8 +649,8 @@ class PersistentShell:
             try:
                 self.control.sweep(self._pid or 0)
                 notes.append(CROWDED_NOTE)
-            except Exception:
-                pass
+            except Exception as exc:   # the kind's own errors (Docker's API, a plug-in's): said; the action's result stands
+                _log.warning("sweep failed: %s: %s", type(exc).__name__, exc)
         elif marker.health in HEALTH_NOTES:
             return marker.health
         elif run.stopped and not marker.aborted:
@@ -680,18 +679,19 @@ class PersistentShell:
     def _kill_command(self) -> float:
         try:
             self.control.kill_command(self._pid or 0)
-        except Exception:
-            pass
+        except Exception as exc:   # the kind's own errors: the deadline still ends the wait for the marker
+            _log.warning("stopping the command failed: %s: %s", type(exc).__name__, exc)
         return time.monotonic()
 
     def _kill_shell(self) -> None:
         try:
             self.control.kill_shell(self._pid or 0)
-        except Exception:
-            pass
+        except Exception as exc:   # the kind's own errors: the shell is discarded and replaced regardless
+            _log.warning("killing the shell failed: %s: %s", type(exc).__name__, exc)
 
     def _shell_alive(self) -> bool:
         try:
             return self.control.is_alive(self._pid or 0)
-        except Exception:
+        except Exception as exc:   # the kind's own errors: taken for alive, so a shell is never replaced on a guess
+            _log.warning("asking whether the shell lives failed: %s: %s", type(exc).__name__, exc)
             return True

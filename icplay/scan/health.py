@@ -10,7 +10,7 @@ than the other), or when every attempt that solved it is a reward-hack suspect.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from icplay.episode import Trajectory
 from icplay.scan.flags import Flag
@@ -113,15 +113,6 @@ class HealthTally:
             if gold_problems and key in gold_problems:
                 row.findings[GOLD] = gold_problems[key]
         return sorted(self.rows.values(), key=lambda r: (r.set, _task_order(r.task)))
-
-
-def task_health(scanned: Iterable[tuple[Trajectory, list[Flag]]],
-                gold_problems: dict[str, str] | None = None) -> list[TaskHealth]:
-    """Every task of the attempts (see ``HealthTally``)."""
-    tally = HealthTally()
-    for traj, flags in scanned:
-        tally.add(traj, flags)
-    return tally.result(gold_problems)
 
 
 def _task_order(task: str) -> tuple[int, str]:

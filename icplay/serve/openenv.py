@@ -257,7 +257,7 @@ class Server:
         try:
             observation = await self.run(body, env)
             return JSONResponse(serialize_observation(observation))
-        except Exception as exc:
+        except Exception as exc:   # the server's answer to any failure: its status and sentence (500 for a bug)
             return error_response(exc)
         finally:
             await self.run(env.close)
@@ -335,7 +335,7 @@ class Server:
                 return {"type": "observation", "data": serialize_observation(await self.run(env.step, action))}
             if kind == "state":
                 return {"type": "state", "data": env.state.model_dump()}
-        except Exception as exc:
+        except Exception as exc:   # the socket's answer to any failure, as HTTP's: a code and a sentence
             _, code, sentence = refusal_of(exc)
             return {"type": "error", "data": {"message": sentence, "code": code}}
         return {"type": "error", "data": {"message": f"unknown message type {kind!r} (known: reset, step, state, "
@@ -406,5 +406,4 @@ def make_app(env_name: str, sandbox: str | None = None, *, max_envs: int = 8, ta
                   lifespan=lifespan)
     _routes(app, server)
     app.state.icplay_family = family
-    app.state.icplay_policy = policy
     return Guard(app, policy)

@@ -9,8 +9,6 @@ however the clients mix their doors.
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
-from typing import Iterator
 
 
 class AtCapacity(Exception):
@@ -42,11 +40,3 @@ class Places:
     def give_back(self) -> None:
         with self._lock:
             self.held = max(0, self.held - 1)
-
-    @contextmanager
-    def place(self) -> Iterator[None]:
-        self.take()
-        try:
-            yield
-        finally:
-            self.give_back()

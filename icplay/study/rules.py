@@ -75,10 +75,6 @@ class PlayRules:
 
     # -- what is shown --------------------------------------------------------------------
     @property
-    def hide_schema(self) -> bool:
-        return self.rules.strict
-
-    @property
     def query_history(self) -> bool:
         """May the SQL editor recall the queries run before (this episode's, earlier sessions')?"""
         return self.rules.query_history

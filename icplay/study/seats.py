@@ -173,6 +173,6 @@ class Seats:
                 json.dump({"seats": records}, out, indent=1)
                 out.write("\n")
             os.replace(temporary, self.path)
-        except BaseException:
+        except BaseException:   # even Ctrl+C: no temporary file left behind, the error re-raised
             Path(temporary).unlink(missing_ok=True)
             raise

@@ -259,9 +259,6 @@ class PlayApp(App):
 
     # -- navigation ------------------------------------------------------------------------
 
-    def _play_screen(self) -> LiveScreen | None:
-        return self.screen if isinstance(self.screen, LiveScreen) else None
-
     def open_task(self, task: Task, retry: bool = False) -> None:
         """Open a task: resumed if it has unsubmitted turns, shown read-only if it was
         submitted (unless ``retry``: then it starts over and the old attempt is kept)."""

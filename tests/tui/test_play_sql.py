@@ -172,6 +172,24 @@ async def test_schema_toggles(make_app, shop_catalog):
         assert schema.display
 
 
+async def test_a_schema_that_cannot_be_read_is_said_and_play_goes_on(make_app, shop_catalog, monkeypatch):
+    from icplay.envs.sql import SqlEnv
+    from icplay.sql.base import SqlBackendError
+
+    def broken(self):
+        raise SqlBackendError("the database went away")
+
+    monkeypatch.setattr(SqlEnv, "schema", broken)
+    app = make_app(env="sql", catalog=shop_catalog(), task="s1", sandbox=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await wait_for(pilot, lambda: any(n.title == "No schema" for n in app._notifications), 10, "the schema's error")
+        said = [n.message for n in app._notifications if n.title == "No schema"]
+        assert said == ["SqlBackendError: the database went away"]
+        await run_sql(pilot, LONDON)
+        assert turn_count(app) == 1 and "error" not in info_text(app).lower()
+
+
 async def test_bundled_sql_set_from_the_picker(make_app, home):
     """`icplay play sql`: the picker over the bundled set, the first task solved with its gold."""
     from icplay.tasks.registry import find_set

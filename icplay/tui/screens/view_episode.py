@@ -466,7 +466,7 @@ class EpisodeScreen(Screen):
                 lease = pool.lease(traj.env)
                 result = reexecute(traj, lease.env, on_turn=on_turn, cancel=cancel)
                 post(self.Checked(None, result))
-            except Exception as exc:
+            except Exception as exc:   # a worker thread: any failure (a lease, a sandbox) is shown, never raised
                 if lease is not None:
                     lease.discard()
                     lease = None

@@ -388,21 +388,26 @@ class SqlPane(WorkPane):
                                 exit_on_error=False)
 
     class SchemaLoaded(Message):
-        def __init__(self, tables: list[Any]) -> None:
+        def __init__(self, tables: list[Any], error: str | None = None) -> None:
             super().__init__()
             self.tables = tables
+            self.error = error
 
     def _load_schema(self, schema) -> None:
         """On a worker thread. The tables travel as a Message: a thread that waited for the
         UI (``call_from_thread``) could wait forever once the app is closing."""
         try:
             tables = schema()
-        except Exception:
+        except Exception as exc:   # a worker thread; any backend's error (a plug-in's too): said, and
+            self.post_message(self.SchemaLoaded([], f"{type(exc).__name__}: {exc}"))   # the episode goes on
             return
         self.post_message(self.SchemaLoaded(tables))
 
     def on_sql_pane_schema_loaded(self, message: "SqlPane.SchemaLoaded") -> None:
         message.stop()
+        if message.error is not None:
+            self.notify(message.error, title="No schema", severity="warning", markup=False)
+            return
         self.query_one(SchemaTree).set_schema(message.tables)
 
     def on_sql_editor_run_statement(self, message: SqlEditor.RunStatement) -> None:

@@ -148,7 +148,7 @@ def scoring_costs(client, image: str, n: int) -> tuple[list[float], list[float]]
 def faithful_starts(client, image: str = "debian:bookworm-slim", n: int = 8) -> tuple[list[float], list[float]]:
     """Start + first action of a faithful container, and of a bare container whose shell
     is a plain ``docker exec`` (no warden, no pids handed out), interleaved."""
-    from icplay.sandbox.docker import _ExecSocketTransport
+    from icplay.sandbox.streams import ExecSocketTransport as _ExecSocketTransport
 
     faithful, execd = [], []
     for _ in range(n):

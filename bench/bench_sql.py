@@ -147,12 +147,14 @@ def baseline(kind: str, backend, databases: str, db: str, n: int) -> list[float]
     catalog = load_catalog(databases)
     entry = catalog.get(db)
     if kind == "mysql":
+        from icplay.sql.mysql_admin import load_database
+
         out = []
         for _ in range(n):
             t0 = time.perf_counter()
             with backend._admin_lock:
                 cursor = backend._admin.cursor(buffered=True)
-                backend._load(cursor, entry.name, entry)
+                load_database(cursor, entry.name, entry)
                 cursor.close()
             out.append(time.perf_counter() - t0)
         return out

@@ -82,8 +82,9 @@ if [ -x .venv-harbor/bin/harbor ]; then .venv-harbor/bin/python -m pip show harb
 step "images: build (cached layers make an unchanged image instant)"
 .venv/bin/icplay images build
 docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E '^(icplay-|debian:bookworm-slim)' || true
-# the same Dockerfiles built for Podman (tests/test_podman.py; its API service is started by icplay)
-.venv/bin/icplay images build bash python ctf --sandbox podman
+# the same Dockerfiles built for Podman (tests/test_podman.py; MariaDB for tests/test_podman_doors.py; its API
+# service is started by icplay). InterCode's NL2Bash image for Podman is built by the test's fixture from ../shared.
+.venv/bin/icplay images build bash python ctf sql --sandbox podman
 
 if [ ! -d ../shared ]; then
     echo "note: ../shared is not beside this checkout; tests that need it will skip"

@@ -103,16 +103,27 @@ def shared_intercode() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def nl2bash_image(docker_client, shared_intercode) -> str:
-    """InterCode's first NL2Bash image, built from ../shared if it is missing."""
+def _nl2bash_image(client: Any, shared_intercode: Path) -> str:
+    """InterCode's first NL2Bash image in the engine of ``client``, built from ../shared if it is missing."""
     from icplay.bash.intercode_images import build_nl2bash_images, image_name
     from icplay.sandbox.images import image_exists
 
     name = image_name(1)
-    if not image_exists(docker_client, name):
-        build_nl2bash_images(docker_client, shared_intercode, lambda line: None, versions=(1,))
+    if not image_exists(client, name):
+        build_nl2bash_images(client, shared_intercode, lambda line: None, versions=(1,))
     return name
+
+
+@pytest.fixture(scope="session")
+def nl2bash_image(docker_client, shared_intercode) -> str:
+    """InterCode's first NL2Bash image, built from ../shared if it is missing."""
+    return _nl2bash_image(docker_client, shared_intercode)
+
+
+@pytest.fixture(scope="session")
+def podman_nl2bash_image(podman_client, shared_intercode) -> str:
+    """The same image in Podman's storage (``--compat intercode`` on Podman)."""
+    return _nl2bash_image(podman_client, shared_intercode)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from icplay.envs.bash_facts import gather
-from icplay.sandbox.docker import bounded_exec
+from icplay.sandbox.streams import bounded_exec
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from icplay.sandbox.base import SandboxError
-from icplay.sandbox.docker import _ExecSocketTransport
+from icplay.sandbox.streams import ExecSocketTransport as _ExecSocketTransport
 from icplay.sandbox.faithful import Pid1Streams, shell_argv, unset_variables, warden
 
 READY = b"\x1e0123456789abcdef\x1e\n"

@@ -7,6 +7,8 @@ Under CI=true a missing Docker daemon fails the test (conftest's ``unavailable``
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ci_rules import unavailable
@@ -22,7 +24,8 @@ def shared_mysql_backend(docker_client):
     if backend is None:
         from icplay.sql import make_sql_backend
 
-        backend = make_sql_backend("mysql")
+        # on the engine the Docker tests drive (ICPLAY_TEST_SANDBOX=podman: MariaDB on Podman)
+        backend = make_sql_backend("mysql", engine=os.environ.get("ICPLAY_TEST_SANDBOX") or "docker")
         try:
             backend.start()
         except Exception as exc:

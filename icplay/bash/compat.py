@@ -47,8 +47,9 @@ from icplay.envs.bash_reward import BASE_REWARD, PART_WEIGHT, file_diff_score
 from icplay.envs.tfidf import tfidf_cosine
 from icplay.sandbox.base import DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, SandboxError
 from icplay.tasks.model import Task
-from icplay.sandbox.docker import bounded_exec, container_labels, creating, reap_once, remove_container, track
-from icplay.sandbox.images import docker_client
+from icplay.sandbox import registry
+from icplay.sandbox.container import EngineContainer, start_container
+from icplay.sandbox.engine import engine_errors
 
 GIT_RESET_SCRIPT = "git reset --hard; git clean -fd;"
 GIT_STATUS_SCRIPT = "git status --short;"
@@ -144,15 +145,12 @@ class IntercodeContainer:
     that an endless line cannot take icplay's memory (a recorded ``... | yes | tr -d '\\n'``
     took a rescore to 24 GB)."""
 
-    def __init__(self, client: Any, image: str, output_cap: int = DEFAULT_OUTPUT_CAP):
-        reap_once(client)
-        with creating():
-            # Docker's default network, as InterCode's containers had: a DNS lookup then gets
-            # the host's resolver's answer (or its silence), as InterCode's env does today,
-            # where no network at all printed "network unreachable" into the output scored
-            self.container = client.containers.run(image, detach=True, tty=True, labels=container_labels("bash"))
-            track(self.container.id)
-        self.client = client
+    def __init__(self, client: Any, image: str, output_cap: int = DEFAULT_OUTPUT_CAP, ulimits: list[Any] | None = None):
+        # The engine's default network, as InterCode's containers had: a DNS lookup then gets
+        # the host's resolver's answer (or its silence), as InterCode's env does today,
+        # where no network at all printed "network unreachable" into the output scored
+        self.container: EngineContainer = start_container(client, image, "bash", tty=True,
+                                                          **({"ulimits": ulimits} if ulimits else {}))
         self.output_cap = output_cap
         self.dropped = 0      # bytes the last exec printed beyond the cap
         self._abandoned: list[threading.Event] = []
@@ -167,8 +165,7 @@ class IntercodeContainer:
 
         def work() -> None:
             try:
-                done["result"] = bounded_exec(self.client, self.container.id, argv, self.output_cap,
-                                              workdir=workdir, abandon=abandon)
+                done["result"] = self.container.exec(argv, self.output_cap, workdir=workdir, abandon=abandon)
             except BaseException as exc:   # handed to the caller, as exec_run raised it
                 done["error"] = exc
 
@@ -196,18 +193,22 @@ class IntercodeContainer:
     def close(self) -> None:
         for abandon in self._abandoned:
             abandon.set()
-        remove_container(self.client, self.container.id)
+        self.container.remove()
 
 
 class IntercodeBashEnv:
     """A Bash env with InterCode's semantics (see the module's docstring)."""
 
     name = "bash"
-    sandbox_kind = "docker"
     compat = "intercode"
 
     def __init__(self, image: str | None = None, timeout: float | None = None, client: Any = None,
-                 reuse_containers: bool = False):
+                 reuse_containers: bool = False, sandbox: str = "docker"):
+        """``sandbox``: a kind of the sandbox registry that runs images (Docker, Podman)."""
+        if not registry.capabilities(sandbox).runs_images:
+            raise SandboxError(f"--compat intercode runs InterCode's containers, on "
+                               f"{' or '.join(registry.image_kinds())}, not {sandbox!r}")
+        self.sandbox_kind = sandbox
         self.image = image
         self.reuse_containers = reuse_containers
         self.timeout = timeout or DEFAULT_TIMEOUT
@@ -230,8 +231,12 @@ class IntercodeBashEnv:
 
     def _client_once(self) -> Any:
         if self._client is None:
-            self._client = docker_client()
+            self._client = registry.image_engine(self.sandbox_kind).client()
         return self._client
+
+    def _container(self, image: str) -> IntercodeContainer:
+        return IntercodeContainer(self._client_once(), image,
+                                  ulimits=registry.image_engine(self.sandbox_kind).rules.ulimits())
 
     def reset(self, task: Task) -> str:
         image = self._image_for(task)
@@ -239,7 +244,7 @@ class IntercodeBashEnv:
             self._release()
         self.task = task
         if self.agent is None:
-            self.agent = IntercodeContainer(self._client_once(), image)
+            self.agent = self._container(image)
             self._image = image
         self.agent.reset()
         self.workdir = self.cwd = "/"
@@ -267,7 +272,8 @@ class IntercodeBashEnv:
                 observation, ok = capped_text(output, self.agent.dropped), code == 0
                 if self.agent.dropped:
                     info["truncated_bytes"] = self.agent.dropped
-        except Exception:   # shlex, decoding, `cd` without an argument: InterCode's bare except
+        except engine_errors(ValueError):
+            # InterCode's bare except: shlex, decoding, `cd` without an argument, an exec the engine refuses
             observation, ok, code = MALFORMED, False, None
         if is_cd and ok and new_path is not None:
             self.workdir = self.cwd = new_path
@@ -284,15 +290,15 @@ class IntercodeBashEnv:
         if self.agent is None or self.task is None:
             raise RuntimeError("reset() the environment before submit()")
         if self.eval is None:
-            self.eval = IntercodeContainer(self._client_once(), self._image_for(self.task))
+            self.eval = self._container(self._image_for(self.task))
         self.eval.reset()
         gold_obs: str | None = None
         corrupt = False
         try:
             _code, output = self.eval.exec(clean_cmd(self.task.gold))
             gold_obs = capped_text(output, self.eval.dropped)
-        except Exception:
-            corrupt = True
+        except engine_errors(ValueError):
+            corrupt = True   # a gold shlex cannot split or whose output is not UTF-8, as InterCode marks it
         agent_changes = parse_status(self.agent.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
         gold_changes = parse_status(self.eval.exec(clean_cmd(GIT_STATUS_SCRIPT))[1].decode("utf-8", "replace"))
 
@@ -318,7 +324,7 @@ class IntercodeBashEnv:
     def _hash(container: IntercodeContainer, command: str) -> bytes:
         try:
             return container.exec(command)[1]
-        except Exception as exc:   # docker-py raises where the exec cannot start: alike on both sides
+        except engine_errors(ValueError) as exc:   # the engine refuses the exec (or shlex the path): alike on both sides
             return f"{type(exc).__name__}: {exc}".encode()
 
     def _release(self) -> None:

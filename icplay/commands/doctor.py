@@ -29,7 +29,7 @@ BWRAP_TOOLS = ("bash", "git", "find", "grep", "sed", "gawk", "tree", "jq", "file
 def checks() -> list[tuple[str, bool | None, str]]:
     """(what, ok, detail or fix) for each thing icplay can use; ok None for a note."""
     results: list[tuple[str, bool | None, str]] = []
-    no_docker: tuple[type[Exception], ...] = (SandboxError, *connect_errors())
+    no_docker: tuple[type[BaseException], ...] = (SandboxError, *connect_errors())
     try:
         all_specs()   # each language's spec registers its images
         client = docker_client()

@@ -39,8 +39,8 @@ def register(sub) -> None:
     shell = " or ".join(shell_sandboxes())
     p.add_argument("--sandbox", choices=("mysql", "sqlite", *shell_sandboxes(), "none"), default=None,
                    help="SQL: database backend (default mysql: InterCode recorded on MySQL); "
-                        f"Python: {shell} (default docker when a daemon answers); CTF: {shell}, "
-                        "or none to score the submits without replaying the other actions")
+                        f"Python: {shell} (default docker when a daemon answers); Bash: docker (default) or podman; "
+                        f"CTF: {shell}, or none to score the submits without replaying the other actions")
     p.add_argument("--image", help="SQL: server image for --sandbox mysql (default icplay-sql:latest); "
                                    "Bash: the task image (e.g. intercode-nl2bash-fs1)")
     p.add_argument("--compat", choices=("intercode",), default=None,
@@ -180,7 +180,7 @@ def run_bash(args) -> int:
     mode = f"--compat {args.compat}" if args.compat else "icplay's shell"
     where = args.image or "the tasks' images"
     print(f"replaying {len(episodes)} Bash episodes on {where} ({mode})", file=sys.stderr)
-    results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox="docker", image=args.image,
+    results, summary = rescore(episodes, tasks, lambda: make_env("bash", sandbox=args.sandbox or "docker", image=args.image,
                                                                  **options),
                                jobs=jobs, progress=progress)
     return report(args, episodes, results, summary, started)

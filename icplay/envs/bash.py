@@ -434,9 +434,7 @@ def intercode_bash(sandbox: str, image: str | None, timeout: float | None,
                    reuse_containers: bool = False) -> IntercodeBashEnv:
     """``compat="intercode"``: a new InterCode-style env (its own gold and agent containers;
     ``reuse_containers``: one pair for all its episodes, as InterCode's experiments ran)."""
-    if sandbox != "docker":
-        raise SandboxError("--compat intercode runs on Docker only (InterCode's containers)")
-    return IntercodeBashEnv(image=image, timeout=timeout, reuse_containers=reuse_containers)
+    return IntercodeBashEnv(image=image, timeout=timeout, reuse_containers=reuse_containers, sandbox=sandbox)
 
 
 class SharedBashEnvs:

@@ -18,10 +18,10 @@ from icplay.envs.held import PooledShellEnv, SharedSandboxesFactory
 from icplay.harbor.load import settings_of
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
+from icplay.sandbox import registry
+from icplay.sandbox.registry import HostRoot, SandboxRequest
 from icplay.tasks.model import Task
 from icplay.harbor.image import ensure_task_image
-from icplay.sandbox.docker import DockerSandbox
-from icplay.sandbox.images import docker_client
 from icplay.harbor.verify import Verifier, carrier, system_artifacts
 
 
@@ -35,13 +35,19 @@ def limits_of(task: Task) -> dict[str, Any]:
     return {"mem_limit": memory, "memswap_limit": memory, "nano_cpus": int(cpus * 1e9)}
 
 
+def _no_host_root() -> Path:
+    raise SandboxError("a Harbor task runs in its own image, never over the host's tools")
+
+
 class HarborSandboxes:
-    """Containers of Harbor tasks' images, pooled by image, network and limits."""
+    """Containers of Harbor tasks' images on an image-running kind of the sandbox registry
+    (Docker, Podman), pooled by image, network and limits."""
 
     def __init__(self, kind: str = "docker", timeout: float | None = None,
                  progress: Callable[[str], None] | None = None):
-        if kind != "docker":
-            raise SandboxError(f"harbor tasks run on docker (their own images), not {kind!r}")
+        if not registry.capabilities(kind).runs_images:
+            raise SandboxError(f"harbor tasks run in their own images, on {' or '.join(registry.image_kinds())}, "
+                               f"not {kind!r}")
         self.kind, self.timeout, self.progress = kind, timeout, progress
         self._pools = PoolsByKey()
         self._client: Any = None
@@ -51,13 +57,14 @@ class HarborSandboxes:
 
     def pool(self, task: Task) -> SandboxPool:
         if self._client is None:
-            self._client = docker_client()
+            self._client = registry.image_engine(self.kind).client()
         image = ensure_task_image(self._client, task, self.progress)
         limits = limits_of(task)
-        client, network, timeout = self._client, task.network, self.action_timeout(task)
+        network, timeout = task.network, self.action_timeout(task)
         # faithful: the image's own bash as pid 1, nothing of icplay's inside; never recycled
-        make = lambda: DockerSandbox(client, image, network=network, limits=limits, timeout=timeout,   # noqa: E731
-                                     recycle=False, faithful=True, disk_limit=None)
+        make = registry.sandbox_factory(self.kind, SandboxRequest(
+            "harbor", image, HostRoot(_no_host_root), own_image="a Harbor task", network=network, timeout=timeout,
+            recycle=False, limits=limits, faithful=True, progress=self.progress))
         key = f"{image}|{network}|{sorted(limits.items())}|{timeout}"
         return self._pools.get(key, lambda: SandboxPool(make, spares=0, recycle=False))
 

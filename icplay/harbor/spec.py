@@ -51,7 +51,7 @@ PROMPTS = Prompts(
 )
 
 SPEC = LanguageSpec(
-    name="harbor", title="Harbor", sandboxes=("docker",),
+    name="harbor", title="Harbor", sandboxes=("docker", "podman"),
     env="icplay.harbor.env:make_harbor_env", env_factory="icplay.harbor.env:HarborEnvFactory",
     prompts=PROMPTS, pane="icplay.tui.widgets.panes:BashPane", keys_scope="bash",
     score_rows=score_rows, gold_actions=gold_actions,

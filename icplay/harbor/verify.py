@@ -5,19 +5,20 @@ Shared is Harbor's design, and it means the verifier runs among whatever the sol
 behind (tools it replaced, files it planted): such a reward is never *strictly* solved
 (``strict.reasons`` says why). Separate runs the task's ``[[verifier.collect]]`` commands in
 the solver's container (after its processes are stopped), copies each artifact out and into
-a fresh container of the same image through Docker's archive API, and verifies there: the
+a fresh container of the same image through the engine's archive API (Docker's or Podman's),
+and verifies there: the
 solver's files arrive as data, its tools do not, and the verdict is strict (unless an
 artifact is a system folder, whose tools the verifier would run). What icplay keeps out of
 the solver's reach in both:
 
-- ``tests/`` enters the container only now, after the submit, through Docker's archive API
+- ``tests/`` enters the container only now, after the submit, through the engine's archive API
   (no tool of the container copies it); the solver never saw it.
-- Before that, every process the solver left is killed (the warden's HUP), and Docker's
+- Before that, every process the solver left is killed (the warden's HUP), and the engine's
   own process list must show only the warden: no daemon of the solver's runs beside the
   verifier or rewrites its reward.
-- ``/tests`` and ``/logs/verifier`` are emptied, and Docker's archive API must then find
+- ``/tests`` and ``/logs/verifier`` are emptied, and the engine's archive API must then find
   neither: a reward file or a test planted by the solver cannot be read as the verifier's.
-- The reward file is copied out through Docker's archive API and parsed here, never read
+- The reward file is copied out through the engine's archive API and parsed here, never read
   by running a tool of the container.
 """
 
@@ -27,13 +28,13 @@ import io
 import json
 import math
 import tarfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from icplay.envs.base import SubmitResult, strict_verdict
-from icplay.sandbox.docker import bounded_exec
+from icplay.sandbox.container import EngineContainer
+from icplay.sandbox.engine import engine_errors, engine_message
 
 TESTS = "/tests"
 VERIFIER_LOGS = "/logs/verifier"
@@ -115,7 +116,8 @@ def parse_reward(name: str, data: bytes) -> tuple[float, dict[str, Any]]:
 
 
 class Verifier:
-    """Runs one task's ``tests/test.sh`` in a Docker sandbox's container and reads its reward.
+    """Runs one task's ``tests/test.sh`` in an image sandbox's container (Docker, Podman) and
+    reads its reward, through the engine (``sandbox.engine_container``).
 
     ``doubts``: why its verdict is not strict (the container was the solver's); none for a
     fresh container."""
@@ -123,20 +125,17 @@ class Verifier:
     def __init__(self, sandbox: Any, tests: Path, timeout: float, env: dict[str, str],
                  doubts: tuple[str, ...] = (IN_SOLVERS_CONTAINER,)):
         self.sandbox, self.tests, self.timeout, self.env, self.doubts = sandbox, tests, timeout, env, doubts
-        self.client = sandbox.client
 
     @property
-    def container_id(self) -> str:
-        container = self.sandbox.container
+    def container(self) -> EngineContainer:
+        container = self.sandbox.engine_container
         if container is None:
             raise NotScored("the container is gone")
-        return container.id
+        return container
 
     def score(self, before: Callable[[dict[str, Any]], None] | None = None) -> SubmitResult:
         """The verdict; ``before(breakdown)`` runs first (the separate mode's carrying), and a
         NotScored it raises scores 0 as the verifier's own would."""
-        import docker.errors
-
         breakdown: dict[str, Any] = {"verifier": "tests/test.sh"}
         try:
             if before is not None:
@@ -144,7 +143,7 @@ class Verifier:
             self.check_running()
             self.stop_solver()
             self._clear()
-            self.client.api.put_archive(self.container_id, "/", tests_tar(self.tests))
+            self.container.put_archive("/", tests_tar(self.tests))
             code, output, seconds = self._run_tests()
             breakdown.update(verifier_exit_code=code, verifier_seconds=round(seconds, 2),
                              verifier_output=output[-OUTPUT_SHOWN:])
@@ -152,42 +151,37 @@ class Verifier:
                 raise NotScored(f"the verifier did not finish within {self.timeout:g} s")
             reward, name, rewards = self._reward()
             breakdown.update(reward_file=f"{VERIFIER_LOGS}/{name}", **({"rewards": rewards} if rewards else {}))
-        except (NotScored, docker.errors.DockerException) as exc:
-            why = str(exc) if isinstance(exc, NotScored) else f"Docker refused a step of the verification: {exc}"
+        except engine_errors(NotScored) as exc:
+            why = str(exc) if isinstance(exc, NotScored) else \
+                f"the container engine refused a step of the verification: {engine_message(exc)}"
             breakdown["not_scored"] = why
             return SubmitResult(0.0, breakdown, strict=strict_verdict(0.0, [why]))
         return SubmitResult(reward, breakdown, strict=strict_verdict(reward, list(self.doubts)))
 
     def check_running(self) -> None:
-        state = self.client.api.inspect_container(self.container_id).get("State") or {}
-        if not state.get("Running") or state.get("Paused"):
+        if not self.container.running():
             raise NotScored("the container stopped before the submit")
 
-    def _processes(self) -> int:
-        return len(self.client.api.top(self.container_id).get("Processes") or [])
-
     def stop_solver(self) -> None:
-        """Every process but the warden (pid 1) killed, as Docker's process list shows."""
+        """Every process but the warden (pid 1) killed, as the engine's process list shows."""
         self.sandbox.shell.close()
         deadline = time.monotonic() + STOP_WAIT
         while True:
-            self.client.api.kill(self.container_id, signal="SIGHUP")   # the warden kills all but itself
+            self.container.signal("SIGHUP")   # the warden kills all but itself
             time.sleep(0.05)
-            if self._processes() <= 1:
+            if self.container.processes() <= 1:
                 return
             if time.monotonic() > deadline:
                 raise NotScored("processes the solver left could not be stopped")
             time.sleep(0.2)
 
     def archive(self, path: str, cap: int) -> bytes | None:
-        """``path`` of the container as a tar, through Docker's archive API; None when it is not
-        there; NotScored beyond ``cap`` bytes."""
-        import docker.errors
-
-        try:
-            stream, _stat = self.client.api.get_archive(self.container_id, path)
-        except docker.errors.NotFound:
+        """``path`` of the container as a tar, through the engine's archive API; None when it is
+        not there; NotScored beyond ``cap`` bytes."""
+        found = self.container.get_archive(path)
+        if found is None:
             return None
+        stream, _stat = found
         data = bytearray()
         for chunk in stream:
             data += chunk
@@ -196,7 +190,7 @@ class Verifier:
         return bytes(data)
 
     def make_folder(self, path: str) -> None:
-        """``path`` and its parents made as folders, through Docker's archive API."""
+        """``path`` and its parents made as folders, through the engine's archive API."""
         parts = [part for part in path.strip("/").split("/") if part]
         if not parts:
             return
@@ -204,31 +198,22 @@ class Verifier:
         with tarfile.open(fileobj=out, mode="w") as tar:
             for depth in range(1, len(parts) + 1):
                 tar.addfile(_dir_info("/".join(parts[:depth])))
-        self.client.api.put_archive(self.container_id, "/", out.getvalue())
+        self.container.put_archive("/", out.getvalue())
 
     def _exists(self, path: str) -> bool:
-        import docker.errors
-
-        try:
-            stream, _stat = self.client.api.get_archive(self.container_id, path)
-        except docker.errors.NotFound:
+        found = self.container.get_archive(path)
+        if found is None:
             return False
-        for _chunk in stream:   # drain it: the connection is reused
+        for _chunk in found[0]:   # drain it: the connection is reused
             pass
         return True
 
     def run(self, argv: list[str], timeout: float) -> tuple[int | None, str]:
-        abandon = threading.Event()
-        timer = threading.Timer(timeout, abandon.set)
-        timer.start()
-        try:
-            code, output, _dropped = bounded_exec(self.client, self.container_id, argv, OUTPUT_CAP, abandon=abandon)
-        finally:
-            timer.cancel()
+        code, output, _dropped = self.container.exec_for(argv, OUTPUT_CAP, timeout)
         return code, output.decode("utf-8", "replace")
 
     def _clear(self) -> None:
-        """No /tests and no /logs/verifier left, as Docker (not a tool of the container) sees it."""
+        """No /tests and no /logs/verifier left, as the engine (not a tool of the container) sees it."""
         self.run(["rm", "-rf", "--", TESTS, VERIFIER_LOGS], 60)
         for path in (TESTS, VERIFIER_LOGS):
             if self._exists(path):
@@ -243,13 +228,11 @@ class Verifier:
         return code, output, time.monotonic() - started
 
     def _reward(self) -> tuple[float, str, dict[str, Any]]:
-        import docker.errors
-
         for name in REWARD_FILES:
-            try:
-                stream, stat = self.client.api.get_archive(self.container_id, f"{VERIFIER_LOGS}/{name}")
-            except docker.errors.NotFound:
+            found = self.container.get_archive(f"{VERIFIER_LOGS}/{name}")
+            if found is None:
                 continue
+            stream, stat = found
             if int(stat.get("size", 0)) > REWARD_CAP:
                 raise NotScored(f"{name} is larger than {REWARD_CAP} bytes")
             data = b"".join(stream)
@@ -283,7 +266,7 @@ def carrier(agent: Verifier, fresh: Verifier, collect: list[str], artifacts: lis
                 continue
             parent = source.rsplit("/", 1)[0] or "/"
             fresh.make_folder(parent)
-            fresh.client.api.put_archive(fresh.container_id, parent, data)
+            fresh.container.put_archive(parent, data)
             carried.append(source)
         breakdown.update(verifier_mode="separate", artifacts=carried)
 

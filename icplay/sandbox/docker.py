@@ -29,34 +29,35 @@ this process's containers on a normal exit.
 
 from __future__ import annotations
 
-import atexit
-import base64
 import contextlib
 import io
-import json
 import secrets
 import os
 import re
-import socket
 import tarfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import shlex
 import time
 
 from icplay.sandbox.base import (DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, OutputCallback, SandboxCapabilities, SandboxError,
                                  ShellResult)
-from icplay.sandbox.recycle import CLOCK_SLACK, CONTROL_FUNCTIONS, DEFAULT_ROOTS, SCORING_SCRATCH, freeze_and_kill
+from icplay.sandbox.recycle import (CLOCK_SLACK, CONTROL_FUNCTIONS, DEFAULT_ROOTS, SCORING_SCRATCH, freeze_and_kill,
+                                    RECYCLE_TIMEOUT, pristine_git, take_pristine_copies)
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox import warden
 from icplay.sandbox.registry import SandboxRequest, register_sandbox
 from icplay.sandbox.session import SHELL_ARGV, START_TIMEOUT, PersistentShell, ShellControl
+from icplay.sandbox.container import EngineContainer
+from icplay.sandbox.engine import EngineRules, engine_errors, engine_message
+from icplay.sandbox.tracking import (LABEL, _remove_quietly, after_removal, container_labels, creating,  # noqa: F401
+                                     reap_leftovers, reap_once, remove_container, track)
 from icplay.sandbox.files import tar_of
+from icplay.sandbox.streams import ExecSocketTransport as _ExecSocketTransport
 from icplay.sandbox.images import INPUTS_LABEL, docker_client, ensure_known_image
 
-LABEL = "icplay"
 # The session's shell drops this capability (nothing a task needs), which makes its
 # capabilities a strict subset of the warden's and the control shell's: Linux then
 # refuses it ptrace and /proc/<pid>/mem on them. Images without setpriv get a plain
@@ -68,7 +69,6 @@ CONTROL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # What the control shell's side commands run under: the session's capabilities, no more
 CONTROL_DROP = ["/usr/bin/setpriv", "--bounding-set=-audit_write", "--"]
 SESSION_SHELL_ARGV = ["sh", "-c", f"{CAN_HARDEN} && exec {_DROP} {_PLAIN}; exec {_PLAIN}"]
-RECYCLE_TIMEOUT = 30.0
 KILL_SHELL_WAIT = 3.0   # seconds to wait for the warden to kill the session's shell
 GONE_SETTLE = 5.0   # seconds Docker may take to see that a container's pid 1 is gone
 
@@ -122,156 +122,6 @@ def size_bytes(size: str | int) -> int:
         raise SandboxError(f"not a size: {size!r} (write e.g. 2g, 512m)")
     return int(match.group(1)) * int(1024 ** " kmg".index((match.group(2) or " ").lower()))
 
-# container id -> the client of the engine that made it (None: the Docker daemon's)
-_created: dict[str, Any] = {}
-_created_lock = threading.Condition()
-_in_flight = 0          # container creations under way (see ``creating``)
-_exiting = False        # set by the exit hook: no new container from now on
-_reaped: set[str] = set()   # the engines (API addresses) reaped so far
-_engines: dict[str, Any] = {}   # API address -> a client of each engine this process used
-_after_removal: list[Callable[[], None]] = []
-
-
-def container_labels(kind: str) -> dict[str, str]:
-    """Labels every icplay container carries: who made it, so the reaper can judge it."""
-    return {LABEL: "1", "icplay.pid": str(os.getpid()), "icplay.host": socket.gethostname(), "icplay.kind": kind}
-
-
-def track(container_id: str, client: Any = None) -> None:
-    """Remember a container this process made (through ``client``: an engine other than
-    the Docker daemon), for removal at exit."""
-    with _created_lock:
-        _created[container_id] = client
-
-
-def after_removal(step: Callable[[], None]) -> None:
-    """Run ``step`` at exit once this process's containers are removed (stop an engine's service)."""
-    with _created_lock:
-        _after_removal.append(step)
-
-
-@contextlib.contextmanager
-def creating() -> Iterator[None]:
-    """Around a request that creates a container: the exit hook waits for it to return (a
-    container created on a worker thread while icplay exits would otherwise outlive it, the
-    daemon having made it after the hook had listed what to remove)."""
-    global _in_flight
-    with _created_lock:
-        if _exiting:
-            raise SandboxError("icplay is exiting: no new container")
-        _in_flight += 1
-    try:
-        yield
-    finally:
-        with _created_lock:
-            _in_flight -= 1
-            _created_lock.notify_all()
-
-
-def reap_once(client: Any) -> None:
-    """Reap leftovers the first time this process talks to an engine (Docker, Podman)."""
-    address = str(getattr(getattr(client, "api", None), "base_url", ""))
-    with _created_lock:
-        _engines.setdefault(address, client)
-        if address in _reaped:
-            return
-        _reaped.add(address)
-    try:
-        reap_leftovers(client)
-    except Exception:
-        pass
-
-
-def remove_container(client: Any, container_id: str) -> None:
-    """Remove a container of ours, quietly if it is already gone."""
-    _remove_quietly(client, container_id)
-
-
-def _remove_quietly(client: Any, container_id: str) -> None:
-    try:
-        client.api.remove_container(container_id, force=True)
-    except Exception:
-        pass  # already gone (another process reaped it) or the daemon went away
-    with _created_lock:
-        _created.pop(container_id, None)
-
-
-def reap_leftovers(client: Any) -> int:
-    """Remove icplay containers whose creating process (on this host) is gone."""
-    removed = 0
-    host = socket.gethostname()
-    # Listing through the low-level API reads the labels in one call; the high-level list
-    # inspects each container and fails when another process removes one meanwhile.
-    try:
-        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-    except Exception:
-        return 0
-    for entry in found:
-        labels = entry.get("Labels") or {}
-        if labels.get("icplay.host") == host:
-            try:
-                os.kill(int(labels.get("icplay.pid", "0")), 0)
-                continue  # its icplay is still running
-            except (ProcessLookupError, ValueError):
-                pass
-            except PermissionError:
-                continue
-        elif labels.get("icplay.host"):
-            continue  # another machine's, not ours to judge
-        _remove_quietly(client, entry["Id"])
-        removed += 1
-    return removed
-
-
-@atexit.register
-def _remove_ours() -> None:
-    global _exiting
-    with _created_lock:
-        _exiting = True
-        busy = _in_flight > 0
-        # a creation under way returns within Docker's API timeout; its container is then ours
-        _created_lock.wait_for(lambda: _in_flight == 0, timeout=30)
-        made = dict(_created)
-        engines = [c for c in _engines.values() if c is not None]
-        steps = list(_after_removal)
-    if made or busy:
-        _remove_made(made, engines, busy)
-    for step in steps:
-        try:
-            step()
-        except Exception:
-            pass
-
-
-def _remove_made(made: dict[str, Any], engines: list[Any], busy: bool) -> None:
-    """Remove the containers this process made, each through its own engine's client."""
-    try:
-        import docker
-
-        default = docker.from_env()
-    except Exception:
-        default = None
-    by_client: dict[int, tuple[Any, list[str]]] = {}
-    for cid, client in made.items():
-        chosen = client if client is not None else default
-        if chosen is not None:
-            by_client.setdefault(id(chosen), (chosen, []))[1].append(cid)
-    if busy:   # also what a creation made but did not get to track
-        mine = {f"{LABEL}=1", f"icplay.pid={os.getpid()}", f"icplay.host={socket.gethostname()}"}
-        for client in [c for c in (default, *engines) if c is not None]:
-            try:
-                found = client.api.containers(all=True, filters={"label": sorted(mine)})
-            except Exception:
-                continue
-            by_client.setdefault(id(client), (client, []))[1].extend(c["Id"] for c in found)
-    for client, ids in by_client.values():
-        for cid in dict.fromkeys(ids):
-            try:
-                client.api.remove_container(cid, force=True)
-            except Exception:
-                pass
-
-
 _trees: dict[str, tuple[list[str], bytes]] = {}
 _trees_lock = threading.Lock()
 
@@ -319,9 +169,51 @@ def icplay_image(client: Any, image: str) -> bool:
     """Whether the image is one of icplay's own (built from docker/, labelled so)."""
     try:
         labels = (client.api.inspect_image(image).get("Config") or {}).get("Labels") or {}
-    except Exception:
-        return False
+    except engine_errors():
+        return False   # not there (start says so) or the engine is gone
     return INPUTS_LABEL in labels
+
+
+def run_options(client: Any, image: str, limits: dict[str, Any], ulimits: list[Any],
+                disk_limit: int | None) -> tuple[dict[str, Any], bytes]:
+    """A container's resource options, and (``disk_limit`` given: icplay's images) the tar
+    of the image's writable roots, which become tmpfs mounts of that size over a read-only
+    root, every file capped at the same size."""
+    import docker.types
+
+    options: dict[str, Any] = dict(limits)
+    if ulimits:
+        options["ulimits"] = ulimits
+    if disk_limit is None:
+        return options, b""
+    roots, tree = image_tree(client, image)
+    options.update(
+        read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={disk_limit}" for r in roots},
+        ulimits=[*ulimits, docker.types.Ulimit(name="fsize", soft=disk_limit, hard=disk_limit)],
+        log_config=docker.types.LogConfig(type="none"),
+        mem_limit=size_bytes(options["mem_limit"]) + disk_limit,
+        memswap_limit=size_bytes(options["memswap_limit"]) + disk_limit)
+    return options, tree
+
+
+def create_attached(client: Any, image: str, command: list[str], labels: dict[str, str],
+                    **options: Any) -> tuple[Any, faithful_mode.Pid1Streams]:
+    """A started container whose pid 1's stdin and stdout icplay holds, attached before the
+    start (nothing pid 1 says is missed; its stdin is open from its first line)."""
+    with creating():
+        container = client.containers.create(image, command=command, stdin_open=True, detach=True, labels=labels,
+                                             privileged=False, **options)
+        track(container.id, client)
+    attached = False
+    try:
+        pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
+            container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
+        container.start()
+        attached = True
+    finally:
+        if not attached:
+            _remove_quietly(client, container.id)
+    return container, pid1
 
 
 class DockerSandbox:
@@ -329,6 +221,7 @@ class DockerSandbox:
 
     kind = "docker"
     capabilities = SandboxCapabilities(runs_images=True, recyclable=True, replaces_dead=True)
+    rules = EngineRules()   # what the engine needs of every container (Podman's: podman.py)
 
     def __init__(self, client: Any, image: str, network: bool = False, limits: dict[str, Any] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = DEFAULT_OUTPUT_CAP, workdir: str | None = None,
@@ -362,7 +255,7 @@ class DockerSandbox:
         self._settled_at = 0.0           # monotonic time before which nothing may run (recycle.CLOCK_SLACK)
         self._exec_ids: dict[str, str] = {}
         self._pid1: faithful_mode.Pid1Streams | None = None   # pid 1's stdin and stdout (the warden's)
-        self._register_lock = threading.Lock()
+        self._warden: warden.WardenLine | None = None   # requests to pid 1 (not in a faithful container)
         self._shell_argv = SESSION_SHELL_ARGV
         self.shell = self._new_shell()
         self.control: PersistentShell | None = None
@@ -376,19 +269,6 @@ class DockerSandbox:
         # called when a new container replaced a dead one, before anything runs in it: the
         # episode puts its files back (CTF's task files, its setup)
         self.on_replaced: Callable[[], None] | None = None
-
-    def engine_ulimits(self) -> list[Any]:
-        """Resource limits every container of this engine is given (none: Docker's defaults)."""
-        return []
-
-    def engine_security_opt(self) -> list[str]:
-        """Security options every container of icplay's images gets beyond no-new-privileges
-        (none: Docker's default seccomp profile already refuses namespaces and mounts)."""
-        return []
-
-    def seccomp_option(self, profile: dict[str, Any]) -> str:
-        """The security option that applies a seccomp profile (Docker takes its text)."""
-        return "seccomp=" + json.dumps(profile)
 
     def _new_shell(self) -> PersistentShell:
         # a faithful shell first hands out the pids its exec's threads did not take, so that
@@ -411,24 +291,10 @@ class DockerSandbox:
         import docker.errors
 
         labels = container_labels(self.kind)
-        options: dict[str, Any] = dict(self.limits)
-        if self.engine_ulimits():
-            options["ulimits"] = self.engine_ulimits()
-        tree = b""
         try:
             self.bounded = self.disk_limit is not None and icplay_image(self.client, self.image)
-            if self.bounded:
-                import docker.types
-
-                limit = self.disk_limit
-                assert limit is not None, "bounded means a disk limit"
-                roots, tree = image_tree(self.client, self.image)
-                options.update(
-                    read_only=True, tmpfs={r: f"rw,exec,nosuid,nodev,size={limit}" for r in roots},
-                    ulimits=[*self.engine_ulimits(), docker.types.Ulimit(name="fsize", soft=limit, hard=limit)],
-                    log_config=docker.types.LogConfig(type="none"),
-                    mem_limit=size_bytes(options["mem_limit"]) + limit,
-                    memswap_limit=size_bytes(options["memswap_limit"]) + limit)
+            options, tree = run_options(self.client, self.image, self.limits, self.rules.ulimits(),
+                                        self.disk_limit if self.bounded else None)
             if self.faithful:
                 self._start_faithful(labels, options)
             else:
@@ -437,67 +303,42 @@ class DockerSandbox:
             raise SandboxError(f"image {self.image} is not there: build it with `icplay images build`") from None
         except docker.errors.APIError as exc:
             raise SandboxError(f"Docker could not start a container of {self.image}: {exc.explanation or exc}") from None
+        started = False
         try:
             if tree:
-                self._fill(tree)
+                self._box().fill(tree)   # the image's writable roots into their empty tmpfs mounts
             if not self.faithful:
                 self._start_control()
             # the session's shell starts before the control shell takes the pristine copies:
             # its start makes and removes a folder in /tmp (session.enter_loop)
             self.shell.start()
             if self.control is not None and self._want_recycle and self._hardened:
-                self._take_pristine_copies()
+                self.recyclable, self.last_recycle_note = take_pristine_copies(self.control, self.workdir)
+                self._settled_at = time.monotonic() + CLOCK_SLACK
             if self.control is not None:
-                self._keep_pristine_git()
-        except Exception:
-            self.close()
-            raise
+                self.pristine_git = pristine_git(self.control)
+            started = True
+        finally:
+            if not started:
+                self.close()
 
     def _start_warden(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 runs the WARDEN, its stdin and stdout attached: icplay tells it there which
         shells a stop spares (``_register``), where no process of the container can write."""
-        with creating():
-            self.container = self.client.containers.create(
-                self.image, command=["bash", "-c", WARDEN], stdin_open=True, detach=True, labels=labels,
-                network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges", *self.engine_security_opt()], hostname="icplay", **options)
-            track(self.container.id, self.client)
-        # attached before the start: the warden's stdin is open from its first line
-        self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
-            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
-        self.container.start()
+        self.container, self._pid1 = create_attached(
+            self.client, self.image, ["bash", "-c", WARDEN], labels, network_mode=None if self.network else "none",
+            security_opt=["no-new-privileges", *self.rules.security_opt()], hostname="icplay", **options)
+        self._warden = warden.WardenLine(self._pid1, REGISTER_TIMEOUT)
 
     def _register(self, role: str, pid: int) -> None:
-        """Tell the warden the pid of the session's shell or the control shell (``role``), and
-        wait until it holds it (with that process's start time): a stop spares that process."""
-        pid1 = self._pid1
-        if pid1 is None:
+        """Tell the warden the pid of the session's shell or the control shell (``role``)."""
+        if self._warden is None:
             raise SandboxError("the container's pid 1 is not attached: its warden cannot be told the shell")
-        self._tell_warden(pid1, *warden.registration(role, pid, secrets.token_hex(8)))
+        self._warden.register(role, pid)
 
-    def _tell_warden(self, pid1: faithful_mode.Pid1Streams, line: bytes, answer: bytes) -> None:
-        with self._register_lock:
-            pid1.write(line)
-            pid1.wait_for(answer, timeout=REGISTER_TIMEOUT)
-
-    @contextlib.contextmanager
-    def _held(self) -> Iterator[None]:
-        """Every process of the container but pid 1 and the control shell stopped by the warden,
-        and the control shell continued, then let go (``warden.HOLD``): the solver, root in its
-        container, may stop the control shell, and its processes would race a ``docker exec``.
-        A warden that does not answer (the container died) holds nothing; the caller finds that."""
-        pid1 = None if self.faithful else self._pid1
-        if pid1 is not None:
-            try:
-                self._tell_warden(pid1, *warden.request("hold", secrets.token_hex(8)))
-            except (SandboxError, OSError):
-                pid1 = None
-        try:
-            yield
-        finally:
-            if pid1 is not None:
-                with contextlib.suppress(SandboxError, OSError):
-                    self._tell_warden(pid1, *warden.request("release", secrets.token_hex(8)))
+    def _held(self) -> contextlib.AbstractContextManager[None]:
+        """The solver's processes stopped by the warden meanwhile (``WardenLine.held``)."""
+        return self._warden.held() if self._warden is not None else contextlib.nullcontext()
 
     def _start_faithful(self, labels: dict[str, str], options: dict[str, Any]) -> None:
         """Pid 1 is the image's plain /bin/bash; the warden's script goes in through its
@@ -506,25 +347,20 @@ class DockerSandbox:
 
         image = self.client.api.inspect_image(self.image)
         self._shell_argv = faithful_mode.shell_argv(faithful_mode.unset_variables((image.get("Config") or {}).get("Env")))
-        with creating():
-            self.container = self.client.containers.create(
-                self.image, command=faithful_mode.PID1_ARGV, stdin_open=True, detach=True, labels=labels,
-                network_mode=None if self.network else "none", privileged=False,
-                security_opt=["no-new-privileges", self.seccomp_option(faithful_mode.SECCOMP)],
-                log_config=docker.types.LogConfig(type="none"),
-                hostname=faithful_mode.hostname(image["Id"]), **options)
-            track(self.container.id, self.client)
         # attached before the start, so that the ready notice cannot be missed
-        self._pid1 = faithful_mode.Pid1Streams(_ExecSocketTransport(
-            self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})))
-        self.container.start()
+        self.container, self._pid1 = create_attached(
+            self.client, self.image, faithful_mode.PID1_ARGV, labels, network_mode=None if self.network else "none",
+            security_opt=["no-new-privileges", self.rules.seccomp_option(faithful_mode.SECCOMP)],
+            hostname=faithful_mode.hostname(image["Id"]), **{**options, "log_config": docker.types.LogConfig(type="none")})
         ready = b"\x1e" + secrets.token_hex(8).encode() + b"\x1e\n"
+        told = False
         try:
             self._pid1.write(faithful_mode.warden(ready).encode())
             self._pid1.wait_for(ready, timeout=START_TIMEOUT)
-        except Exception:
-            self.close()
-            raise
+            told = True
+        finally:
+            if not told:
+                self.close()
 
     def put_files(self, source: Path | None, dest: str, skip: frozenset[str] = frozenset()) -> None:
         """Copy the host folder ``source`` (None: nothing) to the folder ``dest`` in the
@@ -535,27 +371,7 @@ class DockerSandbox:
         if code != 0:
             raise SandboxError(f"cannot make {dest} in the container: {out.strip()[-200:]}")
         if source is not None:
-            self._fill(tar_of(Path(source), skip), into=dest)
-
-    def _fill(self, tree: bytes, into: str = "/") -> None:
-        """Unpack a tar into the container (the image's writable roots into their empty tmpfs mounts)."""
-        api = self.client.api
-        created = api.exec_create(self.container.id, ["tar", "-x", "-p", "--numeric-owner", "-f", "-", "-C", into],
-                                  stdin=True, stdout=True, stderr=True)
-        sock = api.exec_start(created["Id"], socket=True)
-        transport = _ExecSocketTransport(sock)
-        said = b""
-        try:
-            transport.write(tree)
-            transport.shut_input()
-            while chunk := transport.read():
-                said = (said + chunk)[-1000:]
-        finally:
-            transport.close()
-        code = api.exec_inspect(created["Id"]).get("ExitCode")
-        if code != 0:
-            raise SandboxError(f"could not fill the container's writable folders (tar exit {code}): "
-                               f"{said.decode(errors='replace').strip()[-300:]}")
+            self._box().fill(tar_of(Path(source), skip), into=dest)
 
     def _start_control(self) -> None:
         """The control shell: side commands without an exec each, and the recycling proof."""
@@ -575,37 +391,6 @@ class DockerSandbox:
         self._hardened = control.run(CAN_HARDEN).exit_code == 0
         self.scoring_scratch = SCORING_SCRATCH
 
-    def _take_pristine_copies(self) -> None:
-        roots = [*DEFAULT_ROOTS, SCORING_SCRATCH]
-        if self.workdir:
-            roots.append(self.workdir)
-        assert self.control is not None
-        found = self.control.run("pwd -P; git -C / ls-tree --name-only HEAD 2>/dev/null", timeout=30)
-        lines = found.output.splitlines()
-        if lines:
-            roots.append(lines[0])   # the image's WORKDIR, where exec'd shells start
-        roots += ["/" + name for name in lines[1:] if name and "/" not in name]
-        result = self.control.run("cd / && __ic_setup " + " ".join(shlex.quote(r) for r in roots if r != "/"),
-                                  timeout=RECYCLE_TIMEOUT)
-        self.recyclable = result.exit_code == 0 and "icplay-ready" in result.output
-        self._settled_at = time.monotonic() + CLOCK_SLACK
-        if not self.recyclable:
-            self.last_recycle_note = f"could not take the pristine copies: {result.output.strip()[-300:]}"
-
-    def _keep_pristine_git(self) -> None:
-        """Keep git's index and commit as they are before any action, in icplay's memory:
-        the strict verdict lists changes against them, whatever the solver does to /.git."""
-        assert self.control is not None, "called once the control shell runs"
-        found = self.control.run("[ -f /.git/index ] && /usr/bin/base64 -w0 /.git/index && echo && "
-                                 "/usr/bin/git -C / rev-parse HEAD && /usr/bin/git -C / ls-tree --name-only HEAD",
-                                 timeout=30)
-        lines = found.output.splitlines()
-        if found.exit_code == 0 and len(lines) >= 2:
-            self.pristine_git = {"index": base64.b64decode(lines[0]), "head": lines[1].strip(),
-                                 "roots": [name for name in lines[2:] if name]}
-        else:
-            self.pristine_git = None
-
     def _settle(self) -> None:
         """Wait out what is left of the clock slack after the last pristine mark."""
         delay = self._settled_at - time.monotonic()
@@ -620,9 +405,9 @@ class DockerSandbox:
         sent = time.time()
         try:
             result = self.shell.run(command, timeout, on_output)
-        except Exception as exc:   # the daemon refused the exec (409: not running), or went away
+        except engine_errors() as exc:   # the engine refused the exec (409: not running), or went away
             if self._gone(settle=GONE_SETTLE) is None:
-                raise SandboxError(f"Docker could not run the command: {_docker_message(exc)}") from None
+                raise SandboxError(f"Docker could not run the command: {engine_message(exc)}") from None
             replaced = self._replace()
             result = self.shell.run(command, timeout, on_output)
         if replaced is None and result.shell_died and not result.output and self._died_before(sent):
@@ -634,7 +419,7 @@ class DockerSandbox:
             # Start the next shell now: if Docker refuses, the container itself is dying.
             try:
                 self.shell.start()
-            except Exception:
+            except engine_errors(SandboxError):
                 why = self._gone(settle=GONE_SETTLE)
                 if why is not None:
                     self._replace()
@@ -648,14 +433,8 @@ class DockerSandbox:
 
     def _died_before(self, moment: float) -> bool:
         """Whether the container had stopped before ``moment`` (a ``time.time()``)."""
-        if self._gone() is None or self.container is None:
-            return False
-        try:
-            state = self.client.api.inspect_container(self.container.id).get("State") or {}
-        except Exception:
-            return False   # removed: when is not known
-        finished = _timestamp(str(state.get("FinishedAt") or ""))
-        return finished is not None and finished < moment
+        box = self.engine_container
+        return box is not None and self._gone() is not None and box.finished_before(moment)
 
     def _gone(self, settle: float = 0.0) -> str | None:
         """None while the container runs; else what became of it, in a few words.
@@ -664,27 +443,11 @@ class DockerSandbox:
         moment (exec already refuses it): ask again until then."""
         deadline = time.monotonic() + settle
         while True:
-            why = self._state()
+            box = self.engine_container
+            why = "was closed" if box is None else box.state()
             if why is not None or time.monotonic() >= deadline:
                 return why
             time.sleep(0.1)
-
-    def _state(self) -> str | None:
-        import docker.errors
-
-        if self.container is None:
-            return "was closed"
-        try:
-            state = self.client.api.inspect_container(self.container.id).get("State") or {}
-        except docker.errors.NotFound:
-            return "was removed"
-        except Exception as exc:
-            raise SandboxError(f"Docker does not answer: {_docker_message(exc)}") from None
-        if state.get("Running") and not state.get("Paused") and not state.get("Restarting"):
-            return None
-        if state.get("OOMKilled"):
-            return "ran out of memory and stopped"
-        return f"stopped (exit code {state.get('ExitCode')})"
 
     def _replace(self) -> str:
         """A new container in place of one that died; the note says so."""
@@ -700,6 +463,16 @@ class DockerSandbox:
 
     def interrupt(self) -> None:
         self.shell.interrupt()
+
+    @property
+    def engine_container(self) -> EngineContainer | None:
+        """The running container, as Harbor's verifier and the liveness checks touch it (None once closed)."""
+        return None if self.container is None else EngineContainer(self.client, self.container.id, self.rules.top_args)
+
+    def _box(self) -> EngineContainer:
+        if self.container is None:
+            raise SandboxError("the sandbox is closed")
+        return EngineContainer(self.client, self.container.id, self.rules.top_args)
 
     def exec(self, argv: list[str], timeout: float = 30.0) -> tuple[int, str]:
         """Run a side command (the reward's); through the control shell when it is there, with
@@ -728,14 +501,7 @@ class DockerSandbox:
             self._replace()
         if self._hardened:
             argv = [*CONTROL_DROP, *argv]
-        abandon = threading.Event()
-        timer = threading.Timer(timeout, abandon.set)
-        timer.start()
-        try:
-            code, output, _dropped = bounded_exec(self.client, self.container.id, argv, self.output_cap * 4,
-                                                  workdir="/", abandon=abandon)
-        finally:
-            timer.cancel()
+        code, output, _dropped = self._box().exec_for(argv, self.output_cap * 4, timeout, workdir="/")
         return (-1 if code is None else code), output.decode("utf-8", "replace")
 
     def _control_run(self, line: str, timeout: float) -> ShellResult:
@@ -743,8 +509,8 @@ class DockerSandbox:
             return ShellResult(output="", exit_code=None)
         try:
             return self.control.run(line, timeout=timeout)
-        except Exception:
-            return ShellResult(output="", exit_code=None)
+        except engine_errors(SandboxError):
+            return ShellResult(output="", exit_code=None)   # the control shell is gone: the caller falls back
 
     def recycle(self) -> bool:
         """Make this container pristine for another episode, or say it cannot be.
@@ -778,7 +544,7 @@ class DockerSandbox:
     def close(self) -> None:
         self.shell.close()
         self._close_control()
-        pid1, self._pid1 = self._pid1, None
+        pid1, self._pid1, self._warden = self._pid1, None, None
         if pid1 is not None:
             pid1.close()
         if self.container is not None:
@@ -802,8 +568,8 @@ class DockerSandbox:
         return _ExecSocketTransport(sock)
 
     def _signal(self, sig: str) -> None:
-        if self.container is not None:
-            self.client.api.kill(self.container.id, signal=sig)
+        if self.engine_container is not None:
+            self.engine_container.signal(sig)
 
     def _kill_command(self, _shell_pid: int) -> None:
         self._signal("SIGUSR2")
@@ -816,7 +582,7 @@ class DockerSandbox:
             self._signal("SIGWINCH")
             deadline = time.monotonic() + KILL_SHELL_WAIT
             while time.monotonic() < deadline:
-                if len(self.client.api.top(self.container.id).get("Processes") or []) <= 2:
+                if self.engine_container is not None and self.engine_container.processes() <= 2:
                     return
                 time.sleep(0.05)
             raise SandboxError("the sweep left processes running")
@@ -834,8 +600,8 @@ class DockerSandbox:
             try:
                 if not self._is_alive("shell"):
                     return
-            except Exception:
-                return
+            except engine_errors():
+                return   # its exec went with its container
             time.sleep(0.02)
 
     def _is_alive(self, which: str) -> bool:
@@ -879,8 +645,15 @@ class ImageKind:
         client = self.client()
         ensure_known_image(client, request.image, request.progress)   # icplay's or a plug-in's: built if missing
         cls, r = self.sandbox_class, request
+        # faithful: the image's own bash as pid 1 and its root as it is (no tmpfs roots, no size bound)
+        disk: dict[str, Any] = {"disk_limit": None} if r.faithful else {}
         return lambda: cls(client, r.image, network=r.network, timeout=r.timeout, recycle=r.recycle,
-                           trusted=r.trusted, workdir=r.workdir)
+                           trusted=r.trusted, workdir=r.workdir, limits=r.limits, faithful=r.faithful, **disk)
+
+    @property
+    def rules(self) -> EngineRules:
+        """What the engine needs of every container, its sandboxes' and any other."""
+        return self.sandbox_class.rules
 
     def close(self) -> None:
         """Nothing to stop: the Docker daemon is the user's."""
@@ -890,132 +663,3 @@ class ImageKind:
 class DockerKind(ImageKind):
     """Docker: a container per episode of icplay's images or a task's own."""
 
-
-def bounded_exec(client: Any, container_id: str, argv: list[str], cap: int, workdir: str | None = None,
-                 abandon: threading.Event | None = None) -> tuple[int | None, bytes, int]:
-    """A ``docker exec`` whose output icplay holds at most ``cap`` bytes of, however much
-    it prints (docker-py's ``exec_run`` keeps every byte): (exit code, the first ``cap``
-    bytes, the number of bytes read beyond them and dropped). ``abandon``, once set, stops
-    the reading and closes the stream (exit code None)."""
-    api = client.api
-    created = api.exec_create(container_id, argv, stdout=True, stderr=True, stdin=False, workdir=workdir)
-    transport = _ExecSocketTransport(api.exec_start(created["Id"], socket=True))
-    if abandon is not None:
-        transport._sock.settimeout(0.5)   # a silent command is abandoned too
-    kept, dropped = bytearray(), 0
-    try:
-        while True:
-            try:
-                chunk = transport.read()
-            except (socket.timeout, TimeoutError):
-                chunk = None
-            if abandon is not None and abandon.is_set():
-                return None, bytes(kept), dropped
-            if chunk is None:
-                continue
-            if not chunk:
-                break
-            room = cap - len(kept)
-            if room > 0:
-                kept += chunk[:room]
-            dropped += len(chunk) - max(0, min(room, len(chunk)))
-    finally:
-        transport.close()
-    return api.exec_inspect(created["Id"]).get("ExitCode"), bytes(kept), dropped
-
-
-def _timestamp(text: str) -> float | None:
-    """An engine's RFC 3339 time (nanoseconds, ``Z`` or an offset) as seconds since the epoch; None if unset."""
-    import datetime
-
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text.strip())
-    if not match or match.group(1).startswith("0001"):
-        return None
-    zone = "+00:00" if match.group(3) == "Z" else match.group(3)
-    moment = datetime.datetime.fromisoformat(match.group(1) + zone).timestamp()
-    return moment + float("0." + (match.group(2) or "0"))
-
-
-def _docker_message(exc: BaseException) -> str:
-    text = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
-    return " ".join(str(text).split())[:300]
-
-
-def read_ahead(sock: Any) -> bytes:
-    """The stream's bytes the HTTP client already read with the response's headers.
-
-    docker-py hands out the raw socket below the response's buffered reader
-    (``response.raw._fp.fp``), and that reader reads the headers in blocks: when the
-    engine has sent the command's first output by then (a quick command, a client slow to
-    read on a loaded machine) those bytes sit in its buffer and never come from the
-    socket (docker/docker-py#3332). A scoring script lost its first sections so, or all
-    of its output behind exit code 0. Taken without blocking: the socket is non-blocking
-    for the look, so an empty buffer reads nothing."""
-    response = getattr(sock, "_response", None)
-    buffered = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
-    peek = getattr(buffered, "peek", None)
-    raw = getattr(sock, "_sock", sock)
-    if peek is None or not hasattr(raw, "setblocking"):
-        return b""
-    timeout = raw.gettimeout()
-    raw.setblocking(False)
-    try:
-        return bytes(peek(1 << 16))
-    except (BlockingIOError, ValueError, OSError):
-        return b""
-    finally:
-        raw.settimeout(timeout)
-
-
-class _ExecSocketTransport:
-    """An attached exec's (or container's) socket: raw bytes in; Docker's multiplexed frames out.
-
-    The socket comes from a client made with a timeout (60 s), which it inherits: an
-    idle shell's read would time out and the session would take the shell for dead.
-    The shell may rightly stay silent for hours, so the socket blocks without a limit
-    (liveness is checked through the API instead).
-    """
-
-    def __init__(self, sock: Any):
-        self._wrapper = sock
-        self._sock = getattr(sock, "_sock", sock)
-        self._buffer = bytearray(read_ahead(sock))
-        self._sock.settimeout(None)
-
-    def write(self, data: bytes) -> None:
-        self._sock.sendall(data)
-
-    def shut_input(self) -> None:
-        """End the command's stdin (the socket's writing half)."""
-        self._sock.shutdown(socket.SHUT_WR)
-
-    def _payloads(self) -> bytes:
-        """Every complete frame's payload in the buffer, joined; the frames dropped.
-        Frame: 1 byte stream id, 3 zero bytes, 4 bytes big-endian payload length."""
-        buf, pos, out = self._buffer, 0, bytearray()
-        while len(buf) - pos >= 8:
-            length = int.from_bytes(buf[pos + 4:pos + 8], "big")
-            if len(buf) - pos - 8 < length:
-                break
-            out += buf[pos + 8:pos + 8 + length]
-            pos += 8 + length
-        if pos:
-            del buf[:pos]
-        return bytes(out)
-
-    def read(self) -> bytes:
-        while True:
-            data = self._payloads()
-            if data:
-                return data
-            chunk = self._sock.recv(1 << 18)
-            if not chunk:
-                return b""
-            self._buffer += chunk
-
-    def close(self) -> None:
-        for closer in (lambda: self._sock.shutdown(socket.SHUT_RDWR), self._sock.close, self._wrapper.close):
-            try:
-                closer()
-            except Exception:
-                pass

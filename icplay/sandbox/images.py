@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from icplay.paths import repo_root
 from icplay.sandbox.base import SandboxError
+from icplay.sandbox.engine import engine_errors
 
 Progress = Callable[[str], None]
 
@@ -96,12 +97,10 @@ def docker_client(timeout: int = 60) -> Any:
         raise SandboxError(_explain_connect_error(exc, host)) from None
 
 
-def connect_errors() -> tuple[type[Exception], ...]:
-    """What reaching an engine's API can raise: docker-py's errors, requests' (OSErrors), and
-    a ValueError for an address it cannot parse (``http://[::1``)."""
-    import docker.errors
-
-    return (docker.errors.DockerException, OSError, ValueError)
+def connect_errors() -> tuple[type[BaseException], ...]:
+    """What reaching an engine's API can raise: an engine's errors (``engine_errors``) and a
+    ValueError for an address docker-py cannot parse (``http://[::1``)."""
+    return engine_errors(ValueError)
 
 
 def _explain_connect_error(exc: BaseException, host: str) -> str:

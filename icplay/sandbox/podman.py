@@ -35,7 +35,9 @@ from typing import Any
 
 from icplay.sandbox import faithful as faithful_mode
 from icplay.sandbox.base import SandboxError
-from icplay.sandbox.docker import DockerSandbox, ImageKind, after_removal
+from icplay.sandbox.engine import EngineRules, engine_message
+from icplay.sandbox.docker import DockerSandbox, ImageKind
+from icplay.sandbox.tracking import after_removal
 from icplay.sandbox.images import connect_errors, engine_client
 from icplay.sandbox.registry import register_sandbox
 
@@ -106,12 +108,19 @@ def hardened_seccomp(default: dict[str, Any]) -> dict[str, Any]:
     return {**default, "syscalls": rules}
 
 
-class PodmanSandbox(DockerSandbox):
-    """One episode in a Podman container; the Docker sandbox's code through Podman's API."""
+class PodmanRules(EngineRules):
+    """What Podman needs of every container: this process's own resource limits, its
+    default seccomp profile narrowed to Docker's rule (read from a file), and its own
+    process list's descriptor (Podman 4 answers Docker's default ``-ef`` with an empty body)."""
 
-    kind = "podman"
+    top_args = "pid"
 
-    def engine_security_opt(self) -> list[str]:
+    def ulimits(self) -> list[Any]:
+        import docker.types
+
+        return [docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in own_ulimits().items()]
+
+    def security_opt(self) -> list[str]:
         try:
             default = json.loads(ENGINE_SECCOMP.read_text())
         except (OSError, ValueError):
@@ -123,10 +132,12 @@ class PodmanSandbox(DockerSandbox):
         """Podman reads a profile from a file (a path on the machine its service runs on)."""
         return "seccomp=" + str(profile_file(profile))
 
-    def engine_ulimits(self) -> list[Any]:
-        import docker.types
 
-        return [docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in own_ulimits().items()]
+class PodmanSandbox(DockerSandbox):
+    """One episode in a Podman container; the Docker sandbox's code through Podman's API."""
+
+    kind = "podman"
+    rules = PodmanRules()
 
 
 # Runs the service ($3...) while icplay (pid $1) lives: when icplay ends without stopping it
@@ -170,7 +181,7 @@ class PodmanService:
                 break
             try:
                 return connect(self.url)
-            except connect_errors():   # not listening yet: asked again until the deadline
+            except connect_errors():   # not listening yet (connection refused), or not answering yet
                 if time.monotonic() >= deadline:
                     break
                 time.sleep(0.1)
@@ -220,14 +231,14 @@ class PodmanKind(ImageKind):
             try:
                 return _client(named)
             except connect_errors() as exc:   # the named service is down: one sentence on what to do
-                raise SandboxError(f"Podman does not answer at {HOST_ENV}={named}: {type(exc).__name__}: {exc}; "
+                raise SandboxError(f"Podman does not answer at {HOST_ENV}={named}: {engine_message(exc)}; "
                                    "start `podman system service` there or unset it") from None
         with self._service_lock:
             if self._service is not None:
                 return self._service.wait(_client)
             try:
                 return _client(SYSTEM_SOCKET)
-            except connect_errors():   # no system service: icplay starts its own below
+            except connect_errors():   # no system service answers: icplay starts one of its own
                 pass
             self._service = PodmanService()
             after_removal(self.close)

@@ -43,6 +43,13 @@ during an episode could also hide changes. ``recycle=False`` (``--no-recycle``) 
 
 from __future__ import annotations
 
+import base64
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from icplay.sandbox.session import PersistentShell
+
 STASH = "/run/icplay-pristine"
 # Where the reward's side commands make their private git folder (envs/bash_facts.py): a
 # restorable root of its own, empty when the container is pristine
@@ -54,6 +61,7 @@ DEFAULT_ROOTS = ("/testbed", "/root", "/home", "/opt", "/tmp", "/var/tmp")
 # Seconds to let pass after marking a container pristine before anything may change it:
 # more than one tick of the coarse clock file timestamps come from (10 ms at HZ=100).
 CLOCK_SLACK = 0.03
+RECYCLE_TIMEOUT = 30.0
 
 def freeze_and_kill(spare: str) -> str:
     """One line of bash that freezes, then kills, every process in the container except
@@ -264,3 +272,34 @@ __ic_recycle() {
   echo "icplay-pristine ${restore[*]}"
 }
 """.replace("@STASH@", STASH).replace("@KILL_OTHERS@", freeze_and_kill('1|"$$"|"$__ic_keep"'))
+
+
+def take_pristine_copies(control: PersistentShell, workdir: str | None) -> tuple[bool, str]:
+    """The control shell copies every restorable root (the defaults, the workdir, the
+    image's WORKDIR, what git tracks at /): whether the container can be recycled, and why not."""
+    roots = [*DEFAULT_ROOTS, SCORING_SCRATCH]
+    if workdir:
+        roots.append(workdir)
+    found = control.run("pwd -P; git -C / ls-tree --name-only HEAD 2>/dev/null", timeout=30)
+    lines = found.output.splitlines()
+    if lines:
+        roots.append(lines[0])   # the image's WORKDIR, where exec'd shells start
+    roots += ["/" + name for name in lines[1:] if name and "/" not in name]
+    result = control.run("cd / && __ic_setup " + " ".join(shlex.quote(r) for r in roots if r != "/"),
+                         timeout=RECYCLE_TIMEOUT)
+    if result.exit_code == 0 and "icplay-ready" in result.output:
+        return True, ""
+    return False, f"could not take the pristine copies: {result.output.strip()[-300:]}"
+
+
+def pristine_git(control: PersistentShell) -> dict[str, Any] | None:
+    """Git's index and commit as they are before any action, for icplay's memory: the
+    strict verdict lists changes against them, whatever the solver does to /.git."""
+    found = control.run("[ -f /.git/index ] && /usr/bin/base64 -w0 /.git/index && echo && "
+                        "/usr/bin/git -C / rev-parse HEAD && /usr/bin/git -C / ls-tree --name-only HEAD",
+                        timeout=30)
+    lines = found.output.splitlines()
+    if found.exit_code == 0 and len(lines) >= 2:
+        return {"index": base64.b64decode(lines[0]), "head": lines[1].strip(),
+                "roots": [name for name in lines[2:] if name]}
+    return None

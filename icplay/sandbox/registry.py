@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol, TypeVar
 
 from icplay.plugins import load_plugin, plugins
 from icplay.sandbox.base import Sandbox, SandboxCapabilities, SandboxError
+from icplay.sandbox.engine import EngineRules
 
 ENTRY_POINT_GROUP = "icplay.sandboxes"
 
@@ -65,6 +66,10 @@ class SandboxRequest:
     trusted: bool = False
     workdir: str | None = None
     progress: Progress | None = field(default=None, compare=False)
+    # for an image-running kind: resource limits over its defaults (Harbor's task.toml), and
+    # faithful (nothing of icplay's inside, unbounded root) whatever the image is; None: by the image
+    limits: dict[str, Any] | None = field(default=None, compare=False)
+    faithful: bool | None = None
 
 
 class SandboxKind(Protocol):
@@ -91,6 +96,11 @@ class ImageEngine(SandboxKind, Protocol):
 
     def client(self) -> Any:
         """This process's connected client of the engine (a SandboxError saying what to do, else)."""
+        ...
+
+    @property
+    def rules(self) -> EngineRules:
+        """What the engine needs of every container icplay makes on it (Podman: podman.py)."""
         ...
 
 

@@ -21,6 +21,14 @@ memory anyway (docs/security.md, "What is NOT contained").
 
 from __future__ import annotations
 
+import contextlib
+import secrets
+import threading
+from typing import Iterator
+
+from icplay.sandbox.base import SandboxError
+from icplay.sandbox.faithful import Pid1Streams
+
 # __w_alive PID [START]: whether PID lives (with that start time, field 22 of its stat);
 # its start time in __w_t
 ALIVE = (
@@ -89,3 +97,40 @@ def request(what: str, nonce: str) -> tuple[bytes, bytes]:
     """``hold`` or ``release``: (the line icplay writes to the warden, the answer it waits for)."""
     assert what in ("hold", "release"), what
     return f"{what} - {nonce}\n".encode(), b"\x1e" + nonce.encode() + b"\x1e\n"
+
+
+class WardenLine:
+    """Pid 1's attached stdin and stdout as the warden's request line: one request at a time,
+    each answered (its nonce echoed) before the next."""
+
+    def __init__(self, pid1: Pid1Streams, timeout: float):
+        self.pid1, self.timeout = pid1, timeout
+        self._lock = threading.Lock()
+
+    def tell(self, line: bytes, answer: bytes) -> None:
+        with self._lock:
+            self.pid1.write(line)
+            self.pid1.wait_for(answer, timeout=self.timeout)
+
+    def register(self, role: str, pid: int) -> None:
+        """The pid of the session's shell or the control shell (``role``), held by the warden
+        with that process's start time once this returns: a stop spares that process."""
+        self.tell(*registration(role, pid, secrets.token_hex(8)))
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Every process of the container but pid 1 and the control shell stopped by the warden,
+        and the control shell continued, then let go (``HOLD``): the solver, root in its
+        container, may stop the control shell, and its processes would race a ``docker exec``.
+        A warden that does not answer (the container died) holds nothing; the caller finds that."""
+        holding = True
+        try:
+            self.tell(*request("hold", secrets.token_hex(8)))
+        except (SandboxError, OSError):
+            holding = False
+        try:
+            yield
+        finally:
+            if holding:
+                with contextlib.suppress(SandboxError, OSError):
+                    self.tell(*request("release", secrets.token_hex(8)))

@@ -1,4 +1,4 @@
-"""Database backends for the SQL environment: embedded SQLite and MariaDB/MySQL in Docker.
+"""Database backends for the SQL environment: embedded SQLite and MariaDB/MySQL in a container (Docker or Podman).
 
 ``make_sql_backend("sqlite" | "mysql", **options)`` is how everything else gets one; the
 protocol is in ``icplay.sql.base``.
@@ -17,7 +17,8 @@ __all__ = ["make_sql_backend", "SqlBackend", "QueryResult", "SqlBackendError", "
 
 def make_sql_backend(kind: str, **options: Any) -> SqlBackend:
     """A backend by name. Options: ``timeout``, ``max_rows``, ``progress``, and for mysql
-    ``image`` (default ``icplay-sql:latest``; any MariaDB/MySQL image works, see docs/sql.md)."""
+    ``image`` (default ``icplay-sql:latest``; any MariaDB/MySQL image works, see docs/sql.md) and
+    ``engine`` (``docker`` or ``podman``; default: Docker when its daemon answers, else Podman)."""
     if kind == "sqlite":
         from icplay.sql.sqlite import SqliteBackend   # start-up: sqlglot (128 modules) loads when a backend is made
 

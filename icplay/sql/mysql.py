@@ -1,8 +1,9 @@
-"""The server backend: MariaDB (or MySQL) in a Docker container, for parity with InterCode.
+"""The server backend: MariaDB (or MySQL) in a container, for parity with InterCode.
 
-One container per backend, from ``icplay-sql:latest`` unless another image is named, with
-the same ``icplay=1`` / pid / host labels as the bash sandboxes, so a crashed run's server
-is reaped by the next icplay start. Task databases are loaded on first use from their
+One container per backend (``mysql_server.py``), from ``icplay-sql:latest`` unless another
+image is named, on Docker or Podman (``engine``; default: Docker when its daemon answers,
+else Podman), with the same ``icplay=1`` / pid / host labels as the bash sandboxes, so a
+crashed run's server is reaped by the next icplay start. Task databases are loaded on first use from their
 MySQL text, as they are (InterCode's dumps need no conversion here).
 
 Connections, and why there are three:
@@ -39,19 +40,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from icplay.sandbox.base import SandboxError
-from icplay.sandbox.docker import container_labels, creating, reap_once, remove_container, track
-from icplay.sandbox.images import docker_client, ensure_image
 from icplay.sql.base import (
     DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, CappedRows, Column, Progress, QueryResult, SqlBackendError, Table,
     is_read_only, is_use, not_utf8,
 )
 from icplay.sql.dump import Catalog, DumpDatabase, default_databases, load_catalog
+from icplay.sql.mysql_admin import (AGENT_USER, _quote_name, deterministic_ties, grant, load_database,  # noqa: F401
+                                    set_statement_time)
+from icplay.sql.mysql_server import DEFAULT_IMAGE, START_TIMEOUT, MariadbServer
 
-DEFAULT_IMAGE = "icplay-sql:latest"
-AGENT_USER = "icplay"
 GOLD_TIMEOUT = 60.0
-START_TIMEOUT = 90.0
 SCRATCH_DB = "icplay_scratch"
 WATCHDOG_GRACE = 2.0     # seconds after the statement timeout before the watchdog kills
 MAX_EXTRA_RESULTS = 64   # results a CALL may add to its first (each read off the connection, then dropped)
@@ -70,25 +68,17 @@ SELECT s, SUM(h), COUNT(*) FROM (
 ) AS f WHERE s NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') GROUP BY s
 """
 
-def _quote_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, LookupError, MemoryError, RuntimeError, OSError)
 
 
-def _grant_pattern(name: str) -> str:
-    """A database name for GRANT, where ``_`` and ``%`` would otherwise be wildcards."""
-    return _quote_name(name.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%"))
+def close_quietly(closable: Any) -> None:
+    """Close a connection or cursor that may be broken already (then there is nothing to close)."""
+    import mysql.connector
 
-
-def _container_addresses(settings: dict[str, Any]) -> list[tuple[str, int]]:
-    """The server's addresses from a container's NetworkSettings: each network's own address,
-    then each port published on the host."""
-    out = []
-    for network in (settings.get("Networks") or {}).values():
-        if network.get("IPAddress"):
-            out.append((network["IPAddress"], 3306))
-    for binding in (settings.get("Ports") or {}).get("3306/tcp") or []:
-        out.append(("127.0.0.1", int(binding["HostPort"])))
-    return out
+    try:
+        closable.close()
+    except (mysql.connector.Error, OSError):
+        pass
 
 
 class MysqlBackend:
@@ -98,16 +88,16 @@ class MysqlBackend:
 
     def __init__(self, image: str | None = None, timeout: float | None = None, max_rows: int | None = None,
                  progress: Progress | None = None, host: str | None = None, port: int = 3306,
-                 root_password: str | None = None, memory: str = "1g", **_ignored: Any) -> None:
+                 root_password: str | None = None, memory: str = "1g", engine: str | None = None,
+                 **_ignored: Any) -> None:
         self.image = image or DEFAULT_IMAGE
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self.max_rows = DEFAULT_MAX_ROWS if max_rows is None else max_rows
         self.progress = progress
         self.memory = memory
-        self._host, self._port = host, port
         self._root_password = root_password or ("icplay" if host else secrets.token_hex(12))
+        self.server = MariadbServer(self.image, self._root_password, memory, progress, host, port, engine)
         self._agent_password = secrets.token_hex(12)
-        self._container: Any = None
         self._admin: Any = None
         self._killer: Any = None
         self._agent: Any = None
@@ -133,82 +123,26 @@ class MysqlBackend:
         """Start the server container (or connect to ``host``) and open the sessions."""
         if self._started:
             return
-        if self._host is None:
-            self._start_container()
+        self.server.start()
         deadline = time.monotonic() + START_TIMEOUT
         self._admin = self._connect_root(deadline)
         self._killer = self._connect_root(deadline)
         cursor = self._admin.cursor()
-        self._set_statement_time(cursor, self.timeout, scope="GLOBAL")
+        set_statement_time(cursor, self.timeout, scope="GLOBAL")
         self._global_timeout = self.timeout
-        self._deterministic_ties(cursor)
-        self._set_statement_time(cursor, 0)
+        deterministic_ties(cursor)
+        set_statement_time(cursor, 0)
         cursor.execute(f"CREATE USER IF NOT EXISTS '{AGENT_USER}'@'%' IDENTIFIED BY '{self._agent_password}'")
         cursor.execute(f"ALTER USER '{AGENT_USER}'@'%' IDENTIFIED BY '{self._agent_password}'")
         cursor.close()
         self._agent = self._connect_agent()
         self._started = True
 
-    def _start_container(self) -> None:
-        client = docker_client()
-        reap_once(client)
-        if self.image == DEFAULT_IMAGE:
-            ensure_image(client, "sql", self.progress)
-        import docker.errors
-
-        if self.progress:
-            self.progress(f"starting a database server ({self.image})")
-        labels = container_labels("sql")
-        try:
-            with creating():
-                self._container = client.containers.run(
-                    self.image, detach=True, labels=labels,
-                    environment={"MARIADB_ROOT_PASSWORD": self._root_password,
-                                 "MYSQL_ROOT_PASSWORD": self._root_password},
-                    ports={"3306/tcp": ("127.0.0.1", None)}, mem_limit=self.memory, memswap_limit=self.memory,
-                    pids_limit=512, security_opt=["no-new-privileges"])
-                track(self._container.id)
-        except docker.errors.ImageNotFound:
-            raise SqlBackendError(f"image {self.image} is not there: build it (icplay images build) "
-                                  f"or pull it") from None
-        except docker.errors.APIError as exc:
-            raise SqlBackendError(f"Docker could not start {self.image}: {exc.explanation or exc}") from None
-        except SandboxError as exc:
-            raise SqlBackendError(str(exc)) from None
-
-    def _addresses(self) -> list[tuple[str, int]]:
-        """Where the server answers: the container's bridge address, else the published port."""
-        if self._container is None:
-            return [(self._host or "127.0.0.1", self._port)]
-        self._container.reload()
-        if self._container.status in ("exited", "dead"):
-            logs = self._container.logs(tail=15).decode("utf-8", "replace")
-            raise SqlBackendError(f"the database server container stopped:\n{logs}")
-        return _container_addresses(self._container.attrs.get("NetworkSettings") or {})
-
-    def _connect(self, deadline: float, **kwargs: Any) -> Any:
-        import mysql.connector
-        from mysql.connector.constants import ClientFlag
-
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            for host, port in self._addresses():
-                try:
-                    conn = mysql.connector.connect(
-                        host=host, port=port, connection_timeout=2, use_pure=True,
-                        client_flags=[-ClientFlag.MULTI_STATEMENTS], **kwargs)
-                    self._host, self._port = host, port   # remember what worked
-                    return conn
-                except mysql.connector.Error as exc:
-                    last = exc
-            time.sleep(0.2)
-        raise SqlBackendError(f"the database server did not answer within {START_TIMEOUT:g} s: {last}")
-
     def _connect_root(self, deadline: float) -> Any:
-        return self._connect(deadline, user="root", password=self._root_password, autocommit=True)
+        return self.server.connect(deadline, user="root", password=self._root_password, autocommit=True)
 
     def _connect_agent(self) -> Any:
-        conn = self._connect(time.monotonic() + 30, user=AGENT_USER, password=self._agent_password,
+        conn = self.server.connect(time.monotonic() + 30, user=AGENT_USER, password=self._agent_password,
                              autocommit=False)
         if self._current:
             cursor = conn.cursor()
@@ -218,81 +152,17 @@ class MysqlBackend:
 
     def close(self) -> None:
         for conn in (self._agent, self._killer, self._admin):
-            try:
-                if conn is not None:
-                    conn.close()
-            except Exception:
-                pass
+            if conn is not None:
+                close_quietly(conn)
         self._agent = self._killer = self._admin = None
-        if self._container is not None:
-            remove_container(self._container.client, self._container.id)
-            self._container = None
+        self.server.close()
         self._started = False
 
     @property
     def container_id(self) -> str | None:
-        return self._container.id if self._container is not None else None
+        return self.server.container_id
 
     # --- loading and restoring ------------------------------------------------------
-
-    @staticmethod
-    def _deterministic_ties(cursor: Any) -> None:
-        """Internal temporary tables on Aria rather than in memory, for every session.
-
-        MariaDB breaks ties in a sort (``GROUP BY g ORDER BY COUNT(*) LIMIT 1`` with equal
-        counts) by the rows' positions, which for an in-memory temporary table are memory
-        addresses: the same query on the same data then picks a different tied row on
-        each server start. On-disk temporary tables make the choice repeatable.
-        """
-        import mysql.connector
-
-        for scope in ("GLOBAL", "SESSION"):
-            try:
-                cursor.execute(f"SET {scope} tmp_memory_table_size = 0")
-            except mysql.connector.Error:
-                pass   # MySQL: no such variable; its TempTable engine is its own story
-
-    @staticmethod
-    def _set_statement_time(cursor: Any, seconds: float, scope: str = "SESSION") -> None:
-        """MariaDB's max_statement_time (seconds), else MySQL's max_execution_time (ms)."""
-        import mysql.connector
-
-        try:
-            cursor.execute(f"SET {scope} max_statement_time = {float(seconds)}")
-        except mysql.connector.Error:
-            try:
-                cursor.execute(f"SET {scope} max_execution_time = {int(seconds * 1000)}")
-            except mysql.connector.Error:
-                pass
-
-    def _load(self, cursor: Any, name: str, entry: DumpDatabase) -> None:
-        """(Re)create one database from its text, as the admin session."""
-        cursor.execute(f"DROP DATABASE IF EXISTS {_quote_name(name)}")
-        if entry.create and name == entry.name:
-            cursor.execute(entry.create)
-        else:
-            cursor.execute(f"CREATE DATABASE {_quote_name(name)} "
-                           "DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
-        cursor.execute(f"USE {_quote_name(name)}")
-        import mysql.connector
-
-        for statement in entry.statements:
-            try:
-                cursor.execute(statement)
-                if cursor.with_rows:
-                    cursor.fetchall()
-            except mysql.connector.Error as exc:
-                snippet = " ".join(statement.split())[:100]
-                raise SqlBackendError(f"database {entry.name}: the server rejects {snippet}: {exc.msg}") from None
-        # Statistics now, not whenever InnoDB's background recalculation gets to them: the
-        # plans (and so the row order of queries without ORDER BY, and which of several
-        # tied groups a LIMIT keeps) would otherwise differ from one run to the next.
-        cursor.execute("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
-        tables = [row[0] for row in cursor.fetchall()]
-        if tables:
-            cursor.execute("ANALYZE TABLE " + ", ".join(_quote_name(t) for t in tables))
-            cursor.fetchall()
-        cursor.execute("USE mysql")
 
     def _ensure_catalog(self, catalog: Catalog) -> None:
         """Load every database of the catalog not yet loaded from this exact text."""
@@ -305,23 +175,11 @@ class MysqlBackend:
         with self._admin_lock:
             cursor = self._admin.cursor(buffered=True)
             for entry in missing:
-                self._load(cursor, entry.name, entry)
-                self._grant(cursor, entry.name, own=False)
+                load_database(cursor, entry.name, entry)
+                grant(cursor, entry.name, own=False)
                 self._loaded[entry.name.lower()] = (catalog.digest, entry)
             cursor.close()
             self._fingerprint = self._fingerprints()
-
-    @staticmethod
-    def _grant(cursor: Any, name: str, own: bool) -> None:
-        """The agent's privileges on one task database: all of them on the episode's own,
-        SELECT only on the others (reading another database is fine, writing is not)."""
-        pattern = _grant_pattern(name)
-        try:
-            cursor.execute(f"REVOKE ALL PRIVILEGES ON {pattern}.* FROM '{AGENT_USER}'@'%'")
-        except Exception as exc:   # 1141: no grant there yet
-            if getattr(exc, "errno", None) != 1141:
-                raise
-        cursor.execute(f"GRANT {'ALL PRIVILEGES' if own else 'SELECT'} ON {pattern}.* TO '{AGENT_USER}'@'%'")
 
     def _move_grants(self, name: str) -> None:
         """Give the agent write access to ``name`` alone (before its session is reset, so
@@ -331,8 +189,8 @@ class MysqlBackend:
         with self._admin_lock:
             cursor = self._admin.cursor(buffered=True)
             if self._granted is not None and self._granted in self._loaded:
-                self._grant(cursor, self._loaded[self._granted][1].name, own=False)
-            self._grant(cursor, name, own=True)
+                grant(cursor, self._loaded[self._granted][1].name, own=False)
+            grant(cursor, name, own=True)
             cursor.close()
         self._granted = name.lower()
 
@@ -354,7 +212,7 @@ class MysqlBackend:
             cursor = self._admin.cursor(buffered=True)
             for key in sorted(names):
                 if key in self._loaded:
-                    self._load(cursor, self._loaded[key][1].name, self._loaded[key][1])
+                    load_database(cursor, self._loaded[key][1].name, self._loaded[key][1])
                     restored.append(key)
                 elif key not in SYSTEM_SCHEMAS:
                     # Not ours (the agent cannot create databases, but be safe).
@@ -376,7 +234,7 @@ class MysqlBackend:
         if self.timeout != self._global_timeout:   # changed since start: sessions inherit it
             with self._admin_lock:
                 cursor = self._admin.cursor()
-                self._set_statement_time(cursor, self.timeout, scope="GLOBAL")
+                set_statement_time(cursor, self.timeout, scope="GLOBAL")
                 cursor.close()
             self._global_timeout = self.timeout
         self._move_grants(name)
@@ -398,10 +256,7 @@ class MysqlBackend:
                 self._agent.consume_results()
             self._agent.cmd_reset_connection()
         except mysql.connector.Error:
-            try:
-                self._agent.close()
-            except Exception:
-                pass
+            close_quietly(self._agent)
             self._current = None
             self._agent = self._connect_agent()
 
@@ -435,18 +290,17 @@ class MysqlBackend:
             self._drop_other_results(cursor)
         except mysql.connector.Error as exc:
             self._note_server_error(exc, result)
-        except Exception as exc:   # a value the connector cannot convert, out of memory, ...
+        except CONVERSION_ERRORS as exc:
+            # a value the connector cannot convert (a date beyond Python's, a bad decimal), more results than
+            # MAX_EXTRA_RESULTS, out of memory: the statement's error, in a new session
             result = QueryResult()
             result.error = str(exc)
             self._reconnect_agent(result)
         finally:
             watchdog.cancel()
             self._statement += 1
-            try:
-                if cursor is not None:
-                    cursor.close()
-            except Exception:
-                pass
+            if cursor is not None:
+                close_quietly(cursor)
         result.duration = time.monotonic() - started
         return result
 
@@ -492,10 +346,7 @@ class MysqlBackend:
             self._reconnect_agent(result)
 
     def _reconnect_agent(self, result: QueryResult) -> None:
-        try:
-            self._agent.close()
-        except Exception:
-            pass
+        close_quietly(self._agent)
         self._agent = self._connect_agent()
         self._dirty = True
         result.notes.append("the database connection was lost and reopened; session state is gone")
@@ -551,9 +402,9 @@ class MysqlBackend:
             scratch = self._dirty
             try:
                 if scratch:
-                    self._load(cursor, SCRATCH_DB, self._loaded[self._db.lower()][1])
+                    load_database(cursor, SCRATCH_DB, self._loaded[self._db.lower()][1])
                 cursor.execute(f"USE {_quote_name(SCRATCH_DB if scratch else self._db)}")
-                self._set_statement_time(cursor, GOLD_TIMEOUT)
+                set_statement_time(cursor, GOLD_TIMEOUT)
                 cursor.execute(sql)
                 if cursor.description is not None:
                     result.columns = [d[0] for d in cursor.description]
@@ -563,7 +414,7 @@ class MysqlBackend:
                 result.columns, result.rows = None, []
                 result.error = exc.msg if getattr(exc, "msg", None) else str(exc)
             finally:
-                self._set_statement_time(cursor, 0)
+                set_statement_time(cursor, 0)
                 if scratch:
                     cursor.execute(f"DROP DATABASE IF EXISTS {_quote_name(SCRATCH_DB)}")
                 cursor.execute("USE mysql")

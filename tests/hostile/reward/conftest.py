@@ -19,6 +19,7 @@ missing fails the test (tests/ci_rules.py), it is never skipped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -189,6 +190,8 @@ def probe(request, tmp_path):
 
         require_sandbox(request, language, sandbox)
         options.setdefault("timeout", PROBE_TIMEOUT)
+        if sandbox == "mysql":   # MariaDB on the engine the Docker tests drive (ICPLAY_TEST_SANDBOX=podman: Podman)
+            options.setdefault("engine", os.environ.get("ICPLAY_TEST_SANDBOX") or "docker")
         env = make_env(language, sandbox=sandbox, **options)
         envs.append(env)
         return ProbedEpisode(env, task, store)

@@ -377,13 +377,18 @@ def test_a_side_command_keeps_memory_bounded(kind, pools):
         pool.discard(box)
 
 
-@pytest.mark.docker
+# --compat intercode on each image engine: the engine, and the fixture of InterCode's image in its storage
+COMPAT_ENGINES = [pytest.param("docker", "nl2bash_image", marks=pytest.mark.docker, id="docker"),
+                  pytest.param("podman", "podman_nl2bash_image", marks=pytest.mark.podman, id="podman")]
+
+
 @pytest.mark.shared
-def test_compat_actions_and_gold_keep_memory_bounded(nl2bash_image):
+@pytest.mark.parametrize("engine, image_fixture", COMPAT_ENGINES)
+def test_compat_actions_and_gold_keep_memory_bounded(request, engine, image_fixture):
     """--compat intercode: the per-action exec and the gold's run keep at most the cap."""
     from icplay.languages import make_env
 
-    env = make_env("bash", sandbox="docker", image=nl2bash_image, compat="intercode")
+    env = make_env("bash", sandbox=engine, image=request.getfixturevalue(image_fixture), compat="intercode")
     try:
         env.reset(_task(ENDLESS_LINE))
         with peak_rss() as measured:
@@ -403,12 +408,13 @@ RESCORE_RSS = ("import resource, subprocess, sys; done = subprocess.run(sys.argv
                "print(done.stderr[-2000:], file=sys.stderr)")
 
 
-@pytest.mark.docker
 @pytest.mark.shared
-def test_rescore_of_an_endless_line_keeps_memory_bounded(nl2bash_image, tmp_path):
+@pytest.mark.parametrize("engine, image_fixture", COMPAT_ENGINES)
+def test_rescore_of_an_endless_line_keeps_memory_bounded(request, engine, image_fixture, tmp_path):
     """``icplay rescore --compat intercode`` of a recorded endless line: its peak resident
     memory (ru_maxrss of the rescore process) within a bound of the same rescore of
     ``echo``."""
+    nl2bash_image = request.getfixturevalue(image_fixture)
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([{"query": "q", "gold": "echo hi"}]))
     peaks = {}
@@ -418,7 +424,7 @@ def test_rescore_of_an_endless_line_keeps_memory_bounded(nl2bash_image, tmp_path
             "actions": [action], "observations": [""], "rewards": [0.0]}}}))
         argv = [sys.executable, "-c", RESCORE_RSS, sys.executable, "-m", "icplay.cli", "rescore", str(results),
                 "--tasks", str(tasks), "--env", "bash", "--image", nl2bash_image, "--compat", "intercode",
-                "--out", str(tmp_path / f"{name}.jsonl")]
+                "--sandbox", engine, "--out", str(tmp_path / f"{name}.jsonl")]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         code, peak_kb = done.stdout.split()[:2]
         assert code == "0", done.stderr

@@ -244,7 +244,7 @@ class Session:
         self.store.claim(task.set, task.id)       # TrajectoryBusyError if another process has it
         try:
             return self._open_episode(env, task, policy, on_replay, before_save)
-        except BaseException:
+        except BaseException:   # even Ctrl+C: the claim is let go, the error re-raised
             self.store.release(task.set, task.id)
             raise
 
@@ -302,7 +302,3 @@ def replay_turns(env: Env, turns: list[Turn], on_replay: Callable[[int, int, Tur
                 timer.cancel()
     return len(runnable)
 
-
-def list_sessions(home: str | Path | None = None) -> list[str]:
-    root = Path(home or home_dir()) / "trajectories"
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []

@@ -371,20 +371,12 @@ def test_a_long_class_is_caught(tmp_path):
     assert long_classes(package) == [f"pkg/big.py:5 Big ({MAX_CLASS_LINES + 1} lines)"]
 
 
-# Files other helpers of issue 31 are restructuring now, which mend their own handlers and dead
-# code: left out of the two checks below until the lead merges them (the lead removes this).
-RESTRUCTURING = ("icplay/sandbox/docker.py", "icplay/sandbox/warden.py", "icplay/sql/mysql.py", "icplay/driver/",
-                 "icplay/tui/screens/live.py", "icplay/rescore/", "icplay/review/", "icplay/session.py",
-                 "icplay/harbor/", "icplay/bash/compat", "icplay/compat/", "icplay/commands/rescore.py")
-
-
 def test_vulture_finds_no_dead_code():
     """pyproject's [tool.vulture]: icplay/ with ci/vulture_whitelist.py, where each name used out
     of vulture's sight says where it is used."""
     done = subprocess.run([tool("vulture")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode in (0, 3), done.stderr[-2000:]     # 3: dead code found
-    found = [line for line in done.stdout.splitlines() if not line.startswith(RESTRUCTURING)]
-    assert found == []
+    assert done.stdout.splitlines() == []
 
 
 def test_vulture_catches_dead_code(tmp_path):
@@ -425,7 +417,7 @@ def unexplained_broad_excepts(root: Path, skip: tuple[str, ...] = ()) -> list[st
 def test_every_broad_except_says_why():
     """issue 31: a handler names the failures it handles; one that must catch everything (a
     worker thread, a plug-in's code, a server's 500) says why on its line."""
-    assert unexplained_broad_excepts(ROOT / "icplay", RESTRUCTURING) == []
+    assert unexplained_broad_excepts(ROOT / "icplay") == []
 
 
 def test_an_unexplained_broad_except_is_caught(tmp_path):

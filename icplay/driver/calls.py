@@ -21,7 +21,7 @@ def note_event(kind: str, data: dict[str, Any]) -> Event | None:
         return Reasoning(str(data.get("text", "")))
     if kind == "retry":
         return Retrying(attempt=int(data.get("attempt") or 0), delay=float(data.get("delay") or 0.0),
-                        message=str(data.get("message") or ""), until=data.get("until"))
+                        message=str(data.get("message") or ""))
     return None
 
 

@@ -112,12 +112,11 @@ class Scored(Event):
 
 @dataclass(frozen=True)
 class Retrying(Event):
-    """The model call is retried after ``delay`` seconds (``until``: epoch seconds, a countdown)."""
+    """The model call is retried after ``delay`` seconds."""
     kind: ClassVar[str] = "retry"
     attempt: int = 0
     delay: float = 0.0
     message: str = ""
-    until: float | None = None
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class Container:
                self.image.tag, "sleep", "infinity")
         try:
             self.sh(f"mkdir -p /logs/agent /logs/verifier {ARTIFACTS}")
-        except BaseException:
+        except BaseException:   # even Ctrl+C: the started container is removed, the error re-raised
             self.__exit__()
             raise
         return self

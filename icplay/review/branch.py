@@ -34,7 +34,6 @@ from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.registry import load_tasks
 
 RECORDED, CORRECTION, PROPOSAL, SAMPLE = "recorded", "correction", "proposal", "sample"
-BRANCH_KINDS = (RECORDED, CORRECTION, PROPOSAL, SAMPLE)
 
 
 class BranchError(ValueError):

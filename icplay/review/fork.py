@@ -17,8 +17,21 @@ from typing import Any, Callable
 
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
+from icplay.languages import all_specs, find
 from icplay.tasks.model import Task
 from icplay.tasks.trusted import machine_task
+
+
+def forkable(env_name: str) -> bool:
+    """Whether episodes of ``env_name`` can be forked (its spec's ``forks``)."""
+    spec = find(env_name)
+    return spec is not None and spec.forks
+
+
+def fork_languages() -> str:
+    """The languages whose episodes fork, in words ("Bash and SQL")."""
+    titles = [spec.title for spec in all_specs() if spec.forks]
+    return " and ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
 
 
 class ForkError(ValueError):

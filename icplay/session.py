@@ -20,8 +20,9 @@ Resuming: a trajectory that was not submitted is picked up where it was (one lef
 ``running`` by a process that died is marked ``stopped`` when the session is opened; a file
 that cannot be read is moved to ``attempts/`` unchanged, named in ``set_aside``, and the
 task starts afresh). The env is reset
-to the task's initial state and the saved turns are replayed into it (their actions run
-again, in order), so the fresh sandbox or database holds what the human had built. Turns
+to the task's initial state and the saved turns are replayed into it through the driver
+(``icplay.driver.replay``: their actions run again, in order), so the fresh sandbox or
+database holds what the human had built. Turns
 that were interrupted or timed out are cut after the time they ran the first time.
 
 Nothing here imports textual: the TUI, the plain REPL and scripts share this module.

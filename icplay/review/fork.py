@@ -5,7 +5,8 @@ recording's, replayed into a fresh sandbox, and whose next turns are someone els
 the source file says: ``icplay.tasks.trusted``; the first k turns copied, new id, status ``stopped``
 so that it is resumable, ``forked_from: {id, turn}``); ``open_fork`` saves it in a
 session and opens it there as any resumed episode is opened (``Session.open_episode``:
-the env is reset and the k turns' actions run again, so the sandbox holds their state).
+the env is reset and the k turns' actions run again through the driver, so the sandbox holds
+their state). Which languages fork is their spec's ``forks`` (``forkable``).
 A human goes on from there (play screen, or the plain loop) or an agent does (a
 ``Driver`` with a policy: the watch screen, or a script).
 """

@@ -29,7 +29,7 @@ _.border_subtitle, _.cursor_blink, _.disabled, _.virtual_size, _.show_root, _.au
 SPEC                                              # each language module's spec (languages/registry.py)
 make_bash_env, SharedBashEnvs                     # languages/bash.py
 make_python_env, SharedPythonEnvs, PythonPane     # languages/python.py
-make_sql_env, load_sqlglot                        # languages/sql.py (load_sqlglot: its warm-up)
+make_sql_env, load_sqlglot, check_gold_set        # languages/sql.py (its warm-up, its gold check)
 make_ctf_env, CtfEnvFactory, CtfPane              # ctf/spec.py
 HarborEnvFactory                                  # harbor/spec.py
 is_harbor, load_harbor                            # tasks/registry.py's SCHEMES

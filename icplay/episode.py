@@ -433,7 +433,7 @@ class Episode:
     """One task on one env: records each turn and saves after it."""
 
     def __init__(self, env: Env, task: Task, save: Saver | None = None, policy: dict[str, Any] | None = None,
-                 trajectory: Trajectory | None = None, annotator: str | None = None):
+                 trajectory: Trajectory | None = None, annotator: str | None = None, reset: bool = True):
         self.env = env
         self.task = task
         self._save = save
@@ -443,7 +443,9 @@ class Episode:
         self.annotator = annotator    # who signs the human turns from now on (else the trajectory's)
         if self.trajectory.annotator is None:
             self.trajectory.annotator = annotator
-        self.query = env.reset(task)
+        # reset=False: the caller has just reset ``env`` to ``task`` (a resume replays the saved
+        # turns through a scratch episode on the env the real one reset)
+        self.query = env.reset(task) if reset else task.query
 
     def save(self) -> None:
         self.trajectory.updated_at = time.time()
@@ -468,6 +470,15 @@ class Episode:
                     exit_code=result.exit_code, started_at=started, duration=result.duration, proposed=proposed,
                     thought=thought, comment=comment, info={**result.info, **(info or {})})
         self._sign(turn)
+        self.trajectory.turns.append(turn)
+        self.save()
+        return turn
+
+    def record_unrun(self, action: str, author: str = AGENT, info: dict[str, Any] | None = None) -> Turn:
+        """Record a replayed action that its turn rule does not run (Python's ``submit NAME``
+        under InterCode's loop: only scored); nothing reaches the env."""
+        turn = Turn(index=len(self.trajectory.turns), author=author, action=action, observation="",
+                    started_at=time.time(), info=dict(info or {}))
         self.trajectory.turns.append(turn)
         self.save()
         return turn

@@ -348,10 +348,6 @@ def lay_out(rows: Rows, head: list[str], title: str | None) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-SQL_NEGATIVE_NOTE = ("SQL rewards run from -1 to 1: the right rows in the wrong order score below 0 "
-                     "(IoU times Kendall's tau-b; docs/rewards.md).")
-
-
 def group_by_set(trajectories: Iterable[Trajectory]) -> dict[tuple[str, str], list[Trajectory]]:
     """Episodes by (env, set): one table each."""
     groups: dict[tuple[str, str], list[Trajectory]] = {}

@@ -20,8 +20,9 @@ Resuming: a trajectory that was not submitted is picked up where it was (one lef
 ``running`` by a process that died is marked ``stopped`` when the session is opened; a file
 that cannot be read is moved to ``attempts/`` unchanged, named in ``set_aside``, and the
 task starts afresh). The env is reset
-to the task's initial state and the saved turns are replayed into it (their actions run
-again, in order), so the fresh sandbox or database holds what the human had built. Turns
+to the task's initial state and the saved turns are replayed into it through the driver
+(``icplay.driver.replay``: their actions run again, in order), so the fresh sandbox or
+database holds what the human had built. Turns
 that were interrupted or timed out are cut after the time they ran the first time.
 
 Nothing here imports textual: the TUI, the plain REPL and scripts share this module.
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from icplay.driver.replay import Replayed, recorded_turn, replay
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn, without_account
 from icplay.paths import home_dir
@@ -275,30 +277,32 @@ class Session:
                           annotator=self.annotator)
         if episode.trajectory.study is None:
             episode.trajectory.study = self.study
-        replayed = replay_turns(env, episode.trajectory.turns, on_replay) if trajectory is not None else 0
+        replayed = replay_turns(env, task, episode.trajectory.turns, on_replay) if trajectory is not None else 0
         episode.save()
         return episode, replayed
 
 
-def replay_turns(env: Env, turns: list[Turn], on_replay: Callable[[int, int, Turn], None] | None = None) -> int:
-    """Run the saved turns' actions again in a freshly reset env; returns how many ran.
+def replay_turns(env: Env, task: Task, turns: list[Turn],
+                 on_replay: Callable[[int, int, Turn], None] | None = None) -> int:
+    """Run the saved turns' actions again in ``env``, just reset to ``task``, through the
+    driver (a replay policy on a scratch episode: the saved trajectory gets no new turns);
+    returns how many ran.
 
-    Rejected proposals (no action) are skipped. A turn that was interrupted or timed out
-    the first time is interrupted again after the time it ran then (plus a second).
+    Rejected proposals and unparsable replies (no action) are skipped. A turn that was
+    interrupted or timed out the first time is interrupted again after the time it ran then
+    (plus a second).
     """
     runnable = [t for t in turns if t.action]
-    for n, turn in enumerate(runnable, start=1):
-        if on_replay is not None:
-            on_replay(n, len(runnable), turn)
-        timer = None
-        if turn.info.get("interrupted") or turn.info.get("timed_out"):
-            timer = threading.Timer(max(0.1, turn.duration) + 1.0, env.interrupt)
-            timer.daemon = True
-            timer.start()
-        try:
-            env.step(turn.action)
-        finally:
-            if timer is not None:
-                timer.cancel()
+    if not runnable:
+        return 0
+    scratch = Episode(env, task, reset=False)
+
+    def shown(n: int, _replayed: Replayed) -> None:
+        if on_replay is not None and n + 1 < len(runnable):
+            on_replay(n + 2, len(runnable), runnable[n + 1])
+
+    if on_replay is not None:
+        on_replay(1, len(runnable), runnable[0])
+    replay(scratch, [recorded_turn(t) for t in runnable], on_turn=shown)
     return len(runnable)
 

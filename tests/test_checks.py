@@ -432,3 +432,121 @@ def test_an_unexplained_broad_except_is_caught(tmp_path):
         "    try:\n        g()\n    except OSError:\n        pass\n")
     assert unexplained_broad_excepts(package) == ["pkg/m.py:4 except Exception:", "pkg/m.py:8 except:  # fine",
                                                   "pkg/m.py:12 except (OSError, BaseException):"]
+
+
+# Issue 31: replays are policies on the driver. Only the driver (icplay/driver, and the
+# Episode it steps through: icplay/episode.py) steps or scores an env; besides it, the env and
+# sandbox layers themselves (an env wrapping another, InterCode's semantics, a gold check
+# inside the SQL env) and the doors for external callers, whose caller is the policy: gym,
+# aio, compat, serve, trl (they run on icplay/driver/external.py or wrap an env for a caller
+# who steps it).
+ENV_CALLS = {"step", "submit", "score"}
+STEPPING_ALLOWED = ("icplay/driver/", "icplay/episode.py", "icplay/envs/", "icplay/sandbox/", "icplay/bash/compat.py",
+                    "icplay/gym/", "icplay/aio.py", "icplay/compat/", "icplay/serve/", "icplay/trl.py")
+
+
+def _is_env(node: ast.AST) -> bool:
+    """Whether a call's receiver is an env by its name: ``env``, ``self.env``, ``lease.env``,
+    ``fresh_env``, ``self._env()``."""
+    text = ast.unparse(node.func if isinstance(node, ast.Call) else node)
+    last = text.rsplit(".", 1)[-1].lstrip("_")
+    return last == "env" or last.endswith("_env")
+
+
+def env_stepping(root: Path, allowed: tuple[str, ...] = STEPPING_ALLOWED) -> list[str]:
+    """Every ``<env>.step(...)`` / ``.submit(...)`` / ``.score(...)`` under ``root`` outside ``allowed``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root.parent).as_posix()
+        if any(name == a or name.startswith(a) for a in allowed):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ENV_CALLS
+                    and _is_env(node.func.value)):
+                found.append(f"{name}:{node.lineno} {ast.unparse(node.func)}")
+    return found
+
+
+def test_only_the_driver_steps_an_env():
+    assert env_stepping(ROOT / "icplay") == []
+
+
+def test_an_env_stepped_outside_the_driver_is_caught(tmp_path):
+    package = tmp_path / "icplay"
+    (package / "driver").mkdir(parents=True)
+    (package / "driver" / "loop.py").write_text("def run(env):\n    return env.step('ls')\n")
+    (package / "replays.py").write_text("def again(self, env, driver):\n    driver.step()\n    env.step('ls')\n"
+                                        "    self.env.submit()\n    return self.sql_env.score()\n")
+    assert env_stepping(package) == ["icplay/replays.py:3 env.step", "icplay/replays.py:4 self.env.submit",
+                                     "icplay/replays.py:5 self.sql_env.score"]
+
+
+# Issue 31: what differs by language is a capability of its spec; no front end compares a
+# language's name. A front end may not compare a name literal with an env or language
+# (``task.env == "sql"``, ``env not in ("bash", "sql")``) nor keep a table of languages (a
+# tuple or dict literal naming two or more). Allowed, and why:
+FRONT_ENDS = ("tui", "commands", "frontend", "seat", "study", "scan", "report.py", "review")
+LANGUAGE_NAMES = {"bash", "sql", "python", "ctf", "harbor"}
+LANGUAGE_TABLES_ALLOWED = {
+    # the titles of the key scopes (``LanguageSpec.keys_scope``: the key table a pane's input
+    # uses), looked up by scope for the keys screen: never compared with a task's language
+    "icplay/tui/screens/modals.py:SCOPE_TITLES",
+    # the input widget of each key scope (``LanguageSpec.keys_scope``), looked up by the
+    # scope of the spec's pane: likewise never compared with a task's language
+    "icplay/tui/app.py:INPUT_WIDGETS",
+}
+
+
+def _names_language(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value in LANGUAGE_NAMES
+
+
+def _language_literals(node: ast.AST) -> int:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return sum(_names_language(e) for e in node.elts)
+    return int(_names_language(node))
+
+
+def _about_language(node: ast.AST) -> bool:
+    text = ast.unparse(node)
+    return any(word in text for word in ("env", "language", "lang"))
+
+
+def language_comparisons(root: Path, parts: tuple[str, ...] = FRONT_ENDS) -> list[str]:
+    """Every comparison of a language-name literal with an env or language, and every table of
+    language names, in ``root``'s front ends."""
+    found = []
+    for part in parts:
+        paths = [root / part] if part.endswith(".py") else sorted((root / part).rglob("*.py"))
+        for path in paths:
+            name = path.relative_to(root.parent).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            assigned = {id(n.value): t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                        for t in n.targets if isinstance(t, ast.Name)}
+            for node in sorted((n for n in ast.walk(tree) if hasattr(n, "lineno")), key=lambda n: n.lineno):
+                if isinstance(node, ast.Compare):
+                    sides = [node.left, *node.comparators]
+                    if any(_language_literals(s) for s in sides) and any(_about_language(s) for s in sides
+                                                                         if not _language_literals(s)):
+                        found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+                elif (isinstance(node, ast.Dict) and sum(_names_language(k) for k in node.keys) >= 2
+                      or isinstance(node, (ast.Tuple, ast.List, ast.Set)) and _language_literals(node) >= 2):
+                    if f"{name}:{assigned.get(id(node))}" not in LANGUAGE_TABLES_ALLOWED:
+                        found.append(f"{name}:{node.lineno} {ast.unparse(node)[:60]}")
+    return found
+
+
+def test_no_front_end_compares_a_language_name():
+    assert language_comparisons(ROOT / "icplay") == []
+
+
+def test_a_language_name_in_a_front_end_is_caught(tmp_path):
+    package = tmp_path / "icplay"
+    (package / "tui").mkdir(parents=True)
+    (package / "tui" / "screen.py").write_text(
+        "def show(task, spec, args):\n    if task.env == 'sql':\n        return 1\n"
+        "    if spec.forks or args.format == 'harbor':\n        return 2\n"
+        "    return {'python': 1, 'ctf': 2}.get(task.env)\n\n\nCHOICES = ('sql', 'bash')\n")
+    assert language_comparisons(package, ("tui",)) == [
+        "icplay/tui/screen.py:2 task.env == 'sql'", "icplay/tui/screen.py:6 {'python': 1, 'ctf': 2}",
+        "icplay/tui/screen.py:9 ('sql', 'bash')"]

@@ -50,7 +50,8 @@ def _print_json(tables: list, split: bool, attempts: str, skipped: list) -> None
 
 def run(args) -> int:
     from icplay.attempts import counted_note
-    from icplay.report import SQL_NEGATIVE_NOTE, render_curve, render_table
+    from icplay.languages import find
+    from icplay.report import render_curve, render_table
 
     if args.label and len(args.label) != len(args.logs):
         raise UserError(f"give one --label per log ({len(args.logs)} logs, {len(args.label)} labels)")
@@ -68,8 +69,8 @@ def run(args) -> int:
         if n:
             print()
         print(render_table(summaries, title=(f"== {env} · {set_name} ==\n" if split else "") + counted_note(args.attempts)))
-        if env == "sql":
-            print(SQL_NEGATIVE_NOTE)
+        if (spec := find(env)) is not None and spec.report_note:
+            print(spec.report_note)
         if not args.no_curve:
             print()
             print(render_curve(summaries))

@@ -99,9 +99,8 @@ def _model_scanner(args):
 
 def gold_problems(sets: set[str], sandbox: str) -> tuple[dict[str, str], list[str]]:
     """``set/id`` -> why its gold cannot be trusted, over ``sets``; notes on sets not checked."""
-    from argparse import Namespace
-
-    from icplay.commands.tasks import GOLD_CHECKS
+    from icplay.languages import find, resolve
+    from icplay.tasks.model import TaskFileError
     from icplay.tasks.registry import find_set
 
     problems: dict[str, str] = {}
@@ -109,15 +108,16 @@ def gold_problems(sets: set[str], sandbox: str) -> tuple[dict[str, str], list[st
     for name in sorted(sets):
         try:
             task_set = find_set(name)
-        except (OSError, ValueError) as exc:     # an unknown set (TaskFileError), a set whose files are gone
+        except TaskFileError as exc:             # an unknown set, a set whose files are gone
             notes.append(f"gold check: set {name!r} not checked ({exc})")
             continue
-        check = GOLD_CHECKS.get(task_set.env)
-        if check is None:
+        spec = find(task_set.env)
+        if spec is None or spec.gold_check is None:
             notes.append(f"gold check: no check for {task_set.env} tasks (set {name})")
             continue
         print(f"icplay scan: running every gold of {name}…", file=sys.stderr)
-        for task, reason in check.run(task_set.load(), Namespace(sandbox=sandbox)):
+        check = resolve(spec.gold_check)
+        for task, reason in check(task_set.load(), sandbox, lambda m: print(m, file=sys.stderr)):
             problems[f"{name}/{task.id}"] = reason
     return problems, notes
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Callable, NamedTuple
 
-from icplay.tasks.model import Task
 from icplay.tasks.registry import find_set, task_sets
 
 
@@ -26,49 +24,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _check_sql(tasks: list[Task], args) -> list[tuple[Task, str]]:
-    from icplay.envs.sql import check_golds
-    from icplay.sql import make_sql_backend
-
-    backend = make_sql_backend(args.sandbox, progress=lambda m: print(m, file=sys.stderr))
-    try:
-        return check_golds(tasks, backend)
-    finally:
-        backend.close()
-
-
-def _check_harbor(tasks: list[Task], args) -> list[tuple[Task, str]]:
-    from icplay.harbor.env import check_oracles
-
-    return check_oracles(tasks, progress=lambda m: print(m, file=sys.stderr))
-
-
-class GoldCheck(NamedTuple):
-    """One language's gold check: ``run(tasks, args)`` gives the tasks it finds, and ``found``
-    says what they have (after "N of M tasks")."""
-
-    run: Callable[[list[Task], object], list[tuple[Task, str]]]
-    found: str
-
-
-# Per language: run every gold of a set, return the tasks whose gold cannot be trusted.
-GOLD_CHECKS: dict[str, GoldCheck] = {
-    "sql": GoldCheck(_check_sql, "have a gold that is not discriminative{backend} (never strictly solved)"),
-    "harbor": GoldCheck(_check_harbor, "have an oracle (solution/solve.sh) that does not score 1.0"),
-}
-
-
 def check(args) -> int:
+    """The set's language's gold check (``LanguageSpec.gold_check``), its findings listed."""
+    from icplay.languages import all_specs, find, resolve
+
     task_set = find_set(args.set, args.env)
-    checker = GOLD_CHECKS.get(task_set.env)
-    if checker is None:
+    spec = find(task_set.env)
+    if spec is None or spec.gold_check is None:
+        known = sorted(s.name for s in all_specs() if s.gold_check is not None)
         print(f"icplay tasks --check: no gold check for {task_set.env} tasks yet "
-              f"(known: {', '.join(sorted(GOLD_CHECKS))})", file=sys.stderr)
+              f"(known: {', '.join(known)})", file=sys.stderr)
         return 2
     tasks = task_set.load()
-    found = checker.run(tasks, args)
-    backend = f" on {args.sandbox}" if task_set.env == "sql" else ""
-    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks {checker.found.format(backend=backend)}")
+    found = resolve(spec.gold_check)(tasks, args.sandbox, lambda m: print(m, file=sys.stderr))
+    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks {spec.gold_check_finds.format(sandbox=args.sandbox)}")
     for task, reason in found:
         print(f"  {task.id:>6}  {reason}")
     return 0

@@ -79,6 +79,7 @@ def _forkable_episode(path: Path, keep: int, also: list[str] | None = None):
     """The saved episode at ``path``, checked to be one a fork can keep ``keep`` turns of, of
     a task this machine has (``machine_task``: refused in one line before the screen is taken)."""
     from icplay.formats.summary import load_episode
+    from icplay.review.fork import fork_languages, forkable
     from icplay.tasks.trusted import machine_task
 
     try:
@@ -86,8 +87,8 @@ def _forkable_episode(path: Path, keep: int, also: list[str] | None = None):
     except (OSError, ValueError, KeyError, IndexError) as exc:
         raise UserError(f"{path}: cannot read the episode ({exc})") from None
     task = machine_task(source.task, str(path), also or ())
-    if task.env not in ("bash", "sql"):
-        raise UserError(f"{path}: forks run Bash and SQL episodes, not {task.env}")
+    if not forkable(task.env):
+        raise UserError(f"{path}: forks run {fork_languages()} episodes, not {task.env}")
     if not 0 <= keep <= len(source.turns):
         raise UserError(f"cannot fork at turn {keep}: the episode has {len(source.turns)} turns "
                         f"(0 to {len(source.turns)} can be kept)")

@@ -56,4 +56,5 @@ SPEC = LanguageSpec(
     submit_scores="nothing: no flag was given (reward 0)",
     description="capture the flag: a shell over the task's files at /ctf/<id>; submit <flag>",
     fresh_state="a fresh sandbox with the task's files as they were at the start",
+    rescore="icplay.rescore.ctf:plan",
 )

@@ -67,6 +67,8 @@ class Driver:
         self.turn_rule = settings.turn_rule or intercode_turn(episode.task.env)
         self.around_action = settings.around_action or nullcontext
         self.max_turns = _turn_cap(self.limits.max_turns, getattr(policy, "max_turns", None))
+        # a policy replaying a recording plays it out whole (``_replay_move``, icplay/driver/replay.py)
+        self.replaying = bool(getattr(policy, "replays_recording", False))
         if policy is not None:
             episode.trajectory.policy.setdefault("usage", {})
             episode.trajectory.policy.update({"protocol": self.protocol, "max_turns": self.max_turns})
@@ -237,6 +239,8 @@ class Driver:
     def _run_move(self, move: _Move, comment: str | None) -> bool:
         """Run the action a decision chose (a submit ends the episode); under InterCode's
         protocol a turn that scores 1.0 ends it too. False when the episode has ended."""
+        if self.replaying:
+            return _replay_move(self, move)
         is_submit, arg = parse_submit(move.action)
         if is_submit:          # what will run is a submit (also a human's edit to "submit")
             return self._submit(arg)
@@ -483,3 +487,18 @@ def _agent_move(proposal: Proposal, decision: Decision) -> _Move:
         for key in ("invalid", "retry_message"):
             info.pop(key, None)
     return _Move(action, author, proposed, proposal.thought, info)
+
+
+def _replay_move(driver: Driver, move: _Move) -> bool:
+    """One recorded action played out: it runs when the turn rule's plan says so (else it is
+    recorded unrun: Python's ``submit NAME``), then it is scored when the plan says so; neither
+    a 1.0 nor a recorded submit ends the episode (the recording goes on after them)."""
+    plan = driver.turn_rule.plan(move.action)
+    if plan.run:
+        if driver.run_action(move.action, move.author, move.proposed, move.thought, None, dict(move.info)) is None:
+            return True
+    else:
+        driver._after_turn(driver.episode.record_unrun(move.action, move.author, info=dict(move.info)))
+    if plan.score:
+        driver.score_turn()
+    return True

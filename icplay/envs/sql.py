@@ -166,6 +166,15 @@ def check_golds(tasks: list[Task], backend: SqlBackend,
     return found
 
 
+def check_gold_set(tasks: list[Task], sandbox: str, progress: Callable[[str], None]) -> list[tuple[Task, str]]:
+    """SQL's gold check (``icplay tasks --check``): ``check_golds`` on a ``sandbox`` backend."""
+    backend = make_sql_backend(sandbox, progress=progress)
+    try:
+        return check_golds(tasks, backend)
+    finally:
+        backend.close()
+
+
 def make_sql_env(sandbox: str, image: str | None = None, timeout: float | None = None,
                  progress: Callable[[str], None] | None = None, recycle: bool = True, **options: Any) -> SqlEnv:
     """An SQL env on a SQLite or MariaDB backend (the language spec's ``env``)."""

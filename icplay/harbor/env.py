@@ -13,8 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from icplay.driver.replay import Recorded, replay
 from icplay.envs.base import HAS_CWD, STREAMS_OUTPUT, StepResult, SubmitResult
 from icplay.envs.held import PooledShellEnv, SharedSandboxesFactory
+from icplay.episode import Episode
 from icplay.harbor.load import settings_of
 from icplay.sandbox.base import SandboxError
 from icplay.sandbox.pool import PoolsByKey, SandboxPool
@@ -152,6 +154,15 @@ class HarborEnvFactory(SharedSandboxesFactory):
 
 
 
+def play_oracle(env: HarborEnv, task: Task) -> tuple[int | None, SubmitResult]:
+    """The task's oracle (its solve.sh, the task's gold) played through the driver and
+    submitted: solve.sh's exit code and the verifier's result."""
+    done = replay(Episode(env, task), [Recorded(task.gold)], submit_at_end=True)
+    if done.final is None:
+        raise SandboxError(f"task {task.key}: the oracle's episode ended unscored")
+    return done.turns[0].turn.exit_code, done.final
+
+
 def check_oracles(tasks: list[Task], progress: Callable[[str], None] | None = None) -> list[tuple[Task, str]]:
     """Each task's oracle (solution/solve.sh) played and verified: the tasks it does not
     bring to 1.0, with why (``icplay tasks --check harbor:PATH``)."""
@@ -162,12 +173,10 @@ def check_oracles(tasks: list[Task], progress: Callable[[str], None] | None = No
             if not task.gold:
                 found.append((task, "no solution/solve.sh"))
                 continue
-            env.reset(task)
-            ran = env.step(task.gold)
-            result = env.submit()
+            ran, result = play_oracle(env, task)
             if result.reward < 1.0:
                 why = result.breakdown.get("not_scored") or (result.breakdown.get("verifier_output") or "").strip()
-                found.append((task, f"reward {result.reward:g} (solve.sh exit {ran.exit_code}): "
+                found.append((task, f"reward {result.reward:g} (solve.sh exit {ran}): "
                                     f"{' '.join(str(why).split())[-200:]}"))
     finally:
         env.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from icplay.languages.spec import LanguageSpec, Prompts
 from icplay.languages.turns import TurnPlan, TurnRule
 from icplay.tasks.model import Task
@@ -59,4 +61,13 @@ SPEC = LanguageSpec(
     fresh_state="a new container of the task's image",
     # the verifier runs once, at the submit: InterCode's per-turn scoring scores no turn
     intercode_turn=TurnRule(plan=lambda action: TurnPlan(score=False)),
+    gold_check="icplay.harbor.spec:check_oracles",
+    gold_check_finds="have an oracle (solution/solve.sh) that does not score 1.0",
 )
+
+
+def check_oracles(tasks: list[Task], sandbox: str, progress: Callable[[str], None]) -> list[tuple[Task, str]]:
+    """Harbor's gold check: each task's oracle played and verified (the sandbox is its own image's)."""
+    from icplay.harbor.env import check_oracles as check   # start-up: the registry loads this spec for any listing
+
+    return check(tasks, progress=progress)

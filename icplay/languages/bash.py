@@ -60,6 +60,7 @@ SPEC = LanguageSpec(
     score_rows=score_rows, score_lines=score_lines, uses_image=True,
     images=(Image("bash", "icplay-bash:latest", "docker/bash.Dockerfile",
                   "Bash tasks: coreutils and friends, /testbed committed to git"),),
+    rescore="icplay.rescore.bash:plan", forks=True,
     submit_scores="the last command's output and the files as they are now",
     description="a persistent Bash shell over a /testbed file system",
 )

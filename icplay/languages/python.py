@@ -106,5 +106,5 @@ SPEC = LanguageSpec(
     description="a persistent Python interpreter; submit NAME scores your function with the task's tests",
     fresh_state="a fresh interpreter", input_mode="block", prompt=">>> ",
     input_help="Python: a line ending with ':' opens a block; an empty line runs it. `submit NAME` scores NAME.",
-    intercode_turn=TurnRule(intercode_plan, intercode_feedback),
+    intercode_turn=TurnRule(intercode_plan, intercode_feedback), rescore="icplay.rescore.python:plan",
 )

@@ -116,6 +116,18 @@ class LanguageSpec:
     - ``warm() -> None``: loads what the env's first score needs beyond the env itself
       (modules); ``icplay run`` calls it on a helper thread once the model client is made,
       so it happens while the first model request is out, not ahead of it.
+    - ``rescore``: the language's entry of ``icplay rescore`` (``entry(args, task_set,
+      read_episodes) -> icplay.rescore.engine.RescorePlan``); None: its recordings are not
+      rescored. The command lists the languages that have one.
+    - ``forks``: a saved episode can be forked (its first k turns replayed into a fresh
+      sandbox, then played on: ``icplay view --fork``, the viewer's fork keys).
+    - ``result_view``: what the episode viewer shows of a turn's result: "output" (the
+      terminal's text) or "rows" (a result grid, with the observation as a note).
+    - ``report_note``: a line ``icplay report`` prints under the language's table (what its
+      reward column means).
+    - ``gold_check`` (``check(tasks, sandbox, progress) -> [(task, why), ...]``) and
+      ``gold_check_finds`` (what the found tasks have, ``{sandbox}`` filled in): the
+      language's ``icplay tasks --check``.
     - ``submit_scores``: what a bare ``submit`` scores, in words, for the confirmation
       (``icplay/languages/submitting.py``): the last result, or with a submit argument
       (``prompts.submit_arg``) what a submit without one scores.
@@ -144,6 +156,12 @@ class LanguageSpec:
     prompt: str | None = None
     intercode_turn: TurnRule = RUN_THEN_SUBMIT
     warm: Ref | None = None
+    rescore: Ref | None = None
+    forks: bool = False
+    result_view: str = "output"
+    report_note: str = ""
+    gold_check: Ref | None = None
+    gold_check_finds: str = ""
 
     def sandbox_names(self) -> tuple[str, ...]:
         """The sandboxes it runs on, a shell language's read from the sandbox registry now."""

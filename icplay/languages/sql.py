@@ -64,5 +64,10 @@ SPEC = LanguageSpec(
     images=(Image("sql", "icplay-sql:latest", "docker/sql.Dockerfile", "SQL tasks: MariaDB server on port 3306"),),
     submit_scores="the rows of the last query",
     description="SQL queries over a database (SQLite or MariaDB)",
+    rescore="icplay.rescore.sql:plan", forks=True, result_view="rows",
+    report_note=("SQL rewards run from -1 to 1: the right rows in the wrong order score below 0 "
+                 "(IoU times Kendall's tau-b; docs/rewards.md)."),
+    gold_check="icplay.envs.sql:check_gold_set",
+    gold_check_finds="have a gold that is not discriminative on {sandbox} (never strictly solved)",
     fresh_state="a pristine database", input_mode="statement", input_help="SQL: end a statement with ';' (it may span lines)", prompt="sql> ",
 )

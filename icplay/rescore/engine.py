@@ -1,15 +1,22 @@
 """The rescore loop every language shares: episodes matched to their tasks, replayed
-``jobs`` at a time (each worker with its own env), one ``TurnRecord`` per turn, and the
-summary of how far the recomputed rewards agree with the recorded ones."""
+``jobs`` at a time (each worker with its own env) through the driver with the language's
+turn rule (``replay_episode``), one ``TurnRecord`` per turn, and the summary of how far the
+recomputed rewards agree with the recorded ones."""
 
 from __future__ import annotations
 
 import queue
+import sys
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from icplay.driver.settings import INTERCODE_PROTOCOL
+from icplay.driver.replay import Recorded, Replayed, replay
+from icplay.episode import Episode
 from icplay.formats.intercode import RecordedEpisode
+from icplay.languages.turns import TurnRule
 from icplay.tasks.model import Task, TaskFileError
 
 AGREE_WITHIN = 0.01
@@ -179,3 +186,68 @@ def replay_all(episodes: list[RecordedEpisode], tasks: list[Task], make_env: Cal
         else:
             finished(*item)
     return results, summarize(episodes, results)
+
+
+# (turn index, the replayed turn) -> (the observation kept, whether it agrees with the recorded one)
+Observe = Callable[[int, Replayed], "tuple[str, bool | None]"]
+
+
+def replay_episode(env: Any, episode: RecordedEpisode, task: Task, ran: Callable[[int], bool], rule: TurnRule,
+                   observe: Observe, last: int | None = None,
+                   executed: Callable[[int], bool] | None = None) -> list[TurnRecord]:
+    """Replay one recorded episode on ``env`` through the driver (``icplay.driver.replay``),
+    each turn planned and scored by ``rule`` (the language's turn of InterCode's loop); a turn
+    for which ``ran(i)`` is False never ran when recorded and scores 0. ``observe`` reads a
+    turn's observation, and whether it agrees, right after it ran. ``last``: the turns after
+    that index are not replayed. ``executed(i)``: what the turn's record says (default ``ran``)."""
+    turns = min(len(episode.actions), len(episode.observations), len(episode.rewards))
+    actions = episode.actions[:turns if last is None else min(turns, last + 1)]
+    recorded = [Recorded(action, ran=ran(i)) for i, action in enumerate(actions)]
+    records: list[TurnRecord] = []
+
+    def record(i: int, replayed: Replayed) -> None:
+        observation, agrees = observe(i, replayed) if recorded[i].ran else ("", None)
+        reward = replayed.result.reward if replayed.result is not None else 0.0
+        records.append(turn_record(episode, task, i, actions[i], (executed or ran)(i), episode.rewards[i], reward,
+                                   agrees,
+                                   observation))
+
+    replay(Episode(env, task), recorded, protocol=INTERCODE_PROTOCOL, turn_rule=rule, on_turn=record)
+    return records
+
+
+class RescoreError(ValueError):
+    """Options a language's rescore cannot run with (one sentence)."""
+
+
+def episode_counter() -> Callable[[int, int], None]:
+    """A progress callback that counts replayed episodes on stderr: in place on a terminal
+    (twice a second at most), else a line every ten seconds, and always the last."""
+    last = [0.0]
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > (0.5 if tty else 10):
+            last[0] = now
+            end = "\n" if done == total or not tty else ""
+            print(f"\r  {done}/{total} episodes", end=end, file=sys.stderr, flush=True)
+
+    return progress
+
+
+@dataclass
+class RescorePlan:
+    """One language's rescore, as its spec's ``rescore`` entry makes it from the command's
+    options (``icplay rescore``): the tasks and episodes, the env factory (None: no env), the
+    replay of one episode, how many at a time, the line said first, and what to print after
+    the summary (``after(results)``)."""
+
+    tasks: list[Task]
+    episodes: list[RecordedEpisode]
+    make_env: Callable[[], Any] | None
+    replay_one: ReplayOne
+    banner: str
+    jobs: int = 1
+    progress: Callable[[int, int], None] | None = None
+    after: Callable[[dict[str, list[TurnRecord]]], None] | None = None

@@ -14,8 +14,9 @@ server: it says which recorded numbers still hold. Two InterCode formats are rea
 
 Both are read by ``icplay.formats.intercode`` (``read_results``).
 
-Each episode starts on a pristine database (InterCode never reset it) and runs its
-actions in order; after each one the last observation is scored against the gold rows
+Each episode starts on a pristine database (InterCode never reset it) and its actions
+replay in order through the driver with SQL's turn rule; after each one the last
+observation is scored against the gold rows
 (computed once per episode on the pristine database). A turn whose recorded observation
 is a message of InterCode's policy rather than of the database ("No SQL code was found
 ...") was never executed and scored 0 there; it is skipped and scored 0 here too.
@@ -23,11 +24,17 @@ is a message of InterCode's policy rather than of the database ("No SQL code was
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from icplay.driver.replay import Replayed
 from icplay.formats.intercode import RecordedEpisode, read_results  # noqa: F401  (the one reader)
+from icplay.languages import get
 from icplay.rescore import AGREE_WITHIN, Summary, TurnRecord, replay_all, summarize, turn_record  # noqa: F401
+from icplay.rescore.engine import RescoreError, RescorePlan, episode_counter, replay_episode
+from icplay.envs.sql import SqlEnv
+from icplay.sql import make_sql_backend
 from icplay.sql.base import ERROR_PREFIX, SqlBackendError
 from icplay.tasks.model import Task
 
@@ -45,28 +52,21 @@ def _is_database_observation(observation: str | None) -> bool:
 
 
 def rescore_episode(env, episode: RecordedEpisode, task: Task) -> list[TurnRecord]:
-    """Replay one episode in ``env`` (a SqlEnv) from a pristine database."""
-    env.reset(task)
-    records = []
-    for turn, (action, recorded_obs, recorded) in enumerate(
-            zip(episode.actions, episode.observations, episode.rewards)):
-        executed = episode.executed[turn] if episode.executed else _is_database_observation(recorded_obs)
-        observation = ""
-        obs_agrees = None
-        if executed:
-            step = env.step(action)
-            observation = step.observation
-            reward = env.score().reward
-            if recorded_obs is not None:
-                mine = env.last.intercode_observation
-                if episode.joined_rows and env.last.is_result:
-                    mine = "".join(map(str, env.last.rows))
-                obs_agrees = mine == recorded_obs
-        else:
-            reward = 0.0   # InterCode's policy never sent it; it scored 0 without submitting
-        records.append(turn_record(episode, task, turn, action, executed, recorded, reward, obs_agrees,
-                                   observation))
-    return records
+    """Replay one episode in ``env`` (a SqlEnv) from a pristine database, through the driver
+    with SQL's turn rule (run, then score the last result)."""
+    def ran(turn: int) -> bool:
+        return episode.executed[turn] if episode.executed else _is_database_observation(episode.observations[turn])
+
+    def observe(turn: int, replayed: Replayed) -> tuple[str, bool | None]:
+        recorded = episode.observations[turn]
+        if recorded is None:
+            return replayed.turn.observation, None
+        mine = env.last.intercode_observation
+        if episode.joined_rows and env.last.is_result:
+            mine = "".join(map(str, env.last.rows))
+        return replayed.turn.observation, mine == recorded
+
+    return replay_episode(env, episode, task, ran, get("sql").intercode_turn, observe)
 
 
 def rescore(episodes: list[RecordedEpisode], tasks: list[Task], make_env: Callable[[], Any], jobs: int = 1,
@@ -85,3 +85,27 @@ def check_databases(tasks: list[Task]) -> None:
     missing = [t for t in tasks if not t.extra.get("databases")]
     if missing:
         raise SqlBackendError(f"no databases for task {missing[0].id}: pass --databases DUMP")
+
+
+def plan(args: Any, task_set: Any, read_episodes: Callable[[], list[RecordedEpisode]]) -> RescorePlan:
+    """SQL's rescore entry: on pristine task databases, ``--sandbox`` mysql (default: InterCode
+    recorded on MySQL) or sqlite, ``--jobs`` workers each on its own server."""
+    sandbox = args.sandbox or "mysql"
+    if sandbox not in ("mysql", "sqlite"):
+        raise RescoreError(f"SQL episodes replay on mysql or sqlite, not {sandbox!r}")
+    tasks = task_set.load()
+    databases = args.databases or (None if task_set.databases else guess_databases(Path(task_set.path)))
+    if databases:
+        for task in tasks:
+            task.extra["databases"] = str(databases)
+    check_databases(tasks)
+    episodes = read_episodes()
+
+    def make_env() -> SqlEnv:
+        options: dict[str, Any] = {"progress": lambda message: print(f"  {message}", file=sys.stderr)}
+        if args.image:
+            options["image"] = args.image
+        return SqlEnv(make_sql_backend(sandbox, **options))
+
+    return RescorePlan(tasks, episodes, make_env, rescore_episode, f"replaying {len(episodes)} episodes on {sandbox}",
+                       jobs=max(1, args.jobs), progress=episode_counter())

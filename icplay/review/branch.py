@@ -171,7 +171,7 @@ def play(source: Trajectory, k: int, task: Task, plan: Continuation, how: Branch
     env = how.make_env()
     try:
         episode = Episode(env, task, save=lambda t: save_trajectory(t, path), trajectory=traj)
-        replay_turns(env, traj.turns)
+        replay_turns(env, task, traj.turns)
         if isinstance(policy, ScriptPolicy):
             policy.prefix_taken = traj.turns_taken
         protocol = str(source.policy.get("protocol") or "agent")

@@ -5,7 +5,8 @@ recording's, replayed into a fresh sandbox, and whose next turns are someone els
 the source file says: ``icplay.tasks.trusted``; the first k turns copied, new id, status ``stopped``
 so that it is resumable, ``forked_from: {id, turn}``); ``open_fork`` saves it in a
 session and opens it there as any resumed episode is opened (``Session.open_episode``:
-the env is reset and the k turns' actions run again, so the sandbox holds their state).
+the env is reset and the k turns' actions run again through the driver, so the sandbox holds
+their state). Which languages fork is their spec's ``forks`` (``forkable``).
 A human goes on from there (play screen, or the plain loop) or an agent does (a
 ``Driver`` with a policy: the watch screen, or a script).
 """
@@ -17,8 +18,21 @@ from typing import Any, Callable
 
 from icplay.envs.base import Env
 from icplay.episode import Episode, Trajectory, Turn
+from icplay.languages import all_specs, find
 from icplay.tasks.model import Task
 from icplay.tasks.trusted import machine_task
+
+
+def forkable(env_name: str) -> bool:
+    """Whether episodes of ``env_name`` can be forked (its spec's ``forks``)."""
+    spec = find(env_name)
+    return spec is not None and spec.forks
+
+
+def fork_languages() -> str:
+    """The languages whose episodes fork, in words ("Bash and SQL")."""
+    titles = [spec.title for spec in all_specs() if spec.forks]
+    return " and ".join([", ".join(titles[:-1]), titles[-1]] if len(titles) > 1 else titles)
 
 
 class ForkError(ValueError):

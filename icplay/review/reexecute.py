@@ -1,9 +1,11 @@
 """Re-execute a saved episode in a fresh sandbox and flag each turn that now differs.
 
 A recording is only evidence if it can be reproduced. ``reexecute`` resets an env to the
-episode's task (as this machine's task sets have it: ``icplay.tasks.trusted``), runs every recorded action again in order (rejected proposals and
-unparsable replies ran nothing and are skipped), scores the turns that were scored when
-recorded (InterCode's per-turn reward) and the final submit, and compares each with the
+episode's task (as this machine's task sets have it: ``icplay.tasks.trusted``) and replays
+it through the driver (``icplay.driver.replay``): every recorded action runs again in order
+(rejected proposals and unparsable replies ran nothing and run nothing), the turns that
+were scored when recorded are scored again (InterCode's per-turn reward), then the final
+submit (when the episode was submitted); each is compared with the
 recording: the observation (exact text), the exit code and the reward. A turn that
 differs carries a unified diff of the two observations.
 
@@ -18,8 +20,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from icplay.driver.replay import Recorded, Replayed, recorded_turn, replay
 from icplay.envs.base import Env
-from icplay.episode import Trajectory, Turn
+from icplay.episode import Episode, Trajectory, Turn
+from icplay.languages.turns import TurnPlan
 from icplay.tasks.model import Task, TaskFileError
 from icplay.tasks.trusted import machine_task
 
@@ -140,33 +144,23 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
-def _run(env: Env, turn: Turn):
-    """Run a turn's action again; one that was interrupted or timed out is cut after the
-    time it ran the first time (plus a second), as a resume does."""
-    timer = None
-    if turn.info.get("interrupted") or turn.info.get("timed_out"):
-        timer = threading.Timer(max(0.1, turn.duration) + 1.0, env.interrupt)
-        timer.daemon = True
-        timer.start()
-    try:
-        return env.step(turn.action)
-    finally:
-        if timer is not None:
-            timer.cancel()
+def _recorded(turn: Turn) -> Recorded:
+    """A recorded turn as the re-execution plays it: scored (a submit with no argument) when it
+    was scored when recorded; cut again after its recorded time when it was cut."""
+    return recorded_turn(turn, TurnPlan(score=turn.reward is not None))
 
 
-def _check_turn(env: Env, turn: Turn) -> TurnCheck:
-    """One recorded turn run again on ``env`` (a reply with no action is skipped: nothing ran)."""
+def _check_turn(turn: Turn, replayed: Replayed) -> TurnCheck:
+    """One recorded turn and what it gave again (a reply with no action is skipped: nothing ran)."""
     check = TurnCheck(turn.index, turn.action, recorded_observation=turn.observation,
                       recorded_exit=turn.exit_code, recorded_reward=turn.reward)
     if not turn.action:
         check.skipped = "rejected" if turn.info.get("rejected") else "invalid"
         check.reward = turn.reward    # an unparsable reply scores what it scored: nothing ran
     else:
-        result = _run(env, turn)
-        check.observation, check.exit_code = result.observation, result.exit_code
-        if turn.reward is not None:
-            check.reward = env.submit().reward
+        check.observation, check.exit_code = replayed.turn.observation, replayed.turn.exit_code
+        if turn.reward is not None and replayed.result is not None:
+            check.reward = replayed.result.reward
     return check
 
 
@@ -189,16 +183,19 @@ def reexecute(trajectory: Trajectory, env: Env, on_turn: Callable[[TurnCheck], N
     ``task``: the episode's task as this machine has it (``machine_task``); by default it is
     looked up here. The file's own task block is never what runs (``TaskFileError`` when
     this machine lacks the task or has another one under its name)."""
-    env.reset(_task_to_run(trajectory, env, task))
+    task = _task_to_run(trajectory, env, task)
     out = Reexecution(trajectory.id, sandbox=env.sandbox_kind)
-    for turn in trajectory.turns:
-        if cancel is not None and cancel.is_set():
-            return out
-        check = _check_turn(env, turn)
+    submitted = trajectory.status == "submitted" and trajectory.reward is not None
+
+    def checked(n: int, replayed: Replayed) -> None:
+        check = _check_turn(trajectory.turns[n], replayed)
         out.checks.append(check)
         if on_turn is not None:
             on_turn(check)
-    if trajectory.status == "submitted" and trajectory.reward is not None:
+
+    done = replay(Episode(env, task), [_recorded(t) for t in trajectory.turns], submit_at_end=submitted,
+                  on_turn=checked, cancel=cancel)
+    if submitted and not done.cancelled:
         out.recorded_final = trajectory.reward
-        out.final = env.submit().reward
+        out.final = done.final.reward if done.final is not None else None
     return out

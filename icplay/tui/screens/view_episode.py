@@ -43,7 +43,7 @@ from icplay.tui.highlight import highlighted
 from icplay.tui.widgets.panels import QueryPanel, StatusBar, TurnList, taken_numbers, turn_status
 from icplay.tui.shown import safe, shown
 from icplay.tui.widgets.results import ResultsTable
-from icplay.languages import names
+from icplay.languages import find as find_language, names
 from icplay.tui.screens.modals import CommentScreen
 from icplay.tui.screens.view_fork import start_fork
 from icplay.tui.screens.branching import ask_and_branch
@@ -272,6 +272,9 @@ class EpisodeScreen(Screen):
         self.reexecution: Reexecution | None = None
         self.reexecuting = False
         self._cancel = threading.Event()
+        spec = find_language(self.trajectory.env)
+        # what the language's spec says a turn's result is shown as: a result grid, or text
+        self.shows_rows = spec is not None and spec.result_view == "rows"
 
     @property
     def frozen(self) -> bool:
@@ -291,7 +294,7 @@ class EpisodeScreen(Screen):
                     yield Static(id="notes")
                     yield Static(id="call")
                     yield Static(id="check")
-                if traj.env == "sql":
+                if self.shows_rows:
                     yield ResultsTable(id="grid")
                     yield Static(id="sql-note")
                 else:
@@ -403,7 +406,7 @@ class EpisodeScreen(Screen):
         observation = safe(turn.observation or "")
         if len(observation) > OBSERVATION_LIMIT:
             observation = observation[:OBSERVATION_LIMIT] + f"\n… ({len(turn.observation) - OBSERVATION_LIMIT:,} more)"
-        if self.trajectory.env == "sql":
+        if self.shows_rows:
             self._show_sql_result(turn, observation)
             return
         output = self.query_one("#output", OutputPane)
@@ -466,7 +469,7 @@ class EpisodeScreen(Screen):
                 lease = pool.lease(traj.env)
                 result = reexecute(traj, lease.env, on_turn=on_turn, cancel=cancel)
                 post(self.Checked(None, result))
-            except Exception as exc:   # a worker thread: any failure (a lease, a sandbox) is shown, never raised
+            except Exception as exc:   # whatever the sandbox or the task raised is shown; the viewer stays
                 if lease is not None:
                     lease.discard()
                     lease = None

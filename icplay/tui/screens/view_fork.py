@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual.binding import BindingType
 
 from icplay.episode import Trajectory
-from icplay.review.fork import ForkError, fork
+from icplay.review.fork import ForkError, fork, fork_languages, forkable
 from icplay.session import Session
 from icplay.tasks.model import Task
 from icplay.tasks.trusted import machine_task
@@ -84,8 +84,9 @@ def start_fork(screen, source: Trajectory, k: int, agent: bool, choice: AgentCho
     app = screen.app
     try:
         task = machine_task(source.task, f"episode {source.id}")    # this machine's task, never the file's
-        if task.env not in ("bash", "sql"):
-            screen.notify(safe(f"Forks run Bash and SQL episodes, not {task.env}."), severity="warning", markup=False)
+        if not forkable(task.env):
+            screen.notify(safe(f"Forks run {fork_languages()} episodes, not {task.env}."), severity="warning",
+                          markup=False)
             return
         app.fork_session.save(fork(source, k, None if agent else human_policy(source), task))
     except (ForkError, KeyError, ValueError, OSError) as exc:

@@ -23,9 +23,12 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, MutableMapping
 from urllib.parse import urlsplit
+
+from icplay.json_shape import DuplicateKeyError, loads
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -55,6 +58,11 @@ def _is_wildcard(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_unspecified
     except ValueError:
         return False
+
+
+# What a Host header holds (RFC 9110): a name, an IPv4 address or a bracketed IPv6 one, and a
+# port. urlsplit would read ``evil@127.0.0.1`` as user ``evil`` at loopback; such a header is refused.
+_HOST_FORM = re.compile(r"(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9._~-]+)?\])(?::[0-9]{0,5})?")
 
 
 def _hostname(netloc: str) -> str:
@@ -91,6 +99,9 @@ class DoorPolicy:
         """None when ``host`` (a Host header) names this server, else why not."""
         if not host:
             return "the request has no Host header"
+        if not _HOST_FORM.fullmatch(host):
+            return (f"the Host {host!r} is not a name and a port (user names, paths and spaces have no "
+                    "place in a Host header)")
         name = _hostname(host)
         if is_loopback(name) or name in self.names:
             return None
@@ -206,6 +217,10 @@ class Guard:
                                                   f"{self.policy.read_timeout:g} s"})
             return
         body, replayed = b"".join(chunks), False
+        twice = _stated_twice(body)
+        if twice is not None:
+            await send_json(send, 400, {"detail": twice})
+            return
 
         async def replay() -> Message:
             nonlocal replayed
@@ -230,6 +245,21 @@ class Guard:
             return message
 
         return bounded
+
+
+def _stated_twice(body: bytes) -> str | None:
+    """Why a JSON body that states a key twice is refused (JSON leaves it to each reader which
+    one counts: a seed or a task read one way here and another by a proxy that checked it);
+    None for any other body, which the route reads and answers itself."""
+    if b"{" not in body:
+        return None
+    try:
+        loads(body)
+    except DuplicateKeyError as exc:
+        return f"the request body: {exc.field} is stated twice, so the request is refused"
+    except ValueError:      # not JSON, or a number icplay does not read: the route says so (422)
+        return None
+    return None
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any]) -> None:

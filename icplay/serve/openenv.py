@@ -44,7 +44,7 @@ from typing import Any, AsyncIterator, Callable, Optional
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.serialization import serialize_observation
@@ -52,6 +52,7 @@ from openenv.core.env_server.types import (Action, EnvironmentMetadata, HealthRe
                                            SchemaResponse, State, StepRequest, WSErrorCode, WSErrorResponse)
 
 from icplay.envs.base import observation_parts
+from icplay.json_shape import DuplicateKeyError, loads
 from icplay.languages import EnvFactory, get
 from icplay.library import CallerLoop, find_task, load_task_list
 from icplay.sandbox.base import SandboxError
@@ -61,6 +62,13 @@ from icplay.tasks.model import Task
 
 MAX_THEN = 64                      # actions one step may chain after ``code``
 DEFAULT_IDLE_TIMEOUT = 600.0       # seconds a WebSocket may stay silent before it is closed
+
+class StrictReset(ResetRequest):
+    """OpenEnv's reset body, read strictly: ``"seed": true`` or ``"seed": "7"`` is refused (422),
+    where pydantic's lax reading took them for seeds 1 and 7."""
+
+    model_config = ConfigDict(strict=True)
+
 RESET_ARGUMENTS = ("task", "seed", "episode_id")
 
 
@@ -263,7 +271,7 @@ class Server:
             await self.run(env.close)
             self.family.places.give_back()
 
-    async def reset(self, request: ResetRequest) -> JSONResponse:
+    async def reset(self, request: StrictReset) -> JSONResponse:
         return await self.one_request(lambda env: env.reset(**request.model_dump(exclude_unset=True)))
 
     async def step(self, request: StepRequest) -> JSONResponse:
@@ -307,11 +315,15 @@ class Server:
             except (WebSocketDisconnect, RuntimeError):
                 return False
             try:
-                message = json.loads(raw)
+                message = loads(raw)     # a key stated twice is refused, as in HTTP bodies
                 if not isinstance(message, dict):
                     raise ClientMistake("a message is a JSON object with a 'type'")
             except ClientMistake as exc:
                 await send_ws_error(socket, str(exc), WSErrorCode.INVALID_JSON.value)
+                continue
+            except DuplicateKeyError as exc:
+                await send_ws_error(socket, f"the message states {exc.field} twice, so it is refused",
+                                    WSErrorCode.INVALID_JSON.value)
                 continue
             except (ValueError, RecursionError) as exc:   # JSONDecodeError, a 5000-digit number, 100k brackets
                 await send_ws_error(socket, f"the message is not JSON icplay reads: {exc}",
@@ -327,7 +339,7 @@ class Server:
             if not isinstance(data, dict):
                 raise ClientMistake("a message's 'data' is a JSON object")
             if kind == "reset":    # checked as HTTP's /reset body is: a seed is a number >= 0, never a list
-                arguments = ResetRequest.model_validate(data).model_dump(exclude_unset=True)
+                arguments = StrictReset.model_validate(data).model_dump(exclude_unset=True)
                 return {"type": "observation",
                         "data": serialize_observation(await self.run(lambda: env.reset(**arguments)))}
             if kind == "step":

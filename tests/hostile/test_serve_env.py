@@ -333,3 +333,54 @@ def test_a_silent_websocket_expires_and_frees_its_place():
         asyncio.run(probe())
     finally:
         served.close()
+
+
+# -- the second audit's leftovers: a Host with a user name, a seed that is not a number, a key twice --
+
+def test_a_host_header_with_a_user_name_is_refused(server):
+    """``evil@127.0.0.1`` reads as user ``evil`` at loopback to a URL parser: a Host is a name and a port."""
+    for host in (f"evil@127.0.0.1:{server.port}", f"127.0.0.1:{server.port}/x", "127.0.0.1 evil"):
+        answer = raw_request(server.port, f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+        assert answer.startswith("HTTP/1.1 403") and "a name and a port" in answer, (host, answer[:300])
+    for host in (f"127.0.0.1:{server.port}", f"[::1]:{server.port}", "localhost"):
+        answer = raw_request(server.port, f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+        assert answer.startswith("HTTP/1.1 200"), (host, answer[:300])
+
+
+def test_a_seed_must_be_a_number(server):
+    for seed in (True, "7", 1.5):
+        reply = requests.post(f"{server.url}/reset", json={"task": "bookshop-01", "seed": seed}, timeout=30)
+        assert reply.status_code == 422 and "seed" in reply.text, (seed, reply.status_code, reply.text[:300])
+    assert requests.post(f"{server.url}/reset", json={"seed": 7}, timeout=30).status_code == 200
+
+    async def probe() -> None:
+        async with ws_connect(server.ws_url) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": True}}))
+            answer = json.loads(await ws.recv())
+            assert answer["type"] == "error" and "seed" in answer["data"]["message"], answer
+
+    asyncio.run(probe())
+
+
+def test_a_key_stated_twice_is_refused_over_http_and_websocket(server):
+    """JSON leaves it to each reader which of two keys counts (Python's takes the last)."""
+    body = b'{"task": "bookshop-01", "seed": 1, "task": "bookshop-02"}'
+    answer = raw_request(server.port, f"POST /reset HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                                      "Connection: close\r\n\r\n", body)
+    assert answer.startswith("HTTP/1.1 400") and "task is stated twice" in answer, answer[:400]
+    nested = b'{"action": {"code": "SELECT 1", "code": "DROP TABLE books"}}'
+    answer = raw_request(server.port, f"POST /step HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                                      f"Content-Type: application/json\r\nContent-Length: {len(nested)}\r\n"
+                                      "Connection: close\r\n\r\n", nested)
+    assert answer.startswith("HTTP/1.1 400") and "action.code is stated twice" in answer, answer[:400]
+
+    async def probe() -> None:
+        async with ws_connect(server.ws_url) as ws:
+            await ws.send('{"type": "reset", "data": {"task": "bookshop-01", "task": "bookshop-02"}}')
+            answer = json.loads(await ws.recv())
+            assert answer["type"] == "error" and "data.task twice" in answer["data"]["message"], answer
+            await ws.send(json.dumps({"type": "reset", "data": {"task": "bookshop-01"}}))
+            assert json.loads(await ws.recv())["type"] == "observation"     # the session goes on
+
+    asyncio.run(probe())

@@ -72,12 +72,14 @@ CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, LookupError, Memory
 
 
 def close_quietly(closable: Any) -> None:
-    """Close a connection or cursor that may be broken already (then there is nothing to close)."""
+    """Close a connection or cursor that may be broken already (then there is nothing to close).
+    A cursor whose connection was replaced meanwhile (a reconnect after a statement's error) holds
+    only a dead weak reference to it: its close raises ReferenceError, and nothing is left open."""
     import mysql.connector
 
     try:
         closable.close()
-    except (mysql.connector.Error, OSError):
+    except (mysql.connector.Error, OSError, ReferenceError):
         pass
 
 

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from icplay.sandbox import registry
+from icplay.sandbox.base import SandboxError
+
 BUILD_TIMEOUT = 900
 STEP_TIMEOUT = 600
 ARTIFACTS = "/logs/artifacts"   # Harbor's convention folder, always carried
@@ -60,9 +63,6 @@ class Engine:
 def engine_cli(sandbox: str = "docker") -> Engine:
     """The command-line program of the sandbox registry's image engine ``sandbox``, or an
     OracleError in one sentence (a kind that runs no images, a program not installed)."""
-    from icplay.sandbox import registry
-    from icplay.sandbox.base import SandboxError
-
     try:
         engine = registry.image_engine(sandbox)
         program = getattr(engine, "cli", sandbox)   # a plug-in engine that names none: its own name

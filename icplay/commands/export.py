@@ -49,8 +49,8 @@ def register(sub) -> None:
                    help="harbor: then run each task's oracle as Harbor does (build, solve.sh, verifier) on --sandbox "
                         "and report the tasks whose reward is not 1.0")
     p.add_argument("--sandbox", default="docker", metavar="ENGINE",
-                   help="harbor: the image engine (docker or podman, through its command-line program) that runs "
-                        "Bash tasks' gold at export and the oracles of --check (default docker)")
+                   help="harbor: the image engine (docker or podman) that runs Bash tasks' gold at export and "
+                        "the oracles of --check, these through its command-line program (default docker)")
     p.add_argument("--solved", choices=(*SOLVED_BY, ANY_OUTCOME), default=None,
                    help="which outcomes: intercode (best reward 1.0), strict (the strict verdict says solved; "
                         "episodes without a verdict are left out) or any. Default: intercode for chat and "

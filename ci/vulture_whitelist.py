@@ -23,6 +23,7 @@ _.action_space, _.observation_space                     # gymnasium's Env (icpla
 _.uname, _.gname, _.gid, _.mtime                         # tarfile.TarInfo (sandbox/files.py, harbor/verify.py)
 _.trust_env                                              # requests.Session (sandbox/images.py)
 SUPPORTS_CONCURRENT_SESSIONS, _.step_count, _.get_metadata   # OpenEnv's Environment (serve/openenv.py)
+model_config                                             # pydantic's model settings (StrictReset, serve/openenv.py)
 _.border_subtitle, _.cursor_blink, _.disabled, _.virtual_size, _.show_root, _.auto_width  # Textual widgets'
 
 # -- found by name: "module:name" strings in a language's, a scheme's or a scanner's table ----

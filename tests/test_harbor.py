@@ -295,6 +295,38 @@ def test_tasks_check_runs_every_oracle(harbor_ready, tmp_path, capsys):
     assert "greeting  reward 0 (solve.sh exit 0): runs=0 prints=0" in out
 
 
+@pytest.mark.podman
+def test_tasks_check_runs_the_oracles_on_podman(podman_client, tmp_path, capsys):
+    """`--sandbox podman`: the oracles play in containers of Podman (the edited task's image is
+    built in Podman's storage), with the same findings as on Docker."""
+    import uuid
+
+    from ci_rules import unavailable
+    from icplay.harbor.image import image_tag
+    from icplay.sandbox.images import image_exists
+
+    if not image_exists(podman_client, "debian:bookworm-slim"):
+        unavailable("debian:bookworm-slim is not in Podman's storage (ci/provision-docker.sh copies it there)")
+    dataset = tmp_path / "dataset"
+    shutil.copytree(DATA, dataset)
+    (dataset / "greeting" / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    with (dataset / "greeting" / "environment" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write(f"LABEL icplay.test-run={uuid.uuid4().hex}\n")    # an image of this test's own
+    greeting = next(t for t in load_tasks(f"harbor:{dataset}") if t.id == "greeting")
+    tag = image_tag(greeting, dataset / "greeting" / "environment")
+    try:
+        assert main(["tasks", "--check", f"harbor:{dataset}", "--sandbox", "podman"]) == 0
+        out = capsys.readouterr().out
+        assert "harbor:dataset: 1 of 2 tasks have an oracle (solution/solve.sh) that does not score 1.0" in out
+        assert "greeting  reward 0 (solve.sh exit 0): runs=0 prints=0" in out
+        assert image_exists(podman_client, tag)
+    finally:
+        if image_exists(podman_client, tag):
+            podman_client.images.remove(tag, force=True)
+    assert main(["tasks", "--check", f"harbor:{dataset}", "--sandbox", "mysql"]) == 2
+    assert "harbor golds run on docker or podman, not 'mysql'" in capsys.readouterr().err
+
+
 def test_play_harbor_without_tasks_says_which_tasks_it_needs(tmp_path):
     done = subprocess.run([sys.executable, "-m", "icplay.cli", "play", "harbor"], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "ICPLAY_HOME": str(tmp_path)})

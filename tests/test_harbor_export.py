@@ -163,3 +163,32 @@ def test_bash_expected_values_are_icplays_gold_run(exported):
     assert ["??", "testbed/md_files.txt"] in run["changes"]
     assert run["hashes"]["testbed/md_files.txt"]
     assert slug(next(t for t in load_tasks("bash") if t.id == "b048")) == exported["b048"].name
+
+
+# -- on Podman: the same export and oracle run through Podman's command-line program ------
+
+
+@pytest.mark.podman
+def test_a_task_exported_and_checked_on_podman_scores_one(tmp_path, podman_images):
+    """`--sandbox podman`: the Bash gold run (its expected values) and the oracle's build, solve.sh
+    and separate verifier all on Podman."""
+    b048 = [task for task in sample_tasks(("bash",)) if task.id == "b048"]   # it creates a file
+    [(_task, folder)] = export_tasks(b048, tmp_path, sandbox="podman").written
+    run = json.loads((folder / "tests/expected.json").read_text())["gold_runs"][0]
+    assert ["??", "testbed/md_files.txt"] in run["changes"]
+    verdict = check(folder, sandbox="podman")
+    assert verdict.mode == "separate"
+    assert verdict.reward == 1.0, (verdict.details, verdict.log)
+    wrong = check(folder, act=lambda box: box.sh(WRONG["b048"][0]), sandbox="podman")
+    assert wrong.reward is not None and wrong.reward < 1.0, (wrong.details, wrong.log)
+
+
+def test_a_missing_engine_program_is_one_sentence_before_any_export(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))     # no podman (nor anything else) on PATH
+    out = tmp_path / "out"
+    assert main(["export", "harbor", "--tasks", "ctf", "--out", str(out), "--check", "--sandbox", "podman"]) != 0
+    err = capsys.readouterr().err
+    assert "the oracle check on podman needs the `podman` command, which is not on PATH" in err
+    assert "Traceback" not in err and not out.exists()
+    assert main(["export", "harbor", "--tasks", "ctf", "--out", str(out), "--sandbox", "bwrap"]) != 0
+    assert "the 'bwrap' sandbox runs no images" in capsys.readouterr().err

@@ -46,8 +46,11 @@ def register(sub) -> None:
                    help="harbor: a task set or task file to export (repeatable)")
     p.add_argument("--env", default=None, help="harbor: the language of --tasks given as files (bash, sql, python, ctf)")
     p.add_argument("--check", action="store_true",
-                   help="harbor: then run each task's oracle on Docker as Harbor does (build, solve.sh, verifier) "
+                   help="harbor: then run each task's oracle as Harbor does (build, solve.sh, verifier) on --sandbox "
                         "and report the tasks whose reward is not 1.0")
+    p.add_argument("--sandbox", default="docker", metavar="ENGINE",
+                   help="harbor: the image engine (docker or podman) that runs Bash tasks' gold at export and "
+                        "the oracles of --check, these through its command-line program (default docker)")
     p.add_argument("--solved", choices=(*SOLVED_BY, ANY_OUTCOME), default=None,
                    help="which outcomes: intercode (best reward 1.0), strict (the strict verdict says solved; "
                         "episodes without a verdict are left out) or any. Default: intercode for chat and "
@@ -171,14 +174,31 @@ def run_harbor(args) -> int:
     if args.paths or not args.tasks:
         raise UserError("icplay export harbor takes task sets, not episodes: --tasks SET [--tasks SET ...] --out DIR")
     tasks = _harbor_tasks(args.tasks, args.env)
+    _check_harbor_engine(args.sandbox, args.check)
     try:
-        result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr))
+        result = export_tasks(tasks, Path(args.out), progress=lambda line: print(f"icplay: {line}", file=sys.stderr),
+                              sandbox=args.sandbox)
     except (ExportError, SandboxError, OSError) as exc:
         raise UserError(f"harbor export to {args.out}: {exc}") from None
     _say_written(result, args.out)
     if args.check:
-        return check_harbor([folder for _task, folder in result.written])
+        return check_harbor([folder for _task, folder in result.written], args.sandbox)
     return 0 if result.written else 1
+
+
+def _check_harbor_engine(sandbox: str, check: bool) -> None:
+    """--sandbox runs images (the exported Dockerfiles build on icplay's), and with --check its
+    program is installed: said once, before any work, in one sentence."""
+    from icplay.harbor.oracle import OracleError, engine_cli
+    from icplay.sandbox.registry import image_engine
+
+    try:
+        if check:
+            engine_cli(sandbox)
+        else:
+            image_engine(sandbox)
+    except (OracleError, SandboxError) as exc:
+        raise UserError(f"--sandbox {sandbox}: {exc}") from None
 
 
 def _harbor_tasks(names: list[str], env: str | None) -> list:
@@ -198,14 +218,14 @@ def _say_written(result, out: str) -> None:
           + (f", {len(result.skipped)} skipped" if result.skipped else ""), file=sys.stderr)
 
 
-def check_harbor(folders) -> int:
-    """Each exported task's oracle run; exit 1 if any does not score 1.0."""
+def check_harbor(folders, sandbox: str = "docker") -> int:
+    """Each exported task's oracle run on the image engine ``sandbox``; exit 1 if any does not score 1.0."""
     from icplay.harbor.oracle import OracleError, check
 
     failed = 0
     for folder in folders:
         try:
-            verdict = check(folder)
+            verdict = check(folder, sandbox=sandbox)
             problem = None if verdict.reward == 1.0 else f"reward {verdict.reward}: {str(verdict.details)[:300]}"
         except OracleError as exc:
             problem = str(exc)

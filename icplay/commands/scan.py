@@ -41,7 +41,9 @@ def register(sub) -> None:
     p.add_argument("--tasks-health", action="store_true", help="print the task health table")
     p.add_argument("--check-golds", action="store_true",
                    help="run every gold of the scanned sets (icplay tasks --check) and add what it finds to task health")
-    p.add_argument("--sandbox", default="sqlite", help="SQL backend for --check-golds: sqlite (default) or mysql")
+    p.add_argument("--sandbox", default="sqlite",
+                   help="what --check-golds runs golds on, for the sets whose language has it: SQL's backend, "
+                        "sqlite (default) or mysql; Harbor's image engine, docker or podman (else docker)")
     ask = p.add_argument_group("the model scanner (optional)")
     ask.add_argument("--ask", metavar="QUESTION", help="ask a model this question about each episode")
     ask.add_argument("--rubric", default="Answer flag true only when the trajectory clearly shows it.",
@@ -117,7 +119,8 @@ def gold_problems(sets: set[str], sandbox: str) -> tuple[dict[str, str], list[st
             continue
         print(f"icplay scan: running every gold of {name}…", file=sys.stderr)
         check = resolve(spec.gold_check)
-        for task, reason in check(task_set.load(), sandbox, lambda m: print(m, file=sys.stderr)):
+        kind = sandbox if sandbox in spec.sandboxes else spec.sandboxes[0]   # --sandbox names one language's
+        for task, reason in check(task_set.load(), kind, lambda m: print(m, file=sys.stderr)):
             problems[f"{name}/{task.id}"] = reason
     return problems, notes
 

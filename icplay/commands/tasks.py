@@ -20,7 +20,9 @@ def register(sub) -> None:
     p.add_argument("--check", action="store_true",
                    help="run every gold of SET and list the tasks it cannot be strictly solved on "
                         "(SQL: a gold returning no rows or failing on the backend)")
-    p.add_argument("--sandbox", default="sqlite", help="SQL backend for --check: sqlite (default) or mysql")
+    p.add_argument("--sandbox", default=None,
+                   help="what --check runs the golds on: SQL's backend, sqlite (default) or mysql; Harbor's image "
+                        "engine, docker (default) or podman")
     p.set_defaults(func=run)
 
 
@@ -35,9 +37,14 @@ def check(args) -> int:
         print(f"icplay tasks --check: no gold check for {task_set.env} tasks yet "
               f"(known: {', '.join(known)})", file=sys.stderr)
         return 2
+    sandbox = args.sandbox or spec.sandboxes[0]
+    if sandbox not in spec.sandboxes:
+        print(f"icplay tasks --check: {task_set.env} golds run on {' or '.join(spec.sandboxes)}, not {sandbox!r}",
+              file=sys.stderr)
+        return 2
     tasks = task_set.load()
-    found = resolve(spec.gold_check)(tasks, args.sandbox, lambda m: print(m, file=sys.stderr))
-    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks {spec.gold_check_finds.format(sandbox=args.sandbox)}")
+    found = resolve(spec.gold_check)(tasks, sandbox, lambda m: print(m, file=sys.stderr))
+    print(f"{task_set.name}: {len(found)} of {len(tasks)} tasks {spec.gold_check_finds.format(sandbox=sandbox)}")
     for task, reason in found:
         print(f"  {task.id:>6}  {reason}")
     return 0

@@ -163,11 +163,12 @@ def play_oracle(env: HarborEnv, task: Task) -> tuple[int | None, SubmitResult]:
     return done.turns[0].turn.exit_code, done.final
 
 
-def check_oracles(tasks: list[Task], progress: Callable[[str], None] | None = None) -> list[tuple[Task, str]]:
-    """Each task's oracle (solution/solve.sh) played and verified: the tasks it does not
-    bring to 1.0, with why (``icplay tasks --check harbor:PATH``)."""
+def check_oracles(tasks: list[Task], progress: Callable[[str], None] | None = None,
+                  sandbox: str = "docker") -> list[tuple[Task, str]]:
+    """Each task's oracle (solution/solve.sh) played and verified on the image engine
+    ``sandbox``: the tasks it does not bring to 1.0, with why (``icplay tasks --check harbor:PATH``)."""
     found: list[tuple[Task, str]] = []
-    env = make_harbor_env(progress=progress)
+    env = make_harbor_env(sandbox, progress=progress)
     try:
         for task in tasks:
             if not task.gold:

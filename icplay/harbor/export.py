@@ -120,8 +120,9 @@ class Exporter(Protocol):
     agent_timeout: float
     collect: tuple[str, ...]        # commands run in the agent's container after it finished
 
-    def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
-        """Work done once for all tasks (gold runs, database files)."""
+    def prepare(self, tasks: list[Task], progress: Progress | None, sandbox: str) -> None:
+        """Work done once for all tasks (gold runs, database files); ``sandbox``: the image
+        engine a gold run runs on (Bash's)."""
 
     def environment(self, task: Task, files: Files) -> None:
         """environment/Dockerfile and its build context."""
@@ -199,8 +200,9 @@ class Exported:
     skipped: list[tuple[Task, str]] = field(default_factory=list)
 
 
-def export_tasks(tasks: list[Task], out: Path, progress: Progress | None = None) -> Exported:
-    """Write one Harbor task folder per task under ``out`` (replacing a folder of the same name).
+def export_tasks(tasks: list[Task], out: Path, progress: Progress | None = None, sandbox: str = "docker") -> Exported:
+    """Write one Harbor task folder per task under ``out`` (replacing a folder of the same name);
+    gold runs (Bash's) on the image engine ``sandbox``.
 
     Tasks of a language with no exporter, and CTF tasks that need a server or lack their
     files, are skipped with the reason."""
@@ -218,7 +220,7 @@ def export_tasks(tasks: list[Task], out: Path, progress: Progress | None = None)
     for language, chosen in by_language.items():
         exporter = EXPORTERS[language]()
         try:
-            exporter.prepare(chosen, progress)
+            exporter.prepare(chosen, progress, sandbox)
             for task in chosen:
                 folder = out / slug(task)
                 if folder.exists():

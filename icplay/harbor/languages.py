@@ -47,8 +47,8 @@ class BashExporter:
     def __init__(self) -> None:
         self._sandboxes: BashSandboxes | None = None
 
-    def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
-        self._sandboxes = BashSandboxes("docker", progress=progress)
+    def prepare(self, tasks: list[Task], progress: Progress | None, sandbox: str) -> None:
+        self._sandboxes = BashSandboxes(sandbox, progress=progress)
 
     def environment(self, task: Task, files: Files) -> None:
         # Only /testbed is scored: Harbor's own folders (/app, /logs, /tests, /solution) and
@@ -111,7 +111,7 @@ class SqlExporter:
     def __init__(self) -> None:
         self._backend = SqliteBackend()
 
-    def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
+    def prepare(self, tasks: list[Task], progress: Progress | None, sandbox: str) -> None:
         self._backend.progress = progress
 
     def _database(self, task: Task) -> Path:
@@ -173,7 +173,7 @@ class PythonExporter:
     agent_timeout = 600.0
     collect: tuple[str, ...] = ()
 
-    def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
+    def prepare(self, tasks: list[Task], progress: Progress | None, sandbox: str) -> None:
         pass
 
     def function(self, task: Task) -> str:
@@ -230,7 +230,7 @@ class CtfExporter:
     agent_timeout = 1200.0
     collect: tuple[str, ...] = ()
 
-    def prepare(self, tasks: list[Task], progress: Progress | None) -> None:
+    def prepare(self, tasks: list[Task], progress: Progress | None, sandbox: str) -> None:
         pass
 
     def environment(self, task: Task, files: Files) -> None:

@@ -67,7 +67,8 @@ SPEC = LanguageSpec(
 
 
 def check_oracles(tasks: list[Task], sandbox: str, progress: Callable[[str], None]) -> list[tuple[Task, str]]:
-    """Harbor's gold check: each task's oracle played and verified (the sandbox is its own image's)."""
+    """Harbor's gold check: each task's oracle played and verified in a container of its own
+    image on the image engine ``sandbox`` (docker, podman)."""
     from icplay.harbor.env import check_oracles as check   # start-up: the registry loads this spec for any listing
 
-    return check(tasks, progress=progress)
+    return check(tasks, progress=progress, sandbox=sandbox)

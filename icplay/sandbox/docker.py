@@ -616,6 +616,7 @@ class ImageKind:
     client (docker-py): the Docker daemon's here; Podman's service in ``podman.py``."""
 
     name = "docker"
+    cli = "docker"      # its command-line program (Harbor's oracle check drives it: harbor/oracle.py)
     capabilities = DockerSandbox.capabilities
     sandbox_class: type[DockerSandbox] = DockerSandbox
 

@@ -213,6 +213,7 @@ class PodmanKind(ImageKind):
     """Podman: the Docker sandbox's containers with no Docker daemon (``podman system service``)."""
 
     name = "podman"
+    cli = "podman"
     capabilities = PodmanSandbox.capabilities
     sandbox_class = PodmanSandbox
 

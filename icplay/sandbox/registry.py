@@ -94,6 +94,8 @@ class SandboxKind(Protocol):
 class ImageEngine(SandboxKind, Protocol):
     """A kind that runs images through a Docker-API client (Docker, Podman): ``icplay images`` builds with it."""
 
+    cli: str    # its command-line program, which takes docker's verbs (build, run, exec, cp, rm, rmi)
+
     def client(self) -> Any:
         """This process's connected client of the engine (a SandboxError saying what to do, else)."""
         ...

@@ -1,5 +1,5 @@
 """Reward hacks against exported Harbor tasks (`icplay export harbor`), run on real Docker the
-way Harbor runs them (icplay.harbor.oracle).
+way Harbor runs them (icplay.harbor.oracle), and one of them on Podman.
 
 The agent owns its container: it plants fake ``python3``, ``sqlite3``, ``tar`` and ``bash``
 early in PATH, writes /logs/verifier/reward.txt itself and leaves a loop rewriting it. None
@@ -92,3 +92,14 @@ def test_a_crafted_testbed_tar_cannot_reach_the_expected_values(folders):
              "chmod +x /usr/local/bin/tar")
     verdict = check(folders["bash"], act=lambda box: box.sh(craft), mode="separate")
     assert verdict.reward == NOTHING["bash"], (verdict.details, verdict.log)
+
+
+@pytest.mark.podman
+def test_planted_tools_and_a_forged_reward_do_not_count_on_podman(tmp_path, podman_images):
+    """The same plant in the agent's own container on Podman: its leftover loop stopped, the
+    forged reward not read (the task exported with its gold run on Podman too)."""
+    tasks = [t for t in load_tasks("bash") if t.id == TASKS["bash"]]
+    [(_task, folder)] = export_tasks(tasks, tmp_path, sandbox="podman").written
+    verdict = check(folder, act=lambda box: box.sh(PLANT), mode="shared", sandbox="podman")
+    assert verdict.reward == NOTHING["bash"], (verdict.details, verdict.log)
+    assert verdict.details.get("stopped_processes", 0) >= 1

@@ -209,18 +209,25 @@ def test_network_is_off_and_limits_apply(docker_client, bash_image):
 
 
 @pytest.mark.docker
-def test_leftover_containers_are_reaped(docker_client, bash_image):
+def test_leftover_containers_are_reaped(docker_client, bash_image, monkeypatch):
+    import os
+    import uuid
+
+    from icplay.sandbox import tracking
     from icplay.sandbox.docker import reap_leftovers
 
-    # A container labelled as if a crashed icplay (a pid that is gone) had left it.
-    import socket
-
+    # A container labelled as if a crashed icplay (a pid that is gone) had left it. Every icplay
+    # process reaps its host's leftovers when it first talks to Docker, other test workers too,
+    # and one of them took the orphan first in a CI run: the containers name a host of this
+    # test's own, which only this process (told it is that host) judges.
+    host = f"reap-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(tracking.socket, "gethostname", lambda: host)
     orphan = docker_client.containers.run(
         bash_image, command=["sleep", "600"], detach=True,
-        labels={"icplay": "1", "icplay.pid": "999999999", "icplay.host": socket.gethostname()})
+        labels={"icplay": "1", "icplay.pid": "999999999", "icplay.host": host})
     live = docker_client.containers.run(
         bash_image, command=["sleep", "600"], detach=True,
-        labels={"icplay": "1", "icplay.pid": str(__import__("os").getpid()), "icplay.host": socket.gethostname()})
+        labels={"icplay": "1", "icplay.pid": str(os.getpid()), "icplay.host": host})
     try:
         assert reap_leftovers(docker_client) >= 1
         # the low-level list reads labels in one call; the high-level one inspects each
@@ -230,6 +237,7 @@ def test_leftover_containers_are_reaped(docker_client, bash_image):
         assert live.id in ids
     finally:
         live.remove(force=True)
+        tracking.remove_container(docker_client, orphan.id)   # still there only if the reap failed
 
 
 @pytest.mark.docker
